@@ -1,0 +1,16 @@
+# The two commands of the README.
+.PHONY: setup demo test bench
+
+setup:
+	bash scripts/setup.sh
+
+# Sets everything up and runs the main job on the embedded default; ends with a score table and a report.
+demo: setup
+	.venv/bin/spatialact demo
+
+# Sets everything up and runs the tests.
+test: setup
+	.venv/bin/python -m pytest -q
+
+bench: setup
+	.venv/bin/python benchmarks/run_all.py

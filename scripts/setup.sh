@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Creates .venv and installs spatialact with everything its demo and tests use.
+# Idempotent: a second run only checks that the install is current.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+stamp=.venv/.spatialact-installed
+want=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1)
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  exit 0
+fi
+.venv/bin/python -m pip install -q --upgrade pip
+# The CPU build of torch first: a plain "torch" requirement would otherwise pull a CUDA build of several GB.
+.venv/bin/python -m pip install -q "torch==2.13.0"
+.venv/bin/python -m pip install -q -e ".[dev]"
+echo "$want" > "$stamp"

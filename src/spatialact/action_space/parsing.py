@@ -1,0 +1,570 @@
+"""Model answers (text) → ``ActionSequence``, in strict or lenient mode (SPEC §3, "Parsing").
+
+Text level, in both modes: ``<think>…</think>`` blocks are dropped; the JSON is taken from the last ```json
+fence, else the last fence, else the outermost ``{…}``, else the whole text; trailing commas and Python-literal
+quoting (single quotes, True/None) are tolerated.
+
+Content level: lenient mode (the default) repairs what it can and records one note per repair; strict mode
+raises :class:`ParseError` on anything lenient mode would have to repair, naming what and where
+(``step_2.step_nums[1]: ...``). Lenient mode never raises: text with no usable step gives an empty sequence
+with ``ok=False`` and an ``error``.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from .primitives import MOTION_PRIMITIVES, N_MOTION, PRIMITIVE_TABLE, Primitive, lookup_primitive
+from .sequence import DEFAULT_CAP, ActionSequence, Step, StepSizes
+
+__all__ = ["ParseError", "ParseResult", "parse_response", "parse_object", "extract_json_text", "load_json"]
+
+
+class ParseError(ValueError):
+    """An answer that strict parsing rejects; the message says what is wrong and where."""
+
+
+@dataclass(frozen=True)
+class ParseResult:
+    """What :func:`parse_response` returns; never None, in either mode.
+
+    ``sequence`` is always an ActionSequence (empty when nothing was usable), ``repairs`` the lenient repairs
+    made (one string each, ``where: what``), ``ok`` whether at least one step was usable, ``error`` why not.
+    ``format`` is the answer format found (``flat``, ``stepped`` or ``vector``), ``json_text`` the JSON read.
+    """
+
+    sequence: ActionSequence
+    repairs: tuple[str, ...] = ()
+    ok: bool = True
+    error: str | None = None
+    format: str | None = None
+    json_text: str | None = field(default=None, repr=False)
+
+    def to_dict(self) -> dict:
+        return {"ok": self.ok, "error": self.error, "format": self.format, "repairs": list(self.repairs),
+                "sequence": self.sequence.to_dict()}
+
+
+# ------------------------------------------------------------------------------------------------------
+# Text level
+# ------------------------------------------------------------------------------------------------------
+_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\r?\n?(.*?)```", re.DOTALL)
+_OPEN_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\r?\n(.*)\Z", re.DOTALL)
+_TRAILING_COMMA = re.compile(r",(\s*[}\]])")
+
+
+def _strip_think(text: str) -> str:
+    text = _THINK.sub("", text)
+    # A reasoning block whose opening tag the server already stripped: keep what follows the last closing tag.
+    low = text.lower()
+    if "</think>" in low:
+        text = text[low.rindex("</think>") + len("</think>"):]
+    return text
+
+
+def _candidates(text: str) -> list[str]:
+    """JSON candidates in the order of SPEC §3; the first that loads is used."""
+    cands: list[str] = []
+    fences = _FENCE.findall(text)
+    json_fences = [body for lang, body in fences if lang.lower() == "json"]
+    if json_fences:
+        cands.append(json_fences[-1])
+    if fences:
+        cands.append(fences[-1][1])
+    if not fences:
+        m = _OPEN_FENCE.search(text)  # an answer cut off before its closing fence
+        if m:
+            cands.append(m.group(2))
+    i, j = text.find("{"), text.rfind("}")
+    if i != -1 and j > i:
+        cands.append(text[i:j + 1])
+    i, j = text.find("["), text.rfind("]")
+    if i != -1 and j > i:
+        cands.append(text[i:j + 1])
+    cands.append(text)
+    seen, out = set(), []
+    for c in cands:
+        c = c.strip()
+        if c and c not in seen:
+            seen.add(c)
+            out.append(c)
+    return out
+
+
+_LITERAL_NAMES = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}
+
+
+def _literal(node: ast.AST) -> Any:
+    # ast.literal_eval plus JSON's true/false/null, so that half-Python, half-JSON answers load.
+    if isinstance(node, ast.Expression):
+        return _literal(node.body)
+    if isinstance(node, ast.Constant) and isinstance(node.value, (str, int, float, bool, type(None))):
+        return node.value
+    if isinstance(node, ast.Name) and node.id in _LITERAL_NAMES:
+        return _LITERAL_NAMES[node.id]
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [_literal(e) for e in node.elts]
+    if isinstance(node, ast.Dict):
+        if any(k is None for k in node.keys):
+            raise ValueError("dict unpacking")
+        return {_hashable(_literal(k)): _literal(v) for k, v in zip(node.keys, node.values)}
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        v = _literal(node.operand)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return -v if isinstance(node.op, ast.USub) else v
+    raise ValueError(f"not a literal: {type(node).__name__}")
+
+
+def _hashable(k: Any) -> Any:
+    if isinstance(k, list):
+        raise ValueError("unhashable key")
+    return k
+
+
+def load_json(s: str) -> Any:
+    """Load JSON, tolerating trailing commas and Python-literal quoting; raises ValueError when nothing works."""
+    try:
+        return json.loads(s)
+    except (ValueError, RecursionError):
+        pass
+    fixed = _TRAILING_COMMA.sub(r"\1", s)
+    try:
+        return json.loads(fixed)
+    except (ValueError, RecursionError):
+        pass
+    if len(s) > 200_000:
+        raise ValueError("text too long to read as a Python literal")
+    try:
+        return _literal(ast.parse(s.strip(), mode="eval"))
+    except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError) as e:
+        raise ValueError(f"not JSON ({e.__class__.__name__})") from None
+
+
+def _last_decodable_object(text: str) -> tuple[str, Any] | None:
+    # Several JSON objects in prose: the outermost-brace candidate spans them all and fails; take the last
+    # object that decodes on its own.
+    dec = json.JSONDecoder()
+    found = None
+    for m in re.finditer(r"[{\[]", text):
+        try:
+            obj, end = dec.raw_decode(text, m.start())
+        except ValueError:
+            continue
+        if isinstance(obj, (dict, list)) and obj:
+            found = (text[m.start():end], obj)
+    return found
+
+
+def extract_json_text(text: str) -> tuple[str, Any]:
+    """The JSON part of a model answer and its loaded value; raises ValueError when there is none."""
+    body = _strip_think(text)
+    errors = []
+    for cand in _candidates(body):
+        try:
+            return cand, load_json(cand)
+        except ValueError as e:
+            errors.append(str(e))
+    found = _last_decodable_object(body)
+    if found is not None:
+        return found
+    raise ValueError("no JSON object found in the answer")
+
+
+# ------------------------------------------------------------------------------------------------------
+# Content level
+# ------------------------------------------------------------------------------------------------------
+_STEP_KEY = re.compile(r"^\s*step[\s_\-]*(\d+)\s*$", re.IGNORECASE)
+_ACTION_KEYS = ("actions", "action")
+_NUM_KEYS = ("step_nums", "step_num", "stepnums", "steps_num", "counts", "nums")
+_GRIPPER_KEYS = ("gripper", "gripper_state", "grip")
+_VECTOR_KEYS = ("vector", "delta", "action_vector")
+
+
+class _Ctx:
+    def __init__(self, strict: bool, sizes: StepSizes, cap: int):
+        self.strict, self.sizes, self.cap = strict, sizes, cap
+        self.repairs: list[str] = []
+
+    def repair(self, where: str, what: str) -> None:
+        if self.strict:
+            raise ParseError(f"{where}: {what}")
+        self.repairs.append(f"{where}: {what}")
+
+    def fail(self, where: str, what: str):
+        raise ParseError(f"{where}: {what}")
+
+
+def _norm_key(k: Any) -> str:
+    return str(k).strip().lower().replace(" ", "_")
+
+
+def _get(d: dict, keys: tuple[str, ...]) -> tuple[bool, Any, str | None]:
+    for k, v in d.items():
+        if _norm_key(k) in keys:
+            return True, v, k
+    return False, None, None
+
+
+def _number(v: Any, where: str, ctx: _Ctx) -> float | None:
+    """A finite float from a number or numeric string (repaired); None when it is not one."""
+    if isinstance(v, bool):
+        ctx.repair(where, f"{v!r} is not a number")
+        return None
+    if isinstance(v, str):
+        try:
+            x = float(v.strip())
+        except ValueError:
+            ctx.repair(where, f"{v!r} is not a number")
+            return None
+        if not math.isfinite(x):
+            ctx.repair(where, f"{v!r} is not finite")
+            return None
+        ctx.repair(where, f"numeric string {v!r} read as {x:g}")
+        return x
+    if isinstance(v, int):
+        return float(v) if abs(v) < 1e18 else math.copysign(1e18, v)
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            ctx.repair(where, f"{v!r} is not finite")
+            return None
+        return v
+    ctx.repair(where, f"{v!r} is not a number")
+    return None
+
+
+def _round_half_away(x: float) -> int:
+    return int(math.copysign(math.floor(abs(x) + 0.5), x))
+
+
+def _count(v: Any, where: str, ctx: _Ctx) -> int | None:
+    """A step_num as an integer (possibly negative); None means: drop the action."""
+    if v is None:
+        ctx.repair(where, "missing step_num becomes 1")
+        return 1
+    if isinstance(v, int) and not isinstance(v, bool):
+        return v
+    x = _number(v, where, ctx)
+    if x is None:
+        return None
+    if x != math.floor(x):
+        n = _round_half_away(x)
+        ctx.repair(where, f"fractional step_num {x:g} rounded to {n}")
+        return n
+    return int(x)
+
+
+def _gripper_value(v: Any, where: str, ctx: _Ctx) -> int | None:
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, str):
+        s = v.strip().lower()
+        if s in ("open", "opened", "release", "released", "0"):
+            return 0
+        if s in ("close", "closed", "grab", "grip", "grasp", "1"):
+            return 1
+    x = _number(v, where, ctx)
+    if x is None:
+        ctx.repair(where, "unreadable gripper state ignored")
+        return None
+    if x in (0.0, 1.0):
+        return int(x)
+    g = int(x > 0.5)
+    ctx.repair(where, f"gripper {x:g} read as {g} (closed above 0.5)")
+    return g
+
+
+def _primitive(name: Any, where: str, ctx: _Ctx) -> Primitive | None:
+    if not isinstance(name, str):
+        ctx.repair(where, f"action {name!r} is not a name; dropped")
+        return None
+    p = lookup_primitive(name)
+    if p is not None:
+        return p
+    # "Truck Left (A)", "A (Truck Left)", "A: Truck Left": any part that names one primitive.
+    parts = [x for x in re.split(r"[()\[\]:,/|]|\s-\s", name) if x.strip()]
+    found = {lookup_primitive(x) for x in parts} - {None}
+    if len(found) == 1:
+        p = found.pop()
+        ctx.repair(where, f"read {name!r} as {p.value}")
+        return p
+    ctx.repair(where, f"unknown action {name!r} dropped")
+    return None
+
+
+def _count_step(d: dict, where: str, ctx: _Ctx) -> tuple[Step, bool]:
+    """A counts step from ``{"actions": [...], "step_nums": [...], "gripper": g}``; returns (step, usable)."""
+    has_a, actions, akey = _get(d, _ACTION_KEYS)
+    has_n, nums, nkey = _get(d, _NUM_KEYS)
+    has_g, grip, gkey = _get(d, _GRIPPER_KEYS)
+    has_v, vec, vkey = _get(d, _VECTOR_KEYS)
+    for k in d:
+        if k not in (akey, nkey, gkey, vkey):
+            ctx.repair(f"{where}.{k}", "unknown key ignored")
+    if has_v and not has_a:
+        step, usable = _vector_step(vec, f"{where}.{vkey}", ctx)
+        if has_g and usable:
+            g = _gripper_value(grip, f"{where}.{gkey}", ctx)
+            if g is not None:
+                step = step.with_gripper(g)
+        return step, usable
+
+    pairs: list[tuple[Any, Any, str]] = []
+    explicit_empty = False
+    if not has_a or actions is None:
+        if not has_g:
+            ctx.repair(where, "no actions")
+    elif isinstance(actions, dict):
+        pairs = [(k, v, f"{where}.{akey}.{k}") for k, v in actions.items()]
+        explicit_empty = not actions
+    else:
+        if isinstance(actions, str):
+            ctx.repair(f"{where}.{akey}", "a single action name read as a one-element list")
+            actions = [actions]
+        if not isinstance(actions, list):
+            ctx.repair(f"{where}.{akey}", f"expected a list of action names, got {type(actions).__name__}")
+            actions = []
+        explicit_empty = not actions
+        if has_n and not isinstance(nums, list):
+            ctx.repair(f"{where}.{nkey}", "a single step_num read as a one-element list")
+            nums = [nums]
+        if not has_n:
+            nums = []
+        if len(nums) > len(actions):
+            ctx.repair(f"{where}.{nkey}", f"{len(nums) - len(actions)} step_nums beyond the {len(actions)} "
+                                          "actions dropped")
+        for i, a in enumerate(actions):
+            # A missing step_num is None here; _count turns it into 1 with a repair (gestures ignore it).
+            pairs.append((a, nums[i] if i < len(nums) else None, f"{where}.{akey}[{i}]"))
+
+    counts = [0] * N_MOTION
+    gesture: int | None = None
+    recognised = explicit_empty
+    for name, num, w in pairs:
+        p = _primitive(name, w, ctx)
+        if p is None:
+            continue
+        spec = PRIMITIVE_TABLE[p]
+        if spec.gripper is not None:
+            if num is not None and not (isinstance(num, (int, float)) and not isinstance(num, bool) and num == 1):
+                ctx.repair(w, f"{p.value} sets the gripper; its step_num {num!r} is ignored")
+            gesture, recognised = spec.gripper, True
+            continue
+        if p is Primitive.STAY:
+            recognised = True
+            continue
+        n = _count(num, w, ctx)
+        if n is None:
+            ctx.repair(w, f"{p.value} dropped")
+            continue
+        recognised = True
+        if spec.motion_as is not None:
+            p = spec.motion_as
+        col = MOTION_PRIMITIVES.index(p)
+        if n < 0:
+            col ^= 1  # the opposite primitive of the same axis
+            ctx.repair(w, f"negative count {n} read as {-n} × {MOTION_PRIMITIVES[col].value}")
+            n = -n
+        counts[col] += n
+    for col, n in enumerate(counts):
+        if n > ctx.cap:
+            ctx.repair(where, f"{MOTION_PRIMITIVES[col].value} × {n} clamped to the cap {ctx.cap}")
+            counts[col] = ctx.cap
+
+    gripper = gesture
+    if has_g:
+        g = _gripper_value(grip, f"{where}.{gkey}", ctx)
+        if g is not None:
+            if gesture is not None and g != gesture:
+                ctx.repair(f"{where}.{gkey}", f"gripper {g} contradicts the gesture; the gripper field wins")
+            gripper, recognised = g, True
+    return Step(counts=tuple(counts), gripper=gripper), recognised
+
+
+def _vector_step(v: Any, where: str, ctx: _Ctx) -> tuple[Step, bool]:
+    """A continuous step from ``[dx, dy, dz, d_roll, d_pitch, d_yaw(, gripper)]``; returns (step, usable)."""
+    if not isinstance(v, list):
+        ctx.repair(where, f"expected a list of numbers, got {type(v).__name__}; step dropped")
+        return Step.stay(), False
+    if len(v) < 6:
+        ctx.repair(where, f"a vector step has 6 or 7 components, got {len(v)}; step dropped")
+        return Step.stay(), False
+    if len(v) > 7:
+        ctx.repair(where, f"{len(v)} components: the first 7 are used")
+        v = v[:7]
+    comps = []
+    for i, x in enumerate(v[:6]):
+        y = _number(x, f"{where}[{i}]", ctx)
+        if y is None:
+            ctx.repair(f"{where}[{i}]", "component read as 0")
+            y = 0.0
+        comps.append(y)
+    lim_t, lim_r = ctx.cap * ctx.sizes.translation, ctx.cap * ctx.sizes.rotation
+    for i, y in enumerate(comps):
+        lim = lim_t if i < 3 else lim_r
+        if abs(y) > lim:
+            ctx.repair(f"{where}[{i}]", f"{y:g} clamped to ±{lim:g} (cap × unit)")
+            comps[i] = math.copysign(lim, y)
+    dx, dy, dz, roll, pitch, yaw = comps
+    g = _gripper_value(v[6], f"{where}[6]", ctx) if len(v) == 7 else None
+    return Step(motion=(dx, dy, dz, pitch, yaw, roll), gripper=g), True
+
+
+def _is_number_list(v: Any) -> bool:
+    return isinstance(v, list) and bool(v) and all(
+        isinstance(x, (int, float, str)) and not isinstance(x, bool) and _looks_numeric(x) for x in v)
+
+
+def _looks_numeric(x: Any) -> bool:
+    if isinstance(x, str):
+        try:
+            float(x)
+        except ValueError:
+            return False
+    return True
+
+
+def _any_step(v: Any, where: str, ctx: _Ctx) -> tuple[Step, bool, str]:
+    """One step in any form: a counts dict, a vector list, a list of names, or nothing (Stay)."""
+    if isinstance(v, dict):
+        has_v = _get(v, _VECTOR_KEYS)[0] and not _get(v, _ACTION_KEYS)[0]
+        step, ok = _count_step(v, where, ctx)
+        return step, ok, "vector" if has_v else "stepped"
+    if isinstance(v, list) and v and all(isinstance(x, str) for x in v) and not _is_number_list(v):
+        step, ok = _count_step({"actions": v}, where, ctx)
+        return step, ok, "stepped"
+    if isinstance(v, list) and v:
+        step, ok = _vector_step(v, where, ctx)
+        return step, ok, "vector"
+    if v is None or v == [] or v == "":
+        return Step.stay(), True, "stepped"
+    if isinstance(v, str):
+        step, ok = _count_step({"actions": [v]}, where, ctx)
+        return step, ok, "stepped"
+    ctx.repair(where, f"unreadable step {v!r}; dropped")
+    return Step.stay(), False, "stepped"
+
+
+def _interpret(obj: Any, where: str, ctx: _Ctx, depth: int = 0) -> tuple[list[tuple[Step, bool]], str]:
+    if depth > 3:
+        ctx.fail(where, "no actions found")
+    if isinstance(obj, dict):
+        step_keys = [(int(m.group(1)), k) for k in obj for m in [_STEP_KEY.match(str(k))] if m]
+        if step_keys:
+            step_keys.sort(key=lambda nk: nk[0])
+            for k in obj:
+                if not _STEP_KEY.match(str(k)):
+                    ctx.repair(str(k), "key is not a step; ignored")
+            nums = [n for n, _ in step_keys]
+            if len(set(nums)) != len(nums):
+                ctx.repair(where, "repeated step numbers; kept in the order given")
+            out, fmts = [], set()
+            for _, k in step_keys:
+                step, ok, fmt = _any_step(obj[k], str(k), ctx)
+                out.append((step, ok))
+                fmts.add(fmt)
+            return out, "vector" if fmts == {"vector"} else "stepped"
+        has_a, actions, akey = _get(obj, _ACTION_KEYS)
+        if has_a and isinstance(actions, list) and actions and all(
+                isinstance(a, (list, dict)) for a in actions):
+            return _interpret(actions, akey, ctx, depth + 1)
+        if has_a or _get(obj, _NUM_KEYS)[0] or _get(obj, _VECTOR_KEYS)[0]:
+            step, ok, fmt = _any_step(obj, where if where != "$" else "answer", ctx)
+            return [(step, ok)], "flat" if fmt == "stepped" else fmt
+        has_s, steps, skey = _get(obj, ("steps", "action_sequence", "sequence", "plan"))
+        if has_s and isinstance(steps, (list, dict)):
+            for k in obj:
+                if k != skey:
+                    ctx.repair(str(k), "key is not a step; ignored")
+            return _interpret(steps, skey, ctx, depth + 1)
+        nested = [(k, v) for k, v in obj.items() if isinstance(v, (dict, list))]
+        if len(nested) == 1:
+            ctx.repair(where, f"answer read from inside key {nested[0][0]!r}")
+            return _interpret(nested[0][1], str(nested[0][0]), ctx, depth + 1)
+        ctx.fail(where, "no 'actions', 'step_N' or vector entries found")
+    if isinstance(obj, list):
+        if not obj:
+            ctx.fail(where, "empty list: no steps")
+        if _is_number_list(obj):
+            step, ok = _vector_step(obj, f"{where}[0]" if where == "$" else where, ctx)
+            return [(step, ok)], "vector"
+        if all(isinstance(x, str) for x in obj):
+            step, ok = _count_step({"actions": obj}, where, ctx)
+            return [(step, ok)], "flat"
+        out, fmts = [], set()
+        for i, v in enumerate(obj):
+            step, ok, fmt = _any_step(v, f"steps[{i}]", ctx)
+            out.append((step, ok))
+            fmts.add(fmt)
+        return out, "vector" if fmts == {"vector"} else "stepped"
+    ctx.fail(where, f"expected a JSON object or list, got {type(obj).__name__}")
+
+
+def _empty(sizes: StepSizes, cap: int, repairs, error: str, json_text=None) -> ParseResult:
+    return ParseResult(ActionSequence((), sizes, cap), tuple(repairs), False, error, None, json_text)
+
+
+def parse_object(obj: Any, strict: bool = False, sizes: StepSizes | None = None,
+                 cap: int = DEFAULT_CAP, json_text: str | None = None) -> ParseResult:
+    """Interpret an already-loaded JSON value as an answer (see :func:`parse_response`)."""
+    sizes = sizes or StepSizes.navigation()
+    ctx = _Ctx(strict, sizes, cap)
+    try:
+        steps, fmt = _interpret(obj, "$", ctx)
+    except ParseError as e:
+        if strict:
+            raise
+        return _empty(sizes, cap, ctx.repairs, str(e), json_text)
+    except RecursionError:
+        if strict:
+            raise ParseError("$: answer nested too deeply") from None
+        return _empty(sizes, cap, ctx.repairs, "$: answer nested too deeply", json_text)
+    if not any(ok for _, ok in steps):
+        msg = "no usable step" + (f" ({ctx.repairs[-1]})" if ctx.repairs else "")
+        if strict:
+            raise ParseError(msg)
+        return _empty(sizes, cap, ctx.repairs, msg, json_text)
+    for k, (_, ok) in enumerate(steps):
+        if not ok:
+            ctx.repair(f"step {k + 1}", "nothing usable: kept as Stay to preserve step alignment")
+    seq = ActionSequence(tuple(s for s, _ in steps), sizes, cap)
+    return ParseResult(seq, tuple(ctx.repairs), True, None, fmt, json_text)
+
+
+def parse_response(text: str, strict: bool = False, sizes: StepSizes | None = None,
+                   cap: int = DEFAULT_CAP) -> ParseResult:
+    """Parse a model's answer text into a :class:`ParseResult` ``(sequence, repairs, ok, error)``.
+
+    ``sizes`` are the task's unit step sizes (navigation defaults when None); ``cap`` the largest count of one
+    primitive in one step. Strict mode raises :class:`ParseError`; lenient mode never raises.
+    """
+    sizes = sizes or StepSizes.navigation()
+    if not isinstance(text, str):
+        if strict:
+            raise ParseError(f"$: the answer is not text but {type(text).__name__}")
+        return _empty(sizes, cap, (), f"$: the answer is not text but {type(text).__name__}")
+    if not text.strip():
+        if strict:
+            raise ParseError("$: empty answer")
+        return _empty(sizes, cap, (), "$: empty answer")
+    try:
+        json_text, obj = extract_json_text(text)
+    except ValueError as e:
+        if strict:
+            raise ParseError(f"$: {e}") from None
+        return _empty(sizes, cap, (), f"$: {e}")
+    try:
+        return parse_object(obj, strict, sizes, cap, json_text)
+    except ParseError:
+        raise
+    except Exception as e:  # lenient parsing must never crash a run; the reason is kept
+        if strict:
+            raise ParseError(f"$: unreadable answer ({e.__class__.__name__}: {e})") from None
+        return _empty(sizes, cap, (), f"$: unreadable answer ({e.__class__.__name__}: {e})", json_text)

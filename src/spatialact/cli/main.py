@@ -1,0 +1,73 @@
+"""The ``spatialact`` command. Subcommands load lazily, so ``spatialact parse`` never imports a simulator.
+
+Each subcommand is a module ``spatialact.cli.<name>`` with ``add_arguments(parser)`` and ``run(args) -> int``;
+those modules import their heavy dependencies inside ``run``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# name -> (module, one-line help). Order is the order of `spatialact --help`.
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("spatialact.cli.demo", "run the main job on the built-in default and write a report"),
+    "parse": ("spatialact.cli.parse", "show what a model answer parses to: steps, rigid motions, repairs"),
+}
+
+DESCRIPTION = """\
+spatialact: simulate and score the agentic competence of multimodal LLMs (SpatialTree L4).
+
+A model sees a start view and a goal view and answers with a JSON list of camera moves (truck, dolly,
+pedestal, pan, tilt, roll), gripper states and hand gestures; spatialact turns the words into rigid
+motions, runs them in Gymnasium environments and scores each step against ground truth.
+
+Frames: world +Z up; camera +X right, +Y down, +Z forward; poses camera-to-world; metres and radians.
+"""
+
+
+class CLIError(Exception):
+    """A user error: printed as one line, exit status 2."""
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="spatialact", description=DESCRIPTION,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    from spatialact import __version__
+
+    parser.add_argument("--version", action="version", version=f"spatialact {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module, help_) in SUBCOMMANDS.items():
+        p = sub.add_parser(name, help=help_, description=help_,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        if name == only:
+            mod = importlib.import_module(module)
+            if mod.__doc__:
+                p.description = mod.__doc__
+            mod.add_arguments(p)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    name = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(only=name if name in SUBCOMMANDS else None)
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    mod = importlib.import_module(SUBCOMMANDS[args.command][0])
+    try:
+        return int(mod.run(args) or 0)
+    except (CLIError, FileNotFoundError, ValueError, KeyError) as e:
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else e.__class__.__name__
+        print(f"spatialact {args.command}: error: {msg}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"spatialact {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

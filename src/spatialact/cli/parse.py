@@ -1,0 +1,80 @@
+"""Show what a model answer parses to: its steps, the rigid motion of each step and the repairs made.
+
+ANSWER is a file path, '-' for standard input, or the answer text itself. Exit status 1 when the answer
+has no usable step (lenient) or is rejected (--strict), 2 on bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("answer", metavar="ANSWER", help="answer file, '-' for stdin, or the answer text")
+    p.add_argument("--strict", action="store_true", help="reject anything that would need a repair")
+    p.add_argument("--kind", choices=["nav", "manip", "hand"], default="nav",
+                   help="task kind: picks the default unit step sizes (default: nav)")
+    p.add_argument("--translation", type=float, default=None, metavar="M",
+                   help="unit translation step in metres (default: the kind's)")
+    p.add_argument("--rotation", type=float, default=None, metavar="RAD",
+                   help="unit rotation step in radians (default: the kind's)")
+    p.add_argument("--cap", type=int, default=10, help="largest count of one primitive in one step (default 10)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+
+
+def read_answer(arg: str) -> str:
+    if arg == "-":
+        return sys.stdin.read()
+    if os.path.isfile(arg):
+        with open(arg, encoding="utf-8") as f:
+            return f.read()
+    return arg
+
+
+def run(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from spatialact.action_space import ParseError, StepSizes, parse_response
+
+    from .table import format_table
+
+    base = StepSizes.for_kind(args.kind)
+    sizes = StepSizes(args.translation or base.translation, args.rotation or base.rotation)
+    text = read_answer(args.answer)
+    try:
+        res = parse_response(text, strict=args.strict, sizes=sizes, cap=args.cap)
+    except ParseError as e:
+        if args.json:
+            print(json.dumps({"ok": False, "error": str(e)}))
+        else:
+            print(f"rejected (strict): {e}")
+        return 1
+    seq = res.sequence
+    deltas = seq.to_deltas()
+    if args.json:
+        out = res.to_dict()
+        out["deltas"] = deltas.tolist()
+        print(json.dumps(out, ensure_ascii=False, indent=1))
+        return 0 if res.ok else 1
+    if not res.ok:
+        print(f"no usable step: {res.error}")
+    else:
+        print(f"format: {res.format}   steps: {len(seq)}   sizes: {sizes.translation:g} m, "
+              f"{sizes.rotation:g} rad   cap: {args.cap}")
+        rows = []
+        for k, (step, m) in enumerate(zip(seq.steps, seq.as_motions())):
+            acts = ("vector" if step.is_vector else
+                    ", ".join(f"{p.value}×{n}" for p, n in step.as_actions()) or "Stay")
+            rows.append([k + 1, acts, *[float(x) for x in m], "" if step.gripper is None else step.gripper])
+        print(format_table(rows, ["step", "actions", "tx m", "ty m", "tz m", "tilt", "pan", "roll", "grip"]))
+        with np.printoptions(precision=4, suppress=True):
+            for k, d in enumerate(deltas):
+                print(f"\nΔ step {k + 1} (body frame: +X right, +Y down, +Z forward):\n{d}")
+    if res.repairs:
+        print("\nrepairs:")
+        for r in res.repairs:
+            print(f"  - {r}")
+    return 0 if res.ok else 1
