@@ -173,10 +173,11 @@ def _step_increments(actions: Any, step_nums: Any, t_size: Any, r_size: Any) -> 
     return sums
 
 
-def _advance(pose, sums: list) -> np.ndarray:
-    """One lmms-eval step from a 7-vector ``[x, y, z, qx, qy, qz, qw]``: translation added unrotated, rotation
-    ``from_euler("zyx", [yaw, pitch, roll])`` multiplied on the left, quaternion renormalised (with its 1e-12)."""
-    orientation = Rotation.from_quat(pose[3:])
+def _advance(pose, orientation: Rotation, sums: list) -> np.ndarray:
+    """One lmms-eval step from a 7-vector ``[x, y, z, qx, qy, qz, qw]`` whose quaternion was already read into
+    ``orientation`` (lmms-eval reads it before the actions, which decides which error a bad input raises):
+    translation added unrotated, rotation ``from_euler("zyx", [yaw, pitch, roll])`` multiplied on the left,
+    quaternion renormalised (with its 1e-12)."""
     dx, dy, dz, yaw, pitch, roll = sums
     position = pose[:3] + np.array([dx, dy, dz])
     q = (Rotation.from_euler("zyx", [yaw, pitch, roll]) * orientation).as_quat()
@@ -216,8 +217,9 @@ def _replay_stepped(instructions: dict, start, extra_info: Mapping) -> list:
         step = instructions[key]
         if not isinstance(step, dict):
             continue
-        sums = _step_increments(step.get("actions", []), step.get("step_nums", []), t_size, r_size)
-        current = _advance(current, sums)
+        actions, step_nums = step.get("actions", []), step.get("step_nums", [])
+        orientation = Rotation.from_quat(current[3:])
+        current = _advance(current, orientation, _step_increments(actions, step_nums, t_size, r_size))
         poses.append(current)
     return poses
 
@@ -227,8 +229,10 @@ def _replay_flat(instructions: dict, start, extra_info: Mapping) -> np.ndarray:
     sizes of the last segment (an IndexError when there is none)."""
     segments = _segment_keys(extra_info)
     t_size, r_size = _step_sizes(extra_info[segments[-1]])
-    sums = _step_increments(instructions.get("actions", []), instructions.get("step_nums", []), t_size, r_size)
-    return _advance(start.copy(), sums)
+    actions, step_nums = instructions.get("actions", []), instructions.get("step_nums", [])
+    current = start.copy()
+    orientation = Rotation.from_quat(current[3:])
+    return _advance(current, orientation, _step_increments(actions, step_nums, t_size, r_size))
 
 
 def lmms_replay(motions, start=None) -> np.ndarray:
@@ -240,7 +244,8 @@ def lmms_replay(motions, start=None) -> np.ndarray:
     current = np.array([0.0, 0, 0, 0, 0, 0, 1]) if start is None else np.asarray(start, dtype=np.float64)
     out = [current]
     for tx, ty, tz, tilt, pan, roll in m:
-        current = _advance(current, [float(tx), float(ty), float(tz), float(pan), float(tilt), -float(roll)])
+        sums = [float(tx), float(ty), float(tz), float(pan), float(tilt), -float(roll)]
+        current = _advance(current, Rotation.from_quat(current[3:]), sums)
         out.append(current)
     return np.stack(out)
 
@@ -487,7 +492,7 @@ def to_lmms_extra_info(task) -> dict:
         else:
             entry.update(_lmms_step_object(step))
             sums = _step_increments(entry["actions"], entry["step_nums"], t_size, r_size)
-        current = _advance(current, sums)
+        current = _advance(current, Rotation.from_quat(current[3:]), sums)
         rows.append(current)
         info[f"{k}->{k + 1}"] = entry
     info = {"optimal_rel_pose": [[float(x) for x in r] for r in rows], **info}
