@@ -636,3 +636,57 @@ def test_matches_lmms_eval_on_random_samples(kind):
             assert _close(got, expected), (i, text, info, expected, got)
     # The generator must exercise all three outcomes, mostly real scores.
     assert outcomes["scored"] > 150 and outcomes["invalid"] > 5 and outcomes["raised"] > 3, outcomes
+
+
+# Hand-picked malformed answers and infos: every pair must give lmms-eval's dict, or an error naming the exception
+# type lmms-eval raises.
+_ODD_TEXTS = [
+    "```json```", "``````", '```json {"actions": ["W"]}', '{"actions": "WWW"}', '{"actions": "space"}',
+    '{"actions": ["W"], "step_nums": "5"}', '{"actions": ["W"], "step_nums": {"0": 3}}',
+    "{'actions': ['W'], 'step_nums': {0: 3}}", '{"actions": ["STOP"], "step_nums": "x"}',
+    '{"actions": ["STOP"], "step_nums": null}', '{"actions": null}', '{"actions": ["W"], "step_nums": [true]}',
+    '{"actions": ["W"], "step_nums": [Infinity]}', '{"actions": ["→"], "step_nums": [1e300]}',
+    "{'actions': ['W'], 'step_nums': [1j]}", "{'actions': ('W',), 'step_nums': (5,)}", "{[1]: 2}",
+    '{"a": ' + "1" * 5000 + "}", "{'step_١': {'actions': ['D'], 'step_nums': [5]}}",
+    "{b'step_1': {'actions': ['D']}}", '{"step_1": {"actions": ["D"], "step_nums": [5]}, "step_01": {"actions": ["W"]}}',
+    '{"step_' + "9" * 5000 + '": {"actions": ["D"], "step_nums": [5]}}', '{"actions": [["W"]]}', '{"actions": 5}',
+    '{"actions": ["W"], "step_nums": [5], "step_1": {"actions": ["D"], "step_nums": [5]}}',
+    "text { not json } more }", '{"actions": ["W"], "step_nums": [5]}\x00', "None",
+]
+_ODD_INFOS = [
+    NAV, MANIP,
+    {"optimal_rel_pose": [I7, [0, 0, None, 0, 0, 0, 1], [0, 0, 0.1, 0, 0, 0, 1]], "0->1": SEG, "1->2": SEG},
+    {"optimal_rel_pose": [[True] * 7, [True] * 7], "0->1": SEG},
+    {"optimal_rel_pose": [I7, [0, 0, 1, 0, 0, 0, 1]], "0->1": {"translation_step_size": True, "rotation_step_size": 2}},
+    {"optimal_rel_pose": [[I7]] * 3, "0->1": SEG},
+    {"optimal_rel_pose": [I7, [float("nan"), 0, 0, 0, 0, 0, 1]], "0->1": SEG, "1->2": SEG},
+    {"optimal_rel_pose": [I7, ["0", "0", "0.1", "0", "0", "0", "1"]], "0->1": SEG},
+    {"optimal_rel_pose": [I7, [0, 0, 0.1, 0, 0, 0, 1]], " 1->2": SEG, "+0->1": SEG, "00->1": {"translation_step_size": 0.05}},
+    {"optimal_rel_pose": [I7, [0, 0, 2 ** 70, 0, 0, 0, 1]], "0->1": SEG},
+    {"optimal_rel_pose": [I7, [0, 0, 0.1, 1e-300, 0, 0, 0]], "0->1": SEG},
+    {"optimal_rel_pose": [I7, [0, 0, 0.1, 1e200, 1e200, 0, 0]], "0->1": SEG},
+    {"optimal_rel_pose": [I7, [0, 0, 0.1, 0, 0, 0, 1]], "0->1": {"translation_step_size": [0.02]}},
+]
+
+
+@pytest.mark.skipif(REFERENCE is None, reason="lmms-eval not installed (pip install --no-deps lmms-eval==0.7.3)")
+@pytest.mark.parametrize("kind", ["nav", "manip"])
+def test_matches_lmms_eval_on_malformed_inputs(kind):
+    import warnings
+
+    reference = REFERENCE.agenticnaveval if kind == "nav" else REFERENCE.manipulateeval
+    for text in _ODD_TEXTS:
+        for info in _ODD_INFOS:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    with contextlib.redirect_stdout(io.StringIO()), np.errstate(all="ignore"):
+                        expected = reference(text, None, info)
+                except Exception as exc:  # noqa: BLE001
+                    expected = exc
+                got = score_lmms_eval(text, info, kind)
+            if isinstance(expected, Exception):
+                assert got["score"] == 0 and got["error"].startswith(
+                    f"lmms-eval would raise {type(expected).__name__}"), (text, info, expected, got)
+            else:
+                assert _close(got, expected), (text, info, expected, got)
