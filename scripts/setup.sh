@@ -16,4 +16,7 @@ fi
 # The CPU build of torch first: a plain "torch" requirement would otherwise pull a CUDA build of several GB.
 .venv/bin/python -m pip install -q "torch==2.13.0"
 .venv/bin/python -m pip install -q -e ".[dev]"
+# lmms-eval as a test-time reference for the lmms-eval scoring profile: only its metric file is loaded, by path;
+# --no-deps because its package would pull torch, transformers and more.
+.venv/bin/python -m pip install -q --no-deps "lmms-eval==0.7.3"
 echo "$want" > "$stamp"
