@@ -13,6 +13,12 @@ import sys
 # name -> (module, one-line help). Order is the order of `spatialact --help`.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("spatialact.cli.demo", "run the main job on the built-in default and write a report"),
+    "eval": ("spatialact.cli.eval", "run tasks x agent x environment (one-shot or closed-loop); resumable"),
+    "score": ("spatialact.cli.score", "score a JSONL of model answers against a JSONL of tasks, offline"),
+    "report": ("spatialact.cli.report", "write a Markdown + HTML report for one or more run directories"),
+    "prompt": ("spatialact.cli.prompt", "print the exact prompt (and write the images) an agent receives"),
+    "tasks": ("spatialact.cli.tasks", "build task files: from a trajectory, or procedural scenes"),
+    "extract": ("spatialact.cli.extract", "turn a trajectory file into the paper's action sequence"),
     "parse": ("spatialact.cli.parse", "show what a model answer parses to: steps, rigid motions, repairs"),
 }
 
