@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+bash scripts/system-packages.sh
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
