@@ -1,7 +1,7 @@
 """The ``geometric`` baseline: two-view geometry between the current and the goal image, turned into a Step.
 
 1. ORB features in both images, matched by Hamming distance with Lowe's ratio test;
-2. the essential matrix with the intrinsics K (RANSAC), and ``cv2.recoverPose``: ``X_goal = R X_cur + t`` for
+2. the essential matrix with the intrinsics K (MAGSAC++, else RANSAC; OpenCV's RNG seeded), and ``cv2.recoverPose``: ``X_goal = R X_cur + t`` for
    points in the camera frames (OpenCV axes: +X right, +Y down, +Z forward), ``‖t‖ = 1``;
 3. the metric scale from the current depth image: the points triangulated with the unit baseline are compared
    with the measured depth at the same pixels (median ratio);
@@ -45,7 +45,8 @@ def default_intrinsics(width: int, height: int, fov_y_deg: float = 60.0) -> np.n
 
 
 def estimate_motion(cur_rgb: np.ndarray, goal_rgb: np.ndarray, K: np.ndarray, depth: np.ndarray | None = None,
-                    n_features: int = 2000, ratio: float = 0.8, min_matches: int = 12) -> tuple[np.ndarray | None, dict]:
+                    n_features: int = 2000, ratio: float = 0.8, min_matches: int = 12,
+                    seed: int = 0) -> tuple[np.ndarray | None, dict]:
     """The body-frame motion Δ (4, 4) from the current camera to the goal camera, or None, and diagnostics.
 
     ``depth`` is the current view's depth in metres (H, W); ``K`` the (3, 3) pinhole intrinsics in pixels.
@@ -75,7 +76,13 @@ def estimate_motion(cur_rgb: np.ndarray, goal_rgb: np.ndarray, K: np.ndarray, de
         info["reason"] = "no parallax: the views coincide"
         return np.eye(4), info
     K = np.asarray(K, dtype=np.float64)
-    E, mask = cv2.findEssentialMat(p1, p2, K, method=cv2.RANSAC, prob=0.999, threshold=1.0)
+    # MAGSAC++ where OpenCV has it (≥ 4.5): plain RANSAC at a 1 px threshold sometimes settles on the
+    # truck/pan (bas-relief) confusion in small images; OpenCV's RNG is reseeded so the answer is deterministic.
+    cv2.setRNGSeed(int(seed))
+    method = getattr(cv2, "USAC_MAGSAC", cv2.RANSAC)
+    E, mask = cv2.findEssentialMat(p1, p2, K, method=method, prob=0.9999, threshold=1.0)
+    if E is not None and E.shape[0] > 3:  # several solutions stacked: take the first
+        E = E[:3]
     if E is None or E.shape != (3, 3):
         info["reason"] = "degenerate essential matrix"
         return None, info
@@ -147,7 +154,7 @@ class GeometricAgent(BaselineAgent):
             K = default_intrinsics(w, h)
             info["intrinsics"] = "default 60° vertical field of view"
         delta, diag = estimate_motion(cur, goal, K, observation.get("depth"), self.n_features, self.ratio,
-                                      self.min_matches)
+                                      self.min_matches, self.seed)
         info.update(diag)
         if delta is None:
             return self._turn(stay_sequence(task.sizes, cap), t0, info)
