@@ -1,0 +1,188 @@
+"""PyBullet connection and camera rendering: RGB, depth in metres and segmentation from a C2W pose.
+
+Poses are camera-to-world (4, 4) float64 in metres, world +Z up, camera OpenCV axes (+X right, +Y down,
++Z forward). PyBullet's view matrix is an OpenGL world-to-camera matrix (camera looks along −Z, +Y up), so
+``V = inv(T @ diag(1, −1, −1, 1))``, passed column-major.
+
+Renderers: ``"tiny"`` is PyBullet's software TinyRenderer (CPU, no GL needed); ``"egl"`` loads PyBullet's EGL
+plugin and renders with OpenGL through EGL — on an NVIDIA GPU when one is present, through Mesa's llvmpipe on a
+CPU. The plugin must be loaded *before* any body is created or it renders an empty scene, so
+:class:`BulletWorld` loads it in its constructor, and records which GL renderer answered (``gl_renderer``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import pkgutil
+import re
+import tempfile
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import geometry
+
+__all__ = ["BulletWorld", "CameraSpec", "view_matrix", "projection_matrix", "intrinsics_matrix",
+           "EGLUnavailable", "RENDERERS"]
+
+RENDERERS = ("tiny", "egl")
+
+
+class EGLUnavailable(RuntimeError):
+    """PyBullet's EGL renderer plugin could not be loaded (libEGL missing, or no plugin in this build)."""
+
+
+@dataclass(frozen=True)
+class CameraSpec:
+    """A pinhole camera: image size in pixels, vertical field of view in degrees, clip planes in metres."""
+
+    width: int = 128
+    height: int = 128
+    fov_deg: float = 60.0
+    near: float = 0.02
+    far: float = 20.0
+
+    @property
+    def K(self) -> np.ndarray:
+        return intrinsics_matrix(self.width, self.height, self.fov_deg)
+
+
+def view_matrix(T_c2w: np.ndarray) -> list[float]:
+    """PyBullet view matrix (column-major 16 floats) of an OpenCV C2W pose."""
+    T_gl = geometry.opencv_to_opengl(np.asarray(T_c2w, dtype=np.float64))
+    V = geometry.invert_pose(T_gl)
+    return V.flatten(order="F").tolist()
+
+
+def projection_matrix(cam: CameraSpec) -> list[float]:
+    """OpenGL perspective projection (column-major) for a vertical field of view and the image aspect."""
+    f = 1.0 / math.tan(math.radians(cam.fov_deg) / 2.0)
+    aspect = cam.width / cam.height
+    n, fa = cam.near, cam.far
+    P = np.array([[f / aspect, 0, 0, 0],
+                  [0, f, 0, 0],
+                  [0, 0, (fa + n) / (n - fa), 2 * fa * n / (n - fa)],
+                  [0, 0, -1, 0]], dtype=np.float64)
+    return P.flatten(order="F").tolist()
+
+
+def intrinsics_matrix(width: int, height: int, fov_deg: float) -> np.ndarray:
+    """Pinhole K (3, 3) in pixels of the camera above; pixel centres at integer coordinates (OpenCV)."""
+    fy = (height / 2.0) / math.tan(math.radians(fov_deg) / 2.0)
+    fx = fy  # square pixels: the horizontal field of view follows from the aspect ratio
+    return np.array([[fx, 0.0, (width - 1) / 2.0], [0.0, fy, (height - 1) / 2.0], [0.0, 0.0, 1.0]])
+
+
+def _capture_fd_output(fn):
+    """Run ``fn()`` and return (result, text it printed on the C-level stdout/stderr).
+
+    PyBullet's EGL plugin prints ``GL_RENDERER=...`` from C; the only way to learn which GL renderer answered
+    is to read that text.
+    """
+    with tempfile.TemporaryFile(mode="w+b") as tmp:
+        saved = [os.dup(1), os.dup(2)]
+        try:
+            os.dup2(tmp.fileno(), 1)
+            os.dup2(tmp.fileno(), 2)
+            result = fn()
+        finally:
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for fd in saved:
+                os.close(fd)
+        tmp.seek(0)
+        text = tmp.read().decode("utf-8", "replace")
+    return result, text
+
+
+class BulletWorld:
+    """One PyBullet physics client (DIRECT mode) with a renderer; owns everything created in it.
+
+    ``renderer="egl"`` loads the EGL plugin immediately (before any body exists) and raises
+    :class:`EGLUnavailable` when it cannot; ``gl_renderer`` is the GL renderer string ("TinyRenderer (CPU)" for
+    the software renderer).
+    """
+
+    def __init__(self, renderer: str = "tiny"):
+        import pybullet as p
+        import pybullet_data
+
+        if renderer not in RENDERERS:
+            raise ValueError(f"renderer must be one of {RENDERERS}, got {renderer!r}")
+        self.p = p
+        self.renderer = renderer
+        self.client = p.connect(p.DIRECT)
+        self._plugin = None
+        self.gl_renderer = "TinyRenderer (CPU)"
+        if renderer == "egl":
+            try:
+                self._load_egl()
+            except Exception:
+                p.disconnect(self.client)
+                raise
+        p.setAdditionalSearchPath(pybullet_data.getDataPath(), physicsClientId=self.client)
+        p.setGravity(0, 0, -9.81, physicsClientId=self.client)
+        self.data_path = pybullet_data.getDataPath()
+        self.light = {}  # lightDirection, lightColor, ... for the TinyRenderer (set by the scene)
+
+    def _load_egl(self) -> None:
+        p = self.p
+        loader = pkgutil.get_loader("eglRenderer")
+        if loader is None:
+            raise EGLUnavailable("this pybullet build has no eglRenderer plugin")
+        plugin, text = _capture_fd_output(
+            lambda: p.loadPlugin(loader.get_filename(), "_eglRendererPlugin", physicsClientId=self.client))
+        if plugin < 0:
+            raise EGLUnavailable("pybullet could not load its EGL plugin (needs libEGL and a GL driver: Debian "
+                                 "packages libegl1 libgl1-mesa-dri libegl-mesa0); output: " + text.strip()[-300:])
+        self._plugin = plugin
+        m = re.search(r"GL_RENDERER=(.*)", text)
+        v = re.search(r"GL_VENDOR=(.*)", text)
+        self.gl_renderer = (m.group(1).strip() if m else "unknown EGL renderer") + (
+            f" ({v.group(1).strip()})" if v else "")
+
+    # ----- rendering ----------------------------------------------------------------------------------
+    def render(self, T_c2w: np.ndarray, cam: CameraSpec, depth: bool = True, segmentation: bool = False):
+        """Render from a C2W pose: (rgb (H,W,3) uint8, depth (H,W) float32 metres or None, seg (H,W) int32 or None).
+
+        Depth is the z-distance along the optical axis (not the ray length); segmentation holds body ids, −1 for
+        background.
+        """
+        p = self.p
+        flags = 0 if segmentation else p.ER_NO_SEGMENTATION_MASK
+        kwargs = dict(width=cam.width, height=cam.height, viewMatrix=view_matrix(T_c2w),
+                      projectionMatrix=projection_matrix(cam), flags=flags, physicsClientId=self.client)
+        if self.renderer == "egl":
+            kwargs["renderer"] = p.ER_BULLET_HARDWARE_OPENGL
+        else:
+            kwargs["renderer"] = p.ER_TINY_RENDERER
+            kwargs.update(self.light)
+        _, _, rgba, zbuf, seg = p.getCameraImage(**kwargs)
+        rgb = np.asarray(rgba, dtype=np.uint8).reshape(cam.height, cam.width, 4)[..., :3].copy()
+        d = None
+        if depth:
+            z = np.asarray(zbuf, dtype=np.float64).reshape(cam.height, cam.width)
+            # OpenGL depth buffer (0 at near, 1 at far) to metric z-depth.
+            d = (cam.far * cam.near / (cam.far - (cam.far - cam.near) * z)).astype(np.float32)
+        s = np.asarray(seg, dtype=np.int32).reshape(cam.height, cam.width) if segmentation else None
+        return rgb, d, s
+
+    def close(self) -> None:
+        if self.client is not None:
+            try:
+                if self._plugin is not None:
+                    self.p.unloadPlugin(self._plugin, physicsClientId=self.client)
+                self.p.disconnect(self.client)
+            except Exception:  # already disconnected (interpreter shutdown)
+                pass
+            self.client = None
+
+    def reset_world(self) -> None:
+        """Remove every body (the EGL plugin stays loaded, so the next scene renders too)."""
+        p = self.p
+        p.resetSimulation(physicsClientId=self.client)
+        p.setGravity(0, 0, -9.81, physicsClientId=self.client)
+
+    def __del__(self):
+        self.close()

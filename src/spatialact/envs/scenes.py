@@ -1,0 +1,631 @@
+"""Seeded scenes in a :class:`~spatialact.envs.rendering.BulletWorld`: procedural rooms, tabletops, mesh files.
+
+A scene is described by a JSON-able spec, the ``scene`` field of a task::
+
+    {"generator": "room" | "tabletop" | "mesh", "seed": int, "mesh": path (mesh only), "params": {...}}
+
+and :func:`build_scene` rebuilds exactly the same scene from it (same bodies, textures and light). World frame
++Z up, metres. Everything in a room is static (the navigation camera is kinematic and passes through it);
+tabletop task objects listed in ``params["objects"]`` are dynamic so the robot and hand can move them.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .rendering import BulletWorld
+from .textures import texture_path
+
+__all__ = ["SceneInfo", "build_scene", "normalise_scene_spec", "ROOM_LAYOUTS", "GENERATORS"]
+
+ROOM_LAYOUTS = ("living", "kitchen", "office", "playroom")
+GENERATORS = ("room", "tabletop", "mesh")
+
+# Wall colours with clearly different hues, so each wall is a landmark of its own.
+_WALL_COLOURS = [(0.85, 0.80, 0.65), (0.62, 0.75, 0.85), (0.78, 0.62, 0.60), (0.66, 0.80, 0.62),
+                 (0.85, 0.72, 0.50), (0.74, 0.68, 0.84), (0.90, 0.90, 0.88), (0.55, 0.70, 0.70)]
+_WOOD = [(0.55, 0.37, 0.20), (0.70, 0.52, 0.33), (0.42, 0.28, 0.16), (0.78, 0.64, 0.45)]
+_FABRIC = [(0.25, 0.35, 0.60), (0.60, 0.20, 0.20), (0.30, 0.50, 0.30), (0.45, 0.45, 0.48), (0.70, 0.55, 0.25)]
+# Small objects from pybullet_data: (urdf, global scale).
+_CLUTTER = [("objects/mug.urdf", 1.0), ("duck_vhacd.urdf", 1.0), ("lego/lego.urdf", 1.5),
+            ("jenga/jenga.urdf", 1.0), ("teddy_vhacd.urdf", 1.0), ("sphere_small.urdf", 1.5),
+            ("cube_small.urdf", 1.5), ("soccerball.urdf", 0.12)] + [
+    (f"random_urdfs/{i:03d}/{i:03d}.urdf", 1.0) for i in range(0, 60, 3)]
+_FLOOR_TOYS = [("teddy_large.urdf", 0.25), ("r2d2.urdf", 0.6), ("soccerball.urdf", 0.25),
+               ("sphere2red.urdf", 0.35), ("duck_vhacd.urdf", 4.0)]
+
+
+@dataclass
+class SceneInfo:
+    """What was built: the spec, body ids by name, and the regions tasks may use (world frame, metres).
+
+    ``nav_box`` (3, 2): min/max of x, y, z where a navigation camera may be; ``obstacles``: AABBs (lo, hi) of
+    furniture a camera must not start inside; ``table_z``: the tabletop height (tabletop scenes);
+    ``workspace`` (3, 2): the box end-effector goals are drawn from; ``exterior_camera``: a C2W pose looking at
+    the workspace.
+    """
+
+    spec: dict
+    bodies: dict = field(default_factory=dict)
+    nav_box: np.ndarray | None = None
+    obstacles: list = field(default_factory=list)
+    table_z: float | None = None
+    workspace: np.ndarray | None = None
+    exterior_camera: np.ndarray | None = None
+    light: dict = field(default_factory=dict)
+    objects: dict = field(default_factory=dict)  # dynamic task objects: name -> body id
+
+    def inside_obstacle(self, x: np.ndarray, margin: float = 0.1) -> bool:
+        return any(np.all(x >= lo - margin) and np.all(x <= hi + margin) for lo, hi in self.obstacles)
+
+
+def normalise_scene_spec(spec) -> dict:
+    """Check a scene spec and fill defaults; a clear error names the bad field."""
+    if isinstance(spec, str):
+        spec = {"generator": spec, "seed": 0}
+    if not isinstance(spec, dict):
+        raise ValueError(f"scene must be a dict like {{'generator': 'room', 'seed': 0}}, got {spec!r}")
+    gen = spec.get("generator") or ("mesh" if spec.get("mesh") else None)
+    if gen not in GENERATORS:
+        raise ValueError(f"scene.generator must be one of {GENERATORS}, got {spec.get('generator')!r}")
+    out = {"generator": gen, "seed": int(spec.get("seed", 0) or 0)}
+    if gen == "mesh":
+        if not spec.get("mesh"):
+            raise ValueError("scene.mesh: a mesh scene needs the path of a .glb/.gltf/.obj/.ply file")
+        out["mesh"] = str(spec["mesh"])
+    if spec.get("params"):
+        out["params"] = dict(spec["params"])
+    return out
+
+
+def build_scene(world: BulletWorld, spec) -> SceneInfo:
+    """Build the scene a spec describes into an empty world."""
+    spec = normalise_scene_spec(spec)
+    builder = {"room": _build_room, "tabletop": _build_tabletop, "mesh": _build_mesh}[spec["generator"]]
+    info = builder(world, spec)
+    world.light = info.light
+    return info
+
+
+# ----- primitives --------------------------------------------------------------------------------------
+
+def _quat_yaw(yaw: float):
+    return (0.0, 0.0, math.sin(yaw / 2), math.cos(yaw / 2))
+
+
+def _box_mesh(half, tile: float):
+    """Vertices, indices, uvs and normals of a box with texture coordinates tiled every ``tile`` metres."""
+    hx, hy, hz = half
+    verts, idx, uvs, normals = [], [], [], []
+    # (normal axis, sign): the face's two in-plane axes give the UVs.
+    for axis in range(3):
+        for sign in (1.0, -1.0):
+            a, b = [i for i in range(3) if i != axis]
+            base = len(verts)
+            for ua, ub in ((-1, -1), (1, -1), (1, 1), (-1, 1)):
+                v = [0.0, 0.0, 0.0]
+                v[axis] = sign * half[axis]
+                v[a] = ua * half[a]
+                v[b] = ub * half[b]
+                verts.append(v)
+                uvs.append([(ua + 1) * half[a] / tile, (ub + 1) * half[b] / tile])
+                n = [0.0, 0.0, 0.0]
+                n[axis] = sign
+                normals.append(n)
+            # winding so the face points along +sign·axis (right-handed a, b, axis)
+            right_handed = (a, b, axis) in ((0, 1, 2), (1, 2, 0), (2, 0, 1))
+            if (sign > 0) == right_handed:
+                idx += [base, base + 1, base + 2, base, base + 2, base + 3]
+            else:
+                idx += [base, base + 2, base + 1, base, base + 3, base + 2]
+    return verts, idx, uvs, normals
+
+
+class _Builder:
+    def __init__(self, world: BulletWorld, rng: np.random.Generator):
+        self.w = world
+        self.p = world.p
+        self.cid = world.client
+        self.rng = rng
+        self._tex = {}
+
+    def texture(self, path: str) -> int:
+        if path not in self._tex:
+            self._tex[path] = self.p.loadTexture(path, physicsClientId=self.cid)
+        return self._tex[path]
+
+    def box(self, half, pos, yaw=0.0, color=(0.7, 0.7, 0.7), texture=None, tile=1.0, mass=0.0,
+            collide=True) -> int:
+        p = self.p
+        half = [float(h) for h in half]
+        if texture is not None:
+            v, i, uv, n = _box_mesh(half, tile)
+            vis = p.createVisualShape(p.GEOM_MESH, vertices=v, indices=i, uvs=uv, normals=n,
+                                      rgbaColor=[1, 1, 1, 1], physicsClientId=self.cid)
+        else:
+            vis = p.createVisualShape(p.GEOM_BOX, halfExtents=half, rgbaColor=list(color) + [1],
+                                      physicsClientId=self.cid)
+        col = p.createCollisionShape(p.GEOM_BOX, halfExtents=half, physicsClientId=self.cid) if collide else -1
+        body = p.createMultiBody(mass, col, vis, basePosition=list(map(float, pos)),
+                                 baseOrientation=_quat_yaw(yaw), physicsClientId=self.cid)
+        if texture is not None:
+            p.changeVisualShape(body, -1, textureUniqueId=self.texture(texture), rgbaColor=[1, 1, 1, 1],
+                                physicsClientId=self.cid)
+        return body
+
+    def cylinder(self, radius, length, pos, color, mass=0.0) -> int:
+        p = self.p
+        vis = p.createVisualShape(p.GEOM_CYLINDER, radius=radius, length=length, rgbaColor=list(color) + [1],
+                                  physicsClientId=self.cid)
+        col = p.createCollisionShape(p.GEOM_CYLINDER, radius=radius, height=length, physicsClientId=self.cid)
+        return p.createMultiBody(mass, col, vis, basePosition=list(map(float, pos)), physicsClientId=self.cid)
+
+    def sphere(self, radius, pos, color, mass=0.0) -> int:
+        p = self.p
+        vis = p.createVisualShape(p.GEOM_SPHERE, radius=radius, rgbaColor=list(color) + [1], physicsClientId=self.cid)
+        col = p.createCollisionShape(p.GEOM_SPHERE, radius=radius, physicsClientId=self.cid)
+        return p.createMultiBody(mass, col, vis, basePosition=list(map(float, pos)), physicsClientId=self.cid)
+
+    def urdf(self, name, pos, yaw=0.0, scale=1.0, fixed=True) -> int:
+        return self.p.loadURDF(name, list(map(float, pos)), _quat_yaw(yaw), useFixedBase=fixed,
+                               globalScaling=float(scale), physicsClientId=self.cid)
+
+    def aabb(self, body):
+        lo, hi = self.p.getAABB(body, -1, physicsClientId=self.cid)
+        n = self.p.getNumJoints(body, physicsClientId=self.cid)
+        lo, hi = np.array(lo), np.array(hi)
+        for j in range(n):
+            a, b = self.p.getAABB(body, j, physicsClientId=self.cid)
+            lo, hi = np.minimum(lo, a), np.maximum(hi, b)
+        return lo, hi
+
+    def set_on(self, body, z_surface, xy=None, yaw=None):
+        """Move a body so its lowest point rests on height ``z_surface`` (at ``xy`` if given)."""
+        p = self.p
+        pos, orn = p.getBasePositionAndOrientation(body, physicsClientId=self.cid)
+        lo, _ = self.aabb(body)
+        new = np.array(pos, dtype=float)
+        new[2] += z_surface - lo[2] + 1e-3
+        if xy is not None:
+            new[:2] = xy
+        if yaw is not None:
+            orn = _quat_yaw(yaw)
+        p.resetBasePositionAndOrientation(body, new.tolist(), orn, physicsClientId=self.cid)
+
+    def clutter(self, surface_lo, surface_hi, z, n, fixed=True) -> list[int]:
+        """``n`` random small pybullet_data objects on a rectangle at height ``z``, spaced apart."""
+        out, placed = [], []
+        for _ in range(n):
+            for _try in range(20):
+                xy = self.rng.uniform(surface_lo, surface_hi)
+                if all(np.linalg.norm(xy - q) > 0.16 for q in placed):
+                    break
+            else:
+                continue
+            name, scale = _CLUTTER[int(self.rng.integers(len(_CLUTTER)))]
+            b = self.urdf(name, [xy[0], xy[1], z + 0.3], yaw=float(self.rng.uniform(-np.pi, np.pi)),
+                          scale=scale, fixed=fixed)
+            self.set_on(b, z, xy)
+            placed.append(xy)
+            out.append(b)
+        return out
+
+
+# ----- rooms -------------------------------------------------------------------------------------------
+
+class _Floorplan:
+    """Axis-aligned footprints already taken in the room, for rejection sampling of furniture."""
+
+    def __init__(self, Lx, Ly):
+        self.Lx, self.Ly = Lx, Ly
+        self.rects = []
+
+    def free(self, cx, cy, hx, hy, gap=0.25) -> bool:
+        if abs(cx) + hx > self.Lx / 2 - 0.05 or abs(cy) + hy > self.Ly / 2 - 0.05:
+            return False
+        return all(abs(cx - x) >= hx + w + gap or abs(cy - y) >= hy + h + gap for x, y, w, h in self.rects)
+
+    def take(self, cx, cy, hx, hy):
+        self.rects.append((cx, cy, hx, hy))
+
+
+def _wall_slot(rng, Lx, Ly, depth, width):
+    """A spot with its back against a random wall: centre (x, y), yaw facing into the room, footprint half-sizes."""
+    wall = int(rng.integers(4))
+    if wall in (0, 1):  # walls at y = ±Ly/2, furniture faces −/+y
+        s = 1 if wall == 0 else -1
+        x = rng.uniform(-Lx / 2 + width / 2 + 0.1, Lx / 2 - width / 2 - 0.1)
+        return x, s * (Ly / 2 - depth / 2 - 0.06), (-np.pi / 2 if s > 0 else np.pi / 2), width / 2, depth / 2
+    s = 1 if wall == 2 else -1
+    y = rng.uniform(-Ly / 2 + width / 2 + 0.1, Ly / 2 - width / 2 - 0.1)
+    return s * (Lx / 2 - depth / 2 - 0.06), y, (np.pi if s > 0 else 0.0), depth / 2, width / 2
+
+
+def _place(b: _Builder, plan: _Floorplan, depth, width, against_wall: bool, tries=40):
+    rng = b.rng
+    for _ in range(tries):
+        if against_wall:
+            x, y, yaw, hx, hy = _wall_slot(rng, plan.Lx, plan.Ly, depth, width)
+        else:
+            yaw = float(rng.choice([0.0, np.pi / 2]))
+            hx, hy = (width / 2, depth / 2) if yaw == 0.0 else (depth / 2, width / 2)
+            x = rng.uniform(-plan.Lx / 2 + hx + 0.6, plan.Lx / 2 - hx - 0.6)
+            y = rng.uniform(-plan.Ly / 2 + hy + 0.6, plan.Ly / 2 - hy - 0.6)
+        if plan.free(x, y, hx, hy):
+            plan.take(x, y, hx, hy)
+            return float(x), float(y), float(yaw)
+    return None
+
+
+def _local(x, y, yaw, dx, dy):
+    """A point (dx, dy) in a piece's frame (x along its width, y toward its front) to world x, y."""
+    # the piece's front faces along yaw + π/2 ... keep one convention: local +y is the facing direction
+    c, s = math.cos(yaw), math.sin(yaw)
+    fx, fy = -s, c  # unused orientation helper for readability
+    return x + c * dx - s * dy, y + s * dx + c * dy
+
+
+def _bookshelf(b: _Builder, x, y, yaw, wood):
+    # width 0.9 (local x), depth 0.35 (local y), height 1.8; books of random colours on 4 shelves.
+    W, D, H = 0.9, 0.35, 1.8
+    wood_tex = texture_path("wood", wood, 1)
+    ids = []
+    for dx in (-W / 2 + 0.02, W / 2 - 0.02):
+        px, py = _local(x, y, yaw, dx, 0)
+        ids.append(b.box([0.02, D / 2, H / 2] if True else None, [px, py, H / 2], yaw, texture=wood_tex, tile=0.5))
+    px, py = _local(x, y, yaw, 0, -D / 2 + 0.01)
+    ids.append(b.box([W / 2, 0.01, H / 2], [px, py, H / 2], yaw, color=np.array(wood) * 0.7))
+    for k in range(5):
+        z = 0.04 + k * (H - 0.08) / 4
+        ids.append(b.box([W / 2, D / 2, 0.015], [x, y, z], yaw, texture=wood_tex, tile=0.5))
+        if k == 4:
+            break
+        dx = -W / 2 + 0.05
+        while dx < W / 2 - 0.08:
+            t = b.rng.uniform(0.02, 0.05)
+            h = b.rng.uniform(0.18, 0.3)
+            c = b.rng.random(3) * 0.8 + 0.1
+            px, py = _local(x, y, yaw, dx + t, 0.02)
+            ids.append(b.box([t, 0.12, h / 2], [px, py, z + 0.015 + h / 2], yaw, color=c, collide=False))
+            dx += 2 * t + 0.005
+    return ids
+
+
+def _sofa(b: _Builder, x, y, yaw, colour):
+    tex = texture_path("fabric", colour, 2)
+    ids = [b.box([0.9, 0.4, 0.2], [*_local(x, y, yaw, 0, 0.05), 0.22], yaw, texture=tex, tile=0.5)]
+    ids.append(b.box([0.9, 0.1, 0.35], [*_local(x, y, yaw, 0, -0.35), 0.45], yaw, texture=tex, tile=0.5))
+    for s in (-1, 1):
+        ids.append(b.box([0.1, 0.45, 0.3], [*_local(x, y, yaw, s * 0.95, 0), 0.3], yaw, texture=tex, tile=0.5))
+    cushion = b.rng.random(3) * 0.6 + 0.3
+    ids.append(b.box([0.18, 0.06, 0.16], [*_local(x, y, yaw, -0.55, -0.2), 0.56], yaw, color=cushion))
+    return ids
+
+
+def _counter(b: _Builder, x, y, yaw, wood):
+    ids = [b.box([0.8, 0.3, 0.45], [x, y, 0.45], yaw, texture=texture_path("stripes", wood, 3), tile=0.4)]
+    ids.append(b.box([0.82, 0.32, 0.02], [x, y, 0.92], yaw, texture=texture_path("tiles", (0.85, 0.85, 0.8), 4),
+                     tile=0.3))
+    lo, hi = np.array(_local(x, y, yaw, -0.7, -0.2)), np.array(_local(x, y, yaw, 0.7, 0.2))
+    ids += b.clutter(np.minimum(lo, hi), np.maximum(lo, hi), 0.94, 3)
+    return ids
+
+
+def _plant(b: _Builder, x, y):
+    ids = [b.cylinder(0.15, 0.35, [x, y, 0.175], (0.65, 0.35, 0.2))]
+    for k in range(4):
+        off = b.rng.uniform(-0.12, 0.12, 2)
+        ids.append(b.sphere(b.rng.uniform(0.13, 0.2), [x + off[0], y + off[1], 0.5 + 0.15 * k],
+                            (0.15 + 0.1 * b.rng.random(), 0.45 + 0.2 * b.rng.random(), 0.15)))
+    return ids
+
+
+def _lamp(b: _Builder, x, y):
+    return [b.cylinder(0.15, 0.03, [x, y, 0.015], (0.2, 0.2, 0.2)), b.cylinder(0.02, 1.5, [x, y, 0.75], (0.3, 0.3, 0.3)),
+            b.cylinder(0.2, 0.3, [x, y, 1.55], (0.95, 0.9, 0.7))]
+
+
+def _table_with_clutter(b: _Builder, x, y, yaw, square: bool):
+    if square:
+        t = b.urdf("table_square/table_square.urdf", [x, y, 0], yaw)
+        half = (0.25, 0.25)
+    else:
+        t = b.urdf("table/table.urdf", [x, y, 0], yaw, scale=0.8)
+        half = (0.55, 0.35)
+    _, hi = b.aabb(t)
+    lo2 = np.array([x - half[0], y - half[0]]) if square else None
+    if yaw != 0.0 and not square:
+        half = (half[1], half[0])
+    lo2 = np.array([x - half[0], y - half[1]])
+    hi2 = np.array([x + half[0], y + half[1]])
+    return [t] + b.clutter(lo2, hi2, float(hi[2]), int(b.rng.integers(2, 5)))
+
+
+def _build_room(world: BulletWorld, spec: dict) -> SceneInfo:
+    params = spec.get("params", {})
+    rng = np.random.default_rng([spec["seed"], 1])
+    b = _Builder(world, rng)
+    layout = params.get("layout") or ROOM_LAYOUTS[int(rng.integers(len(ROOM_LAYOUTS)))]
+    if layout not in ROOM_LAYOUTS:
+        raise ValueError(f"scene.params.layout must be one of {ROOM_LAYOUTS}, got {layout!r}")
+    Lx, Ly, H = float(rng.uniform(4.5, 6.5)), float(rng.uniform(4.0, 6.0)), 2.7
+    bodies = {}
+    floor_kind = "wood" if layout in ("living", "office") else ("tiles" if layout == "kitchen" else "carpet")
+    floor_col = _WOOD[int(rng.integers(len(_WOOD)))] if floor_kind == "wood" else tuple(rng.uniform(0.4, 0.8, 3))
+    bodies["floor"] = b.box([Lx / 2 + 0.1, Ly / 2 + 0.1, 0.05], [0, 0, -0.05],
+                            texture=texture_path(floor_kind, floor_col, spec["seed"] % 7), tile=1.0)
+    bodies["ceiling"] = b.box([Lx / 2 + 0.1, Ly / 2 + 0.1, 0.05], [0, 0, H + 0.05],
+                              texture=texture_path("plain", (0.93, 0.93, 0.9), 0), tile=2.0)
+    wall_cols = rng.permutation(len(_WALL_COLOURS))[:4]
+    kinds = ["wallpaper", "stripes", "plain", "wallpaper"]
+    rng.shuffle(kinds)
+    # walls: 0 at +y, 1 at −y, 2 at +x, 3 at −x
+    walls = [([Lx / 2 + 0.1, 0.05, H / 2], [0, Ly / 2 + 0.05, H / 2]), ([Lx / 2 + 0.1, 0.05, H / 2], [0, -Ly / 2 - 0.05, H / 2]),
+             ([0.05, Ly / 2 + 0.1, H / 2], [Lx / 2 + 0.05, 0, H / 2]), ([0.05, Ly / 2 + 0.1, H / 2], [-Lx / 2 - 0.05, 0, H / 2])]
+    for k, (half, pos) in enumerate(walls):
+        bodies[f"wall{k}"] = b.box(half, pos, texture=texture_path(kinds[k], _WALL_COLOURS[wall_cols[k]], k),
+                                   tile=0.8)
+        # a dark skirting board along the bottom of each wall
+        sk = list(half)
+        sk[2] = 0.05
+        skpos = list(pos)
+        skpos[2] = 0.05
+        if k < 2:
+            skpos[1] -= np.sign(pos[1]) * 0.06
+        else:
+            skpos[0] -= np.sign(pos[0]) * 0.06
+        b.box([sk[0], sk[1] * 0.3 if k < 2 else sk[1], 0.05] if k < 2 else [sk[0] * 0.3, sk[1], 0.05], skpos,
+              color=(0.25, 0.2, 0.18), collide=False)
+
+    def on_wall(k, u, z, hw, hh, depth=0.02):
+        """(half extents, centre) of a flat item on wall k at position u along it, centre height z."""
+        if k < 2:
+            s = 1 if k == 0 else -1
+            return [hw, depth, hh], [u, s * (Ly / 2 - depth), z]
+        s = 1 if k == 2 else -1
+        return [depth, hw, hh], [s * (Lx / 2 - depth), u, z]
+
+    plan = _Floorplan(Lx, Ly)
+    # a door on one wall (its footprint is kept free), a window on another, 2–4 paintings.
+    wall_order = rng.permutation(4)
+    dk = int(wall_order[0])
+    span = (Lx if dk < 2 else Ly) / 2 - 0.7
+    du = float(rng.uniform(-span, span))
+    half, pos = on_wall(dk, du, 1.0, 0.45, 1.0, 0.03)
+    bodies["door"] = b.box(half, pos, texture=texture_path("wood", _WOOD[2], 5), tile=0.6)
+    kh, kp = on_wall(dk, du + 0.33, 1.0, 0.03, 0.03, 0.07)
+    b.box(kh, kp, color=(0.85, 0.75, 0.3), collide=False)
+    if dk < 2:
+        plan.take(du, np.sign(pos[1]) * (Ly / 2 - 0.4), 0.55, 0.45)
+    else:
+        plan.take(np.sign(pos[0]) * (Lx / 2 - 0.4), du, 0.45, 0.55)
+    wk = int(wall_order[1])
+    span = (Lx if wk < 2 else Ly) / 2 - 1.0
+    wu = float(rng.uniform(-span, span))
+    fh, fp = on_wall(wk, wu, 1.5, 0.65, 0.55, 0.03)
+    b.box(fh, fp, color=(0.95, 0.95, 0.95))
+    ph, pp = on_wall(wk, wu, 1.5, 0.58, 0.48, 0.04)
+    bodies["window"] = b.box(ph, pp, color=(0.55, 0.75, 0.95), collide=False)
+    n_paint = int(rng.integers(2, 5))
+    for i in range(n_paint):
+        k = int(wall_order[2 + (i % 2)])
+        span = (Lx if k < 2 else Ly) / 2 - 0.6
+        u = float(rng.uniform(-span, span))
+        hw, hh = float(rng.uniform(0.2, 0.45)), float(rng.uniform(0.18, 0.35))
+        z = float(rng.uniform(1.4, 1.8))
+        fh, fp = on_wall(k, u, z, hw + 0.03, hh + 0.03, 0.025)
+        b.box(fh, fp, color=(0.15, 0.1, 0.05), collide=False)
+        ph, pp = on_wall(k, u, z, hw, hh, 0.035)
+        bodies[f"painting{i}"] = b.box(ph, pp, texture=texture_path("painting", (0, 0, 0), int(rng.integers(1 << 30))),
+                                       tile=2 * max(hw, hh), collide=False)
+
+    # furniture per layout: (builder, footprint depth, width, against a wall)
+    wood = _WOOD[int(rng.integers(len(_WOOD)))]
+    fab = _FABRIC[int(rng.integers(len(_FABRIC)))]
+    pieces = {
+        "living": ["sofa", "table", "bookshelf", "plant", "lamp", "rug", "toy"],
+        "kitchen": ["counter", "counter", "table", "square", "plant", "toy"],
+        "office": ["bookshelf", "bookshelf", "table", "square", "plant", "lamp"],
+        "playroom": ["square", "toy", "toy", "toy", "bookshelf", "rug", "sofa"],
+    }[layout]
+    obstacles = []
+    for name in pieces:
+        ids = []
+        if name == "rug":
+            w, d = float(rng.uniform(1.4, 2.2)), float(rng.uniform(1.0, 1.6))
+            ids = [b.box([w / 2, d / 2, 0.005], [float(rng.uniform(-0.5, 0.5)), float(rng.uniform(-0.5, 0.5)), 0.005],
+                         texture=texture_path("carpet", tuple(rng.uniform(0.3, 0.8, 3)), 6), tile=max(w, d),
+                         collide=False)]
+            bodies.setdefault("rug", ids[0])
+            continue
+        size = {"sofa": (0.95, 2.1, True), "table": (0.8, 1.2, False), "square": (0.6, 0.6, False),
+                "bookshelf": (0.4, 0.95, True), "plant": (0.45, 0.45, True), "lamp": (0.45, 0.45, True),
+                "counter": (0.65, 1.65, True), "toy": (0.5, 0.5, False)}[name]
+        spot = _place(b, plan, size[0], size[1], size[2])
+        if spot is None:
+            continue
+        x, y, yaw = spot
+        if name == "sofa":
+            ids = _sofa(b, x, y, yaw, fab)
+        elif name in ("table", "square"):
+            ids = _table_with_clutter(b, x, y, yaw, square=(name == "square"))
+        elif name == "bookshelf":
+            ids = _bookshelf(b, x, y, yaw, wood)
+        elif name == "plant":
+            ids = _plant(b, x, y)
+        elif name == "lamp":
+            ids = _lamp(b, x, y)
+        elif name == "counter":
+            ids = _counter(b, x, y, yaw, wood)
+        elif name == "toy":
+            urdf, scale = _FLOOR_TOYS[int(rng.integers(len(_FLOOR_TOYS)))]
+            t = b.urdf(urdf, [x, y, 0.5], float(rng.uniform(-np.pi, np.pi)), scale)
+            b.set_on(t, 0.0, (x, y))
+            ids = [t]
+        for i, body in enumerate(ids):
+            bodies[f"{name}{len(obstacles)}_{i}"] = body
+        if ids:
+            los, his = zip(*(b.aabb(i) for i in ids))
+            obstacles.append((np.min(los, axis=0), np.max(his, axis=0)))
+
+    nav_box = np.array([[-Lx / 2 + 0.5, Lx / 2 - 0.5], [-Ly / 2 + 0.5, Ly / 2 - 0.5], [0.6, 2.0]])
+    light = _light(rng)
+    spec_params = dict(params)
+    spec_params.setdefault("layout", layout)
+    return SceneInfo(spec={**spec, "params": spec_params}, bodies=bodies, nav_box=nav_box, obstacles=obstacles,
+                     light=light)
+
+
+def _light(rng) -> dict:
+    a = float(rng.uniform(-np.pi, np.pi))
+    return {"lightDirection": [math.cos(a), math.sin(a), 2.5], "lightColor": [1.0, 0.97, 0.92],
+            "lightDistance": 10.0, "lightAmbientCoeff": 0.55, "lightDiffuseCoeff": 0.5,
+            "lightSpecularCoeff": 0.05, "shadow": 0}
+
+
+# ----- tabletop ----------------------------------------------------------------------------------------
+
+TABLE_CENTRE = np.array([0.55, 0.0])
+
+
+def _build_tabletop(world: BulletWorld, spec: dict) -> SceneInfo:
+    """A table (top at ``table_z``), a floor and two backdrop walls, static clutter near the table's edges and
+    the dynamic task objects of ``params["objects"]``. The robot or hand is added by the environment."""
+    params = spec.get("params", {})
+    rng = np.random.default_rng([spec["seed"], 2])
+    b = _Builder(world, rng)
+    bodies = {}
+    bodies["floor"] = b.box([3, 3, 0.05], [0.5, 0, -0.05],
+                            texture=texture_path("tiles", tuple(rng.uniform(0.45, 0.75, 3)), 0), tile=1.2)
+    c1, c2 = rng.permutation(len(_WALL_COLOURS))[:2]
+    bodies["wall_back"] = b.box([0.05, 3, 1.5], [2.0, 0, 1.5], texture=texture_path("wallpaper", _WALL_COLOURS[c1], 1),
+                                tile=0.8)
+    bodies["wall_side"] = b.box([3, 0.05, 1.5], [0.5, 1.6, 1.5], texture=texture_path("stripes", _WALL_COLOURS[c2], 2),
+                                tile=0.8)
+    bodies["wall_side2"] = b.box([3, 0.05, 1.5], [0.5, -1.6, 1.5], texture=texture_path("plain", _WALL_COLOURS[c2], 3),
+                                 tile=0.8)
+    table_z = 0.62
+    wood = _WOOD[int(rng.integers(len(_WOOD)))]
+    bodies["table"] = b.box([0.75, 0.6, 0.02], [TABLE_CENTRE[0], 0, table_z - 0.02],
+                            texture=texture_path("wood", wood, 4), tile=0.6)
+    for sx in (-1, 1):
+        for sy in (-1, 1):
+            b.box([0.03, 0.03, (table_z - 0.04) / 2], [TABLE_CENTRE[0] + sx * 0.7, sy * 0.55, (table_z - 0.04) / 2],
+                  color=np.array(wood) * 0.6)
+    # a painting on the back wall and a tray: fixed landmarks for the exterior camera
+    b.box([0.02, 0.4, 0.3], [1.94, float(rng.uniform(-0.8, 0.8)), 1.3],
+          texture=texture_path("painting", (0, 0, 0), int(rng.integers(1 << 30))), tile=0.8, collide=False)
+    # clutter at the far edge of the table, out of the central workspace
+    n = int(params.get("n_clutter", rng.integers(2, 5)))
+    b.clutter(np.array([0.95, -0.5]), np.array([1.2, 0.5]), table_z, n)
+    objects = {}
+    for obj in params.get("objects", []):
+        objects[obj["name"]] = _task_object(b, obj)
+    workspace = np.array([[0.35, 0.75], [-0.3, 0.3], [table_z + 0.03, table_z + 0.45]])
+    # exterior camera: in front-right of the robot, looking at the workspace centre
+    ext = look_at(np.array([1.45, -0.75, 1.25]), np.array([0.5, 0.0, table_z + 0.1]))
+    return SceneInfo(spec=spec, bodies=bodies, table_z=table_z, workspace=workspace, exterior_camera=ext,
+                     light=_light(rng), objects=objects)
+
+
+def _task_object(b: _Builder, obj: dict) -> int:
+    """A dynamic task object: {"name", "shape": "cube"|"sphere", "size" (m, edge or diameter), "color",
+    "position" [x, y, z] (centre), "mass"}."""
+    shape = obj.get("shape", "cube")
+    size = float(obj.get("size", 0.04))
+    color = tuple(obj.get("color", (0.9, 0.2, 0.2)))
+    mass = float(obj.get("mass", 0.1))
+    pos = obj["position"]
+    if shape == "cube":
+        body = b.box([size / 2] * 3, pos, color=color, mass=mass)
+    elif shape == "sphere":
+        body = b.sphere(size / 2, pos, color, mass=mass)
+    else:
+        raise ValueError(f"scene.params.objects[].shape must be 'cube' or 'sphere', got {shape!r}")
+    b.p.changeDynamics(body, -1, lateralFriction=1.0, rollingFriction=0.001, spinningFriction=0.001,
+                       physicsClientId=b.cid)
+    return body
+
+
+def look_at(eye, target, up=(0.0, 0.0, 1.0)) -> np.ndarray:
+    """C2W pose (OpenCV axes) of a camera at ``eye`` looking at ``target`` with the image's up near ``up``."""
+    eye, target, up = (np.asarray(v, dtype=np.float64) for v in (eye, target, up))
+    z = target - eye
+    z /= np.linalg.norm(z)
+    x = np.cross(z, up)
+    if np.linalg.norm(x) < 1e-9:
+        x = np.cross(z, [0.0, 1.0, 0.0])
+    x /= np.linalg.norm(x)
+    y = np.cross(z, x)
+    T = np.eye(4)
+    T[:3, 0], T[:3, 1], T[:3, 2], T[:3, 3] = x, y, z, eye
+    return T
+
+
+# ----- mesh scenes -------------------------------------------------------------------------------------
+
+def _build_mesh(world: BulletWorld, spec: dict) -> SceneInfo:
+    """A scene from a mesh file (.glb/.gltf/.obj/.ply, Habitat's scene formats) loaded with trimesh.
+
+    glTF files are +Y up by their standard (Habitat scenes too) and are turned to +Z up; other formats are taken
+    as +Z up. ``params["up"] = "y" | "z"`` overrides. Faces are grouped by colour (vertex, face or material
+    colour) and each group becomes one static visual + collision body, exported as a temporary .obj.
+    """
+    import trimesh
+
+    path = spec["mesh"]
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"scene.mesh: no such file {path!r}")
+    params = spec.get("params", {})
+    ext = os.path.splitext(path)[1].lower()
+    up = params.get("up", "y" if ext in (".glb", ".gltf") else "z")
+    if up not in ("y", "z"):
+        raise ValueError(f"scene.params.up must be 'y' or 'z', got {up!r}")
+    loaded = trimesh.load(path)
+    if isinstance(loaded, trimesh.Scene):
+        meshes = list(loaded.dump()) if hasattr(loaded, "dump") else list(loaded.geometry.values())
+    else:
+        meshes = [loaded]
+    meshes = [m for m in meshes if isinstance(m, trimesh.Trimesh) and len(m.faces)]
+    if not meshes:
+        raise ValueError(f"scene.mesh: {path!r} holds no triangle mesh")
+    b = _Builder(world, np.random.default_rng([spec["seed"], 3]))
+    p, cid = world.p, world.client
+    R = np.eye(4)
+    if up == "y":
+        from ..geometry import YUP_TO_ZUP
+        R = YUP_TO_ZUP
+    tmpdir = tempfile.mkdtemp(prefix="spatialact-mesh-")
+    bodies = {}
+    lo_all, hi_all = np.full(3, np.inf), np.full(3, -np.inf)
+    for mi, mesh in enumerate(meshes):
+        mesh = mesh.copy()
+        mesh.apply_transform(R)
+        lo_all, hi_all = np.minimum(lo_all, mesh.bounds[0]), np.maximum(hi_all, mesh.bounds[1])
+        try:
+            fc = np.asarray(mesh.visual.face_colors)[:, :3]
+        except Exception:
+            fc = np.full((len(mesh.faces), 3), 180, dtype=np.uint8)
+        q = (fc // 16).astype(np.int64)
+        keys = q[:, 0] * 256 + q[:, 1] * 16 + q[:, 2]
+        for gi, key in enumerate(np.unique(keys)[:64]):
+            sel = keys == key
+            sub = trimesh.Trimesh(mesh.vertices, mesh.faces[sel], process=False)
+            sub.remove_unreferenced_vertices()
+            colour = fc[sel].mean(axis=0) / 255.0
+            f = os.path.join(tmpdir, f"m{mi}_{gi}.obj")
+            sub.export(f, include_normals=True, include_texture=False)
+            vis = p.createVisualShape(p.GEOM_MESH, fileName=f, rgbaColor=list(colour) + [1], physicsClientId=cid)
+            col = p.createCollisionShape(p.GEOM_MESH, fileName=f, flags=p.GEOM_FORCE_CONCAVE_TRIMESH,
+                                         physicsClientId=cid)
+            bodies[f"mesh{mi}_{gi}"] = p.createMultiBody(0, col, vis, physicsClientId=cid)
+    margin = float(params.get("margin", 0.3))
+    nav_box = np.stack([lo_all + margin, hi_all - margin], axis=1)
+    nav_box[2] = [lo_all[2] + min(0.6, (hi_all[2] - lo_all[2]) / 3), max(lo_all[2] + 0.6, hi_all[2] - margin)]
+    nav_box[:, 1] = np.maximum(nav_box[:, 1], nav_box[:, 0])
+    return SceneInfo(spec=spec, bodies=bodies, nav_box=nav_box, light=_light(b.rng))
