@@ -1,0 +1,507 @@
+"""The results store (SPEC §8): one run directory per run, append-only, resumable.
+
+Layout::
+
+    RUN/
+      config.json        the run's configuration and the provenance of its first start
+      results.jsonl      one JSON record per finished episode, appended, flushed and fsynced
+      frames/<key>/      start.png, goal.png, final.png … of each episode (names sanitised)
+      results.parquet    written by export_parquet()
+      .lock              held (fcntl.flock) by the one writer process
+
+Resume is keyed by ``(task, agent, env, mode, seed)``: ``RunStore.done_keys()`` lists the finished episodes. A
+changed configuration is refused, naming the keys that differ, except the keys that only say how the run is
+carried out (:data:`MUTABLE_KEYS`). A last line cut short by a killed process is detected, reported and cut off
+on resume (the episode runs again); any other unreadable line is an error naming the file and line.
+
+Poses in records are 4×4 C2W matrices (metres; world +Z up; camera OpenCV axes) as nested lists.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import math
+import os
+import platform
+import re
+import subprocess
+import warnings
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+__all__ = ["RunStore", "RunConfigError", "RunStoreError", "MUTABLE_KEYS", "RESULTS_FILE", "CONFIG_FILE",
+           "load_run", "read_records", "export_parquet", "read_parquet", "provenance", "episode_key",
+           "safe_name", "config_diff"]
+
+RESULTS_FILE = "results.jsonl"
+CONFIG_FILE = "config.json"
+FRAMES_DIR = "frames"
+# Keys that say how a run is carried out, not what it computes: they may change between resumes.
+MUTABLE_KEYS = frozenset({"limit", "workers", "backend", "progress", "out", "json", "verbose"})
+
+
+class RunStoreError(RuntimeError):
+    """A run directory that cannot be used as it is (unreadable line, second writer)."""
+
+
+class RunConfigError(ValueError):
+    """Resuming a run with a different configuration."""
+
+
+def episode_key(task_id: str, agent: str, env: str, mode: str, seed: int) -> str:
+    """The resume key of SPEC §8: (task, agent, env, mode, seed), joined by ``|``."""
+    return "|".join([str(task_id), str(agent), str(env), str(mode), str(seed)])
+
+
+def _key_of(rec: dict) -> str:
+    if rec.get("key"):
+        return str(rec["key"])
+    missing = [k for k in ("task_id", "agent", "env", "mode", "seed") if k not in rec]
+    if missing:
+        raise ValueError(f"result record has no 'key' and lacks {', '.join(missing)}")
+    return episode_key(rec["task_id"], rec["agent"], rec["env"], rec["mode"], rec["seed"])
+
+
+# ----- JSON ---------------------------------------------------------------------------------------------------
+def _jsonable(x: Any) -> Any:
+    """numpy → Python; NaN and ±inf → None (strict JSON has no NaN, and a NaN score is a missing one)."""
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return _jsonable(x.tolist())
+    if isinstance(x, np.generic):
+        return _jsonable(x.item())
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, Path):
+        return str(x)
+    return x
+
+
+def _dumps(x: Any) -> str:
+    return json.dumps(_jsonable(x), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def _normal(x: Any) -> Any:
+    """The JSON round trip of x (tuples → lists, numpy → Python), to compare configurations."""
+    return json.loads(_dumps(x))
+
+
+def config_diff(old: dict, new: dict, prefix: str = "", ignore: Iterable[str] = MUTABLE_KEYS) -> list[str]:
+    """The dotted keys whose values differ between two configurations (top-level ``ignore`` keys skipped)."""
+    ignore = set(ignore) if not prefix else set()
+    out = []
+    for k in sorted(set(old) | set(new)):
+        if k in ignore:
+            continue
+        name = f"{prefix}{k}"
+        if k not in old:
+            out.append(f"{name} (new: {json.dumps(new[k])[:80]})")
+        elif k not in new:
+            out.append(f"{name} (removed; was {json.dumps(old[k])[:80]})")
+        elif isinstance(old[k], dict) and isinstance(new[k], dict):
+            out += config_diff(old[k], new[k], name + ".", ())
+        elif old[k] != new[k]:
+            out.append(f"{name} ({json.dumps(old[k])[:60]} → {json.dumps(new[k])[:60]})")
+    return out
+
+
+# ----- provenance ---------------------------------------------------------------------------------------------
+_GIT: dict[str, str | None] = {}
+
+
+def _git_commit() -> str | None:
+    """The commit of the source tree the package runs from, when it is a git checkout (cached)."""
+    if "commit" not in _GIT:
+        here = Path(__file__).resolve().parent
+        try:
+            out = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                 timeout=5)
+            c = out.stdout.strip()
+            _GIT["commit"] = c if out.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", c) else None
+        except (OSError, subprocess.SubprocessError):
+            _GIT["commit"] = None
+    return _GIT["commit"]
+
+
+def provenance(task_file: str | os.PathLike | None = None, agent: Any = None, seed: int = 0) -> dict:
+    """What every record carries: package version, git commit (None when unknown), Python and platform, the task
+    file and its SHA-256, the agent's ``describe()`` (or a name / dict) and model, the seed, and the time."""
+    from .. import __version__
+
+    if agent is None:
+        desc = None
+    elif isinstance(agent, str):
+        desc = {"agent": agent}
+    elif isinstance(agent, dict):
+        desc = dict(agent)
+    else:
+        desc = agent.describe()
+    task_sha = None
+    if task_file is not None:
+        from ..tasks import file_sha256
+
+        task_sha = file_sha256(task_file)
+    return _jsonable({
+        "spatialact_version": __version__,
+        "git_commit": _git_commit(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "task_file": None if task_file is None else str(task_file),
+        "task_file_sha256": task_sha,
+        "agent": desc,
+        "model": (desc or {}).get("model"),
+        "seed": int(seed),
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    })
+
+
+# ----- file names ---------------------------------------------------------------------------------------------
+_SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def safe_name(s: str, max_len: int = 80) -> str:
+    """A single path component for any string: only ``[A-Za-z0-9_.-]``, no leading dot, bounded length, and a
+    short hash of the original whenever anything was changed (so distinct ids stay distinct)."""
+    s = str(s)
+    clean = _SAFE.sub("_", s).lstrip(".") or "_"
+    if clean != s or len(clean) > max_len:
+        h = hashlib.sha256(s.encode("utf-8")).hexdigest()[:10]
+        clean = f"{clean[:max_len]}-{h}"
+    return clean
+
+
+# ----- reading ------------------------------------------------------------------------------------------------
+def _scan(path: Path) -> tuple[list[dict], int, str | None]:
+    """Records of a results file, the byte length of its intact part, and a note on a cut-off last line.
+
+    A line that does not parse is tolerated only as the very last one and only when the file does not end with a
+    newline there (the signature of a write cut short); anything else raises RunStoreError.
+    """
+    if not path.exists():
+        return [], 0, None
+    data = path.read_bytes()
+    records, good, note = [], 0, None
+    pos = 0
+    lineno = 0
+    while pos < len(data):
+        end = data.find(b"\n", pos)
+        last = end < 0
+        line = data[pos:] if last else data[pos:end]
+        lineno += 1
+        if line.strip():
+            try:
+                rec = json.loads(line.decode("utf-8"))
+                if not isinstance(rec, dict):
+                    raise ValueError("not a JSON object")
+            except (ValueError, UnicodeDecodeError) as e:
+                if last:
+                    note = (f"{path}: line {lineno} is incomplete ({len(line)} bytes, no newline; the process was "
+                            f"probably killed while writing it): dropped, that episode runs again")
+                    break
+                raise RunStoreError(f"{path}: line {lineno} is not a JSON record ({e}); fix or remove it") from None
+            if last:
+                # A complete JSON object whose newline never made it: keep it, and let the writer add the newline.
+                records.append(rec)
+                good = len(data)
+                break
+            records.append(rec)
+        good = len(data) if last else end + 1
+        pos = len(data) if last else end + 1
+    return records, good, note
+
+
+def _dedupe(records: list[dict]) -> list[dict]:
+    # An episode run again (e.g. with --retry-errors) is appended again; the last record of a key wins.
+    seen: dict[str, int] = {}
+    out: list[dict] = []
+    for r in records:
+        try:
+            k = _key_of(r)
+        except ValueError:
+            out.append(r)
+            continue
+        if k in seen:
+            out[seen[k]] = r
+        else:
+            seen[k] = len(out)
+            out.append(r)
+    return out
+
+
+def read_records(run_dir: str | os.PathLike, dedupe: bool = True) -> list[dict]:
+    """The records of a run (read-only: a cut-off last line is skipped with a warning, not removed)."""
+    run_dir = Path(run_dir)
+    path = run_dir / RESULTS_FILE
+    if not run_dir.is_dir():
+        raise FileNotFoundError(f"{run_dir}: no such run directory")
+    if not path.exists():
+        raise FileNotFoundError(f"{run_dir}: not a run directory (no {RESULTS_FILE})")
+    records, _, note = _scan(path)
+    if note:
+        warnings.warn(note, RuntimeWarning, stacklevel=2)
+    return _dedupe(records) if dedupe else records
+
+
+def read_config(run_dir: str | os.PathLike) -> dict:
+    p = Path(run_dir) / CONFIG_FILE
+    if not p.exists():
+        return {}
+    with open(p, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def load_run(run_dir: str | os.PathLike) -> "pandas.DataFrame":  # noqa: F821
+    """A run as a pandas DataFrame, one row per episode (for notebooks).
+
+    Columns: every record field (nested values such as poses stay Python lists / dicts), plus ``run`` (the run
+    directory's name), ``tag.<name>`` for each tag, ``prompt_tokens``, ``completion_tokens`` and ``cost_usd``
+    from ``usage``.
+    """
+    import pandas as pd
+
+    recs = read_records(run_dir)
+    df = pd.DataFrame.from_records(recs)
+    df.insert(0, "run", Path(run_dir).name)
+    tags = [r.get("tags") or {} for r in recs]
+    for name in sorted({k for t in tags for k in t}):
+        df[f"tag.{name}"] = [t.get(name) for t in tags]
+    usage = [r.get("usage") or {} for r in recs]
+    for k in ("prompt_tokens", "completion_tokens", "cost_usd"):
+        df[k] = [u.get(k) for u in usage]
+    return df
+
+
+# Columns whose values are dicts or lists are stored in Parquet as JSON text (a run's records are heterogeneous:
+# a tags dict with different keys per task, poses with different numbers of steps); the names are kept in the
+# file's metadata and read_parquet decodes them back.
+_JSON_COLUMNS_META = b"spatialact.json_columns"
+
+
+def export_parquet(run_dir: str | os.PathLike, path: str | os.PathLike | None = None) -> Path:
+    """Write the run's records to ``RUN/results.parquet`` (or ``path``) and return its path."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    df = load_run(run_dir)
+    json_cols = []
+    for c in df.columns:
+        if any(isinstance(v, (dict, list, tuple)) for v in df[c]):
+            json_cols.append(c)
+            df[c] = [None if v is None else _dumps(v) for v in df[c]]
+        elif df[c].dtype == object:
+            kinds = {type(v) for v in df[c] if v is not None and not (isinstance(v, float) and math.isnan(v))}
+            if len(kinds) > 1:  # mixed scalars (e.g. a reason that is sometimes a number): JSON keeps them
+                json_cols.append(c)
+                df[c] = [None if v is None else _dumps(v) for v in df[c]]
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    meta = dict(table.schema.metadata or {})
+    meta[_JSON_COLUMNS_META] = json.dumps(json_cols).encode()
+    table = table.replace_schema_metadata(meta)
+    out = Path(path) if path is not None else Path(run_dir) / "results.parquet"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, out)
+    return out
+
+
+def read_parquet(path: str | os.PathLike) -> "pandas.DataFrame":  # noqa: F821
+    """Inverse of :func:`export_parquet`: the same columns and values as :func:`load_run`."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    meta = table.schema.metadata or {}
+    json_cols = json.loads(meta.get(_JSON_COLUMNS_META, b"[]"))
+    df = table.to_pandas()
+    for c in json_cols:
+        df[c] = [None if v is None else json.loads(v) for v in df[c]]
+    return df
+
+
+# ----- writing ------------------------------------------------------------------------------------------------
+class RunStore:
+    """The one writer of a run directory.
+
+    ``RunStore(run_dir, config, provenance)`` creates the directory (or opens it to resume): a stored
+    configuration that differs from ``config`` outside :data:`MUTABLE_KEYS` raises :class:`RunConfigError`
+    naming the keys. A second RunStore on the same directory (in any process) raises :class:`RunStoreError`.
+    ``append(record)`` writes one line, flushes and fsyncs (``fsync=False`` only for benchmarks).
+    ``dropped`` holds the note about a cut-off last line removed on opening, else None.
+    """
+
+    def __init__(self, run_dir: str | os.PathLike, config: dict, provenance: dict | None = None,
+                 fsync: bool = True):
+        self.run_dir = Path(run_dir)
+        self.fsync = bool(fsync)
+        self.config = _normal(dict(config))
+        self.provenance = _normal(dict(provenance or {}))
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._lock = self._acquire_lock()
+        try:
+            self._check_config()
+            self.path = self.run_dir / RESULTS_FILE
+            records, good, note = _scan(self.path)
+            self.dropped = note
+            if self.path.exists() and good < self.path.stat().st_size:
+                with open(self.path, "r+b") as f:
+                    f.truncate(good)
+                    f.flush()
+                    os.fsync(f.fileno())
+                warnings.warn(note, RuntimeWarning, stacklevel=2)
+            needs_newline = self.path.exists() and good > 0 and self.path.read_bytes()[-1:] != b"\n"
+            self._records = _dedupe(records)
+            self._done = {_key_of(r) for r in self._records}
+            self._fh = open(self.path, "a", encoding="utf-8")
+            if needs_newline:
+                self._fh.write("\n")
+                self._sync()
+        except BaseException:
+            self._release_lock()
+            raise
+
+    # -- locking: one writer per run directory
+    def _acquire_lock(self):
+        path = self.run_dir / ".lock"
+        fh = open(path, "a+")
+        try:
+            import fcntl
+
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except ImportError:  # pragma: no cover - not POSIX: no lock, the docs say one writer
+            pass
+        except OSError:
+            fh.close()
+            raise RunStoreError(f"{self.run_dir}: another process is writing this run (lock {path} is held)") \
+                from None
+        return fh
+
+    def _release_lock(self) -> None:
+        if getattr(self, "_lock", None) is not None:
+            try:
+                import fcntl
+
+                fcntl.flock(self._lock.fileno(), fcntl.LOCK_UN)
+            except (ImportError, OSError):
+                pass
+            self._lock.close()
+            self._lock = None
+
+    def _check_config(self) -> None:
+        path = self.run_dir / CONFIG_FILE
+        if path.exists():
+            try:
+                stored = json.loads(path.read_text(encoding="utf-8"))
+            except ValueError as e:
+                raise RunStoreError(f"{path}: unreadable ({e})") from None
+            old = stored.get("config", {})
+            diff = config_diff(old, self.config)
+            if diff:
+                raise RunConfigError(
+                    f"{self.run_dir}: the configuration differs from the stored one in {', '.join(diff)}; "
+                    f"use a new output directory (or the stored settings) to resume")
+            if old != self.config:  # only mutable keys changed: remember the latest values
+                stored["config"] = self.config
+                self._write_json(path, stored)
+            self.stored_provenance = stored.get("provenance", {})
+            if not self.provenance:  # resumed without new provenance: records carry the stored one
+                self.provenance = dict(self.stored_provenance)
+        else:
+            self._write_json(path, {"config": self.config, "provenance": self.provenance})
+            self.stored_provenance = self.provenance
+
+    @staticmethod
+    def _write_json(path: Path, obj: dict) -> None:
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(json.dumps(_jsonable(obj), indent=2, ensure_ascii=False) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+
+    # -- queries
+    def done_keys(self, include_errors: bool = True) -> set[str]:
+        """Keys of the finished episodes; ``include_errors=False`` leaves out those that ended with an error
+        (so they run again)."""
+        if include_errors:
+            return set(self._done)
+        return {_key_of(r) for r in self._records if not r.get("error")}
+
+    def records(self) -> list[dict]:
+        return list(self._records)
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    # -- writing
+    def _sync(self) -> None:
+        self._fh.flush()
+        if self.fsync:
+            os.fsync(self._fh.fileno())
+
+    def append(self, record: dict) -> str:
+        """Append one episode record (one line; flushed and fsynced) and return its key.
+
+        A record without ``key`` gets one from (task_id, agent, env, mode, seed); a record without
+        ``provenance`` gets the store's.
+        """
+        if self._fh is None:
+            raise RunStoreError(f"{self.run_dir}: the store is closed")
+        rec = dict(record)
+        key = _key_of(rec)
+        rec["key"] = key
+        if not rec.get("provenance"):
+            rec["provenance"] = self.provenance
+        line = _dumps(rec)
+        self._fh.write(line + "\n")
+        self._sync()
+        rec = json.loads(line)
+        self._records = [r for r in self._records if _key_of(r) != key] + [rec]
+        self._done.add(key)
+        return key
+
+    def frame_path(self, key: str, name: str, ext: str = "png") -> tuple[Path, str]:
+        """The absolute and run-relative path of a frame; both components sanitised and checked to stay inside."""
+        rel = Path(FRAMES_DIR) / safe_name(key) / f"{safe_name(name, 40)}.{ext}"
+        full = (self.run_dir / rel).resolve()
+        root = (self.run_dir / FRAMES_DIR).resolve()
+        if root not in full.parents:
+            raise ValueError(f"frame path {rel} escapes the run directory")
+        return full, rel.as_posix()
+
+    def write_frame(self, key: str, name: str, rgb: np.ndarray) -> str:
+        """Save an (H, W, 3) uint8 image as PNG under ``frames/<key>/<name>.png``; returns the relative path."""
+        from PIL import Image
+
+        a = np.asarray(rgb)
+        if a.dtype != np.uint8 or a.ndim != 3 or a.shape[2] not in (3, 4):
+            raise ValueError(f"write_frame: expected an (H, W, 3) uint8 image, got {a.dtype} {a.shape}")
+        full, rel = self.frame_path(key, name)
+        full.parent.mkdir(parents=True, exist_ok=True)
+        tmp = full.with_name(full.name + ".tmp")
+        Image.fromarray(np.ascontiguousarray(a[..., :3])).save(tmp, format="PNG")
+        os.replace(tmp, full)
+        return rel
+
+    def close(self) -> None:
+        if getattr(self, "_fh", None) is not None:
+            self._sync()
+            self._fh.close()
+            self._fh = None
+        self._release_lock()
+
+    def __enter__(self) -> "RunStore":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):  # pragma: no cover - best effort
+        try:
+            self.close()
+        except Exception:
+            pass
