@@ -1,0 +1,86 @@
+"""``load_trajectory``: one entry point for every format, guessed from the file when not given."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .trajectory import Trajectory, TrajectoryError
+
+__all__ = ["load_trajectory", "guess_format", "FORMATS"]
+
+FORMATS = ("npz", "json", "tum", "kitti", "realestate10k", "droid", "egodex")
+
+
+def guess_format(path) -> str:
+    """The format of ``path`` from its name and, for text files, its first data line.
+
+    A directory (or an ``info.json``) with ``meta/info.json`` is a LeRobot dataset (DROID); ``.hdf5`` / ``.h5`` is
+    EgoDex; ``.npz`` and other ``.json`` files are the generic layout; text files are sniffed (8 numbers a line:
+    TUM, 12: KITTI, a URL or 19 numbers: RealEstate10K).
+    """
+    p = Path(path)
+    if p.is_dir():
+        if (p / "meta" / "info.json").is_file():
+            return "droid"
+        raise TrajectoryError(f"{p}: a directory without meta/info.json (not a LeRobot dataset)")
+    if not p.exists():
+        raise FileNotFoundError(f"{p}: no such file or directory")
+    suffix = p.suffix.lower()
+    if suffix == ".json" and p.name == "info.json" and p.parent.name == "meta":
+        return "droid"
+    if suffix in (".hdf5", ".h5"):
+        return "egodex"
+    if suffix == ".npz":
+        return "npz"
+    if suffix == ".json":
+        return "json"
+    if suffix == ".tum":
+        return "tum"
+    from .generic import sniff_text_format
+
+    fmt = sniff_text_format(p)
+    if fmt is None:
+        raise TrajectoryError(f"{p}: cannot tell the trajectory format; pass format= one of {', '.join(FORMATS)}")
+    return fmt
+
+
+def load_trajectory(path: str | os.PathLike, format: str | None = None, *, episode: int | None = None,
+                    entity: str | None = None, fps: float | None = None, **options) -> Trajectory:
+    """Read a trajectory file (SPEC §5.1) into a :class:`Trajectory` (C2W float64 poses, world +Z up, metres).
+
+    ``format``: one of :data:`FORMATS`, guessed when None. ``episode``: which episode of a LeRobot (DROID) dataset
+    (default: the first). ``entity``: what moves (EgoDex: ``camera``, ``rightHand`` (default), ``leftHand``;
+    DROID: ``end_effector``). ``fps`` overrides the file's rate. ``options``: reader-specific, e.g. DROID's
+    ``camera="exterior_1_left"`` (which video and extrinsics to attach).
+    Raises :class:`TrajectoryError` (a ValueError) naming the file, the field and the frame.
+    """
+    fmt = (format or guess_format(path)).lower()
+    if fmt in ("re10k", "realestate"):
+        fmt = "realestate10k"
+    if fmt == "lerobot":
+        fmt = "droid"
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown trajectory format {format!r} (expected one of {', '.join(FORMATS)})")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path}: no such file or directory")
+    if fmt in ("npz", "json", "tum", "kitti", "realestate10k") and entity not in (None, "camera"):
+        raise ValueError(f"{fmt} trajectories have one moving camera; entity {entity!r} is not available")
+    if fmt == "npz":
+        from .generic import read_npz as reader
+    elif fmt == "json":
+        from .generic import read_json as reader
+    elif fmt == "tum":
+        from .generic import read_tum as reader
+    elif fmt == "kitti":
+        from .generic import read_kitti as reader
+    elif fmt == "realestate10k":
+        from .generic import read_realestate10k as reader
+    elif fmt == "droid":
+        from .droid import read_droid as reader
+    else:
+        from .egodex import read_egodex as reader
+    traj = reader(path, episode=episode, entity=entity, fps=fps, **options)
+    if fmt in ("npz", "json", "tum", "kitti", "realestate10k") and "kind" not in traj.meta:
+        traj.meta["kind"] = "nav"
+    return traj
