@@ -53,19 +53,28 @@ class ParseResult:
 # ------------------------------------------------------------------------------------------------------
 # Text level
 # ------------------------------------------------------------------------------------------------------
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+_THINK_TAG = re.compile(r"<(/?)think>", re.IGNORECASE)
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\r?\n?(.*?)```", re.DOTALL)
 _OPEN_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\r?\n(.*)\Z", re.DOTALL)
 _TRAILING_COMMA = re.compile(r",(\s*[}\]])")
 
 
 def _strip_think(text: str) -> str:
-    text = _THINK.sub("", text)
-    # A reasoning block whose opening tag the server already stripped: keep what follows the last closing tag.
-    low = text.lower()
-    if "</think>" in low:
-        text = text[low.rindex("</think>") + len("</think>"):]
-    return text
+    """Drop ``<think>…</think>`` blocks (case-insensitive); after a closing tag with no opening one (the server
+    stripped it), keep only what follows the last such tag. One linear scan: no regex backtracking over
+    answers full of unclosed tags."""
+    pieces, pos, open_at = [], 0, None
+    for m in _THINK_TAG.finditer(text):
+        if not m.group(1):  # <think>
+            if open_at is None:
+                open_at = m.start()
+        elif open_at is not None:  # </think> closing a block
+            pieces.append(text[pos:open_at])
+            pos, open_at = m.end(), None
+        else:  # an orphan </think>: the reasoning before it is not the answer
+            pieces, pos = [], m.end()
+    pieces.append(text[pos:])
+    return "".join(pieces)
 
 
 def _candidates(text: str) -> list[str]:
@@ -84,9 +93,11 @@ def _candidates(text: str) -> list[str]:
     i, j = text.find("{"), text.rfind("}")
     if i != -1 and j > i:
         cands.append(text[i:j + 1])
-    i, j = text.find("["), text.rfind("]")
-    if i != -1 and j > i:
-        cands.append(text[i:j + 1])
+    # The outermost [...] only when it is not inside a {...}: otherwise a list inside a broken object
+    # (e.g. the "actions" of an answer cut off mid-way) would be read as the whole answer.
+    k, j = text.find("["), text.rfind("]")
+    if k != -1 and j > k and (i == -1 or k < i):
+        cands.append(text[k:j + 1])
     cands.append(text)
     seen, out = set(), []
     for c in cands:
@@ -113,7 +124,7 @@ def _literal(node: ast.AST) -> Any:
     if isinstance(node, ast.Dict):
         if any(k is None for k in node.keys):
             raise ValueError("dict unpacking")
-        return {_hashable(_literal(k)): _literal(v) for k, v in zip(node.keys, node.values)}
+        return _object_pairs([(_hashable(_literal(k)), _literal(v)) for k, v in zip(node.keys, node.values)])
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         v = _literal(node.operand)
         if isinstance(v, (int, float)) and not isinstance(v, bool):
@@ -127,15 +138,46 @@ def _hashable(k: Any) -> Any:
     return k
 
 
+class _JSONDict(dict):
+    """A JSON object that remembers the keys it held more than once (the last value wins, as in json.loads)."""
+
+    duplicates: tuple = ()
+
+
+def _object_pairs(pairs) -> dict:
+    d = _JSONDict(pairs)
+    if len(d) != len(pairs):
+        seen, dups = set(), []
+        for k, _ in pairs:
+            if k in seen and k not in dups:
+                dups.append(k)
+            seen.add(k)
+        d.duplicates = tuple(dups)
+    return d
+
+
+def _parse_int(s: str) -> int | float:
+    # Python refuses to convert integers of more than 4300 digits (and json.loads then fails on the whole
+    # answer); such a step_num is "huge", read as ±inf, which the content level reports and drops.
+    if len(s) > 1000:
+        return float("-inf") if s.startswith("-") else float("inf")
+    return int(s)
+
+
+def _json_loads(s: str) -> Any:
+    # strict=False: raw control characters inside strings (a stray tab or NUL in a name) do not sink the answer.
+    return json.loads(s, object_pairs_hook=_object_pairs, parse_int=_parse_int, strict=False)
+
+
 def load_json(s: str) -> Any:
     """Load JSON, tolerating trailing commas and Python-literal quoting; raises ValueError when nothing works."""
     try:
-        return json.loads(s)
+        return _json_loads(s)
     except (ValueError, RecursionError):
         pass
     fixed = _TRAILING_COMMA.sub(r"\1", s)
     try:
-        return json.loads(fixed)
+        return _json_loads(fixed)
     except (ValueError, RecursionError):
         pass
     if len(s) > 200_000:
@@ -146,19 +188,41 @@ def load_json(s: str) -> Any:
         raise ValueError(f"not JSON ({e.__class__.__name__})") from None
 
 
+def _top_level_spans(text: str, limit: int = 200) -> list[str]:
+    """The balanced ``{…}`` / ``[…]`` spans at bracket depth 0, last first (at most ``limit``).
+
+    Brackets are counted without regard to strings: model answers rarely put brackets inside names, and
+    prose apostrophes make string tracking unreliable. A span that never closes (a cut-off answer) is not
+    returned, so nothing inside a broken object is mistaken for the answer.
+    """
+    spans, depth, start = [], 0, -1
+    for m in re.finditer(r"[{}\[\]]", text):
+        ch = m.group()
+        if ch in "{[":
+            if depth == 0:
+                start = m.start()
+            depth += 1
+        elif depth > 0:
+            depth -= 1
+            if depth == 0:
+                spans.append(text[start:m.end()])
+    return spans[::-1][:limit]
+
+
 def _last_decodable_object(text: str) -> tuple[str, Any] | None:
     # Several JSON objects in prose: the outermost-brace candidate spans them all and fails; take the last
-    # object that decodes on its own.
-    dec = json.JSONDecoder()
-    found = None
-    for m in re.finditer(r"[{\[]", text):
+    # top-level object that loads on its own (else the last top-level list).
+    found_list = None
+    for span in _top_level_spans(text):
         try:
-            obj, end = dec.raw_decode(text, m.start())
+            obj = load_json(span)
         except ValueError:
             continue
-        if isinstance(obj, (dict, list)) and obj:
-            found = (text[m.start():end], obj)
-    return found
+        if isinstance(obj, dict) and obj:
+            return span, obj
+        if isinstance(obj, list) and obj and found_list is None:
+            found_list = (span, obj)
+    return found_list
 
 
 def extract_json_text(text: str) -> tuple[str, Any]:
@@ -181,7 +245,8 @@ def extract_json_text(text: str) -> tuple[str, Any]:
 # ------------------------------------------------------------------------------------------------------
 _STEP_KEY = re.compile(r"^\s*step[\s_\-]*(\d+)\s*$", re.IGNORECASE)
 _ACTION_KEYS = ("actions", "action")
-_NUM_KEYS = ("step_nums", "step_num", "stepnums", "steps_num", "counts", "nums")
+_NUM_KEYS = ("step_nums", "step_num", "stepnums", "steps_num", "num_steps", "step_numbers", "step_counts",
+             "counts", "nums")
 _GRIPPER_KEYS = ("gripper", "gripper_state", "grip")
 _VECTOR_KEYS = ("vector", "delta", "action_vector")
 
@@ -200,6 +265,38 @@ class _Ctx:
         raise ParseError(f"{where}: {what}")
 
 
+def _short(v: Any, n: int = 60) -> str:
+    """``repr(v)``, cut to ``n`` characters: a repair note names the value, it does not copy a huge one."""
+    r = repr(v)
+    return r if len(r) <= n else r[:n - 3] + "..."
+
+
+def _key(k: Any, n: int = 40) -> str:
+    """A JSON key for a ``where`` path, cut to ``n`` characters."""
+    k = str(k)
+    return k if len(k) <= n else k[:n - 3] + "..."
+
+
+def _fmt(x: float | int) -> str:
+    """A number for a repair note: exact when small, short when huge (a 300-digit count helps nobody)."""
+    return str(x) if abs(x) < 1e12 else f"{float(x):.3g}"
+
+
+def _check_duplicates(d: dict, where: str, ctx: "_Ctx") -> None:
+    for k in getattr(d, "duplicates", ()):
+        ctx.repair(f"{where}.{_key(k)}" if where not in ("$", "answer") else _key(k),
+                   "key given more than once; the last value is used")
+
+
+def _actions_as_keys(d: dict) -> bool:
+    """``{"Truck Left": 2, "Pan Right": 1}``: a step written as a mapping; every key names a primitive and every
+    value is a count (a number, a numeric string or null), so ``{"a": {...}}`` is not read as Truck Left."""
+    return bool(d) and all(
+        isinstance(k, str) and lookup_primitive(k) is not None
+        and (v is None or (isinstance(v, (int, float, str)) and not isinstance(v, bool) and _looks_numeric(v)))
+        for k, v in d.items())
+
+
 def _norm_key(k: Any) -> str:
     return str(k).strip().lower().replace(" ", "_")
 
@@ -214,28 +311,39 @@ def _get(d: dict, keys: tuple[str, ...]) -> tuple[bool, Any, str | None]:
 def _number(v: Any, where: str, ctx: _Ctx) -> float | None:
     """A finite float from a number or numeric string (repaired); None when it is not one."""
     if isinstance(v, bool):
-        ctx.repair(where, f"{v!r} is not a number")
+        ctx.repair(where, f"{_short(v)} is not a number")
         return None
     if isinstance(v, str):
         try:
             x = float(v.strip())
         except ValueError:
-            ctx.repair(where, f"{v!r} is not a number")
+            ctx.repair(where, f"{_short(v)} is not a number")
             return None
         if not math.isfinite(x):
-            ctx.repair(where, f"{v!r} is not finite")
+            ctx.repair(where, f"{_short(v)} is not finite")
             return None
-        ctx.repair(where, f"numeric string {v!r} read as {x:g}")
+        ctx.repair(where, f"numeric string {_short(v)} read as {x:g}")
         return x
     if isinstance(v, int):
         return float(v) if abs(v) < 1e18 else math.copysign(1e18, v)
     if isinstance(v, float):
         if not math.isfinite(v):
-            ctx.repair(where, f"{v!r} is not finite")
+            ctx.repair(where, f"{_short(v)} is not finite")
             return None
         return v
-    ctx.repair(where, f"{v!r} is not a number")
+    ctx.repair(where, f"{_short(v)} is not a number")
     return None
+
+
+def _is_infinite(v: Any) -> bool:
+    if isinstance(v, float):
+        return math.isinf(v)
+    if isinstance(v, str):
+        try:
+            return math.isinf(float(v.strip()))
+        except ValueError:
+            return False
+    return False
 
 
 def _round_half_away(x: float) -> int:
@@ -249,6 +357,11 @@ def _count(v: Any, where: str, ctx: _Ctx) -> int | None:
         return 1
     if isinstance(v, int) and not isinstance(v, bool):
         return v
+    if _is_infinite(v):
+        # "huge" taken to its limit: clamped like any count over the cap (NaN, by contrast, is dropped)
+        n = ctx.cap if not str(v).strip().startswith("-") else -ctx.cap
+        ctx.repair(where, f"infinite step_num {_short(v)} read as {n}")
+        return n
     x = _number(v, where, ctx)
     if x is None:
         return None
@@ -283,7 +396,7 @@ def _gripper_value(v: Any, where: str, ctx: _Ctx) -> int | None:
 
 def _primitive(name: Any, where: str, ctx: _Ctx) -> Primitive | None:
     if not isinstance(name, str):
-        ctx.repair(where, f"action {name!r} is not a name; dropped")
+        ctx.repair(where, f"action {_short(name)} is not a name; dropped")
         return None
     p = lookup_primitive(name)
     if p is not None:
@@ -293,21 +406,28 @@ def _primitive(name: Any, where: str, ctx: _Ctx) -> Primitive | None:
     found = {lookup_primitive(x) for x in parts} - {None}
     if len(found) == 1:
         p = found.pop()
-        ctx.repair(where, f"read {name!r} as {p.value}")
+        ctx.repair(where, f"read {_short(name)} as {p.value}")
         return p
-    ctx.repair(where, f"unknown action {name!r} dropped")
+    ctx.repair(where, f"unknown action {_short(name)} dropped")
     return None
 
 
 def _count_step(d: dict, where: str, ctx: _Ctx) -> tuple[Step, bool]:
     """A counts step from ``{"actions": [...], "step_nums": [...], "gripper": g}``; returns (step, usable)."""
+    _check_duplicates(d, where, ctx)
     has_a, actions, akey = _get(d, _ACTION_KEYS)
     has_n, nums, nkey = _get(d, _NUM_KEYS)
     has_g, grip, gkey = _get(d, _GRIPPER_KEYS)
     has_v, vec, vkey = _get(d, _VECTOR_KEYS)
+    if not (has_a or has_n or has_v):
+        rest = {k: v for k, v in d.items() if k != gkey}
+        if _actions_as_keys(rest):
+            ctx.repair(where, "action names used as keys read as {name: step_num}")
+            d = {"actions": rest, **({gkey: grip} if has_g else {})}
+            return _count_step(d, where, ctx)
     for k in d:
         if k not in (akey, nkey, gkey, vkey):
-            ctx.repair(f"{where}.{k}", "unknown key ignored")
+            ctx.repair(f"{where}.{_key(k)}", "unknown key ignored")
     if has_v and not has_a:
         step, usable = _vector_step(vec, f"{where}.{vkey}", ctx)
         if has_g and usable:
@@ -354,7 +474,7 @@ def _count_step(d: dict, where: str, ctx: _Ctx) -> tuple[Step, bool]:
         spec = PRIMITIVE_TABLE[p]
         if spec.gripper is not None:
             if num is not None and not (isinstance(num, (int, float)) and not isinstance(num, bool) and num == 1):
-                ctx.repair(w, f"{p.value} sets the gripper; its step_num {num!r} is ignored")
+                ctx.repair(w, f"{p.value} sets the gripper; its step_num {_short(num)} is ignored")
             gesture, recognised = spec.gripper, True
             continue
         if p is Primitive.STAY:
@@ -370,12 +490,12 @@ def _count_step(d: dict, where: str, ctx: _Ctx) -> tuple[Step, bool]:
         col = MOTION_PRIMITIVES.index(p)
         if n < 0:
             col ^= 1  # the opposite primitive of the same axis
-            ctx.repair(w, f"negative count {n} read as {-n} × {MOTION_PRIMITIVES[col].value}")
+            ctx.repair(w, f"negative count {_fmt(n)} read as {_fmt(-n)} × {MOTION_PRIMITIVES[col].value}")
             n = -n
         counts[col] += n
     for col, n in enumerate(counts):
         if n > ctx.cap:
-            ctx.repair(where, f"{MOTION_PRIMITIVES[col].value} × {n} clamped to the cap {ctx.cap}")
+            ctx.repair(where, f"{MOTION_PRIMITIVES[col].value} × {_fmt(n)} clamped to the cap {ctx.cap}")
             counts[col] = ctx.cap
 
     gripper = gesture
@@ -448,7 +568,7 @@ def _any_step(v: Any, where: str, ctx: _Ctx) -> tuple[Step, bool, str]:
     if isinstance(v, str):
         step, ok = _count_step({"actions": [v]}, where, ctx)
         return step, ok, "stepped"
-    ctx.repair(where, f"unreadable step {v!r}; dropped")
+    ctx.repair(where, f"unreadable step {_short(v)}; dropped")
     return Step.stay(), False, "stepped"
 
 
@@ -456,12 +576,13 @@ def _interpret(obj: Any, where: str, ctx: _Ctx, depth: int = 0) -> tuple[list[tu
     if depth > 3:
         ctx.fail(where, "no actions found")
     if isinstance(obj, dict):
+        _check_duplicates(obj, where, ctx)
         step_keys = [(int(m.group(1)), k) for k in obj for m in [_STEP_KEY.match(str(k))] if m]
         if step_keys:
             step_keys.sort(key=lambda nk: nk[0])
             for k in obj:
                 if not _STEP_KEY.match(str(k)):
-                    ctx.repair(str(k), "key is not a step; ignored")
+                    ctx.repair(_key(k), "key is not a step; ignored")
             nums = [n for n, _ in step_keys]
             if len(set(nums)) != len(nums):
                 ctx.repair(where, "repeated step numbers; kept in the order given")
@@ -475,18 +596,19 @@ def _interpret(obj: Any, where: str, ctx: _Ctx, depth: int = 0) -> tuple[list[tu
         if has_a and isinstance(actions, list) and actions and all(
                 isinstance(a, (list, dict)) for a in actions):
             return _interpret(actions, akey, ctx, depth + 1)
-        if has_a or _get(obj, _NUM_KEYS)[0] or _get(obj, _VECTOR_KEYS)[0]:
+        if has_a or _get(obj, _NUM_KEYS)[0] or _get(obj, _VECTOR_KEYS)[0] or _actions_as_keys(
+                {k: v for k, v in obj.items() if _norm_key(k) not in _GRIPPER_KEYS}):
             step, ok, fmt = _any_step(obj, where if where != "$" else "answer", ctx)
             return [(step, ok)], "flat" if fmt == "stepped" else fmt
         has_s, steps, skey = _get(obj, ("steps", "action_sequence", "sequence", "plan"))
         if has_s and isinstance(steps, (list, dict)):
             for k in obj:
                 if k != skey:
-                    ctx.repair(str(k), "key is not a step; ignored")
+                    ctx.repair(_key(k), "key is not a step; ignored")
             return _interpret(steps, skey, ctx, depth + 1)
         nested = [(k, v) for k, v in obj.items() if isinstance(v, (dict, list))]
         if len(nested) == 1:
-            ctx.repair(where, f"answer read from inside key {nested[0][0]!r}")
+            ctx.repair(where, f"answer read from inside key {_short(nested[0][0])}")
             return _interpret(nested[0][1], str(nested[0][0]), ctx, depth + 1)
         ctx.fail(where, "no 'actions', 'step_N' or vector entries found")
     if isinstance(obj, list):
@@ -556,10 +678,11 @@ def parse_response(text: str, strict: bool = False, sizes: StepSizes | None = No
         return _empty(sizes, cap, (), "$: empty answer")
     try:
         json_text, obj = extract_json_text(text)
-    except ValueError as e:
+    except (ValueError, RecursionError, MemoryError) as e:
+        msg = str(e) if isinstance(e, ValueError) else f"unreadable answer ({e.__class__.__name__})"
         if strict:
-            raise ParseError(f"$: {e}") from None
-        return _empty(sizes, cap, (), f"$: {e}")
+            raise ParseError(f"$: {msg}") from None
+        return _empty(sizes, cap, (), f"$: {msg}")
     try:
         return parse_object(obj, strict, sizes, cap, json_text)
     except ParseError:

@@ -11,6 +11,7 @@ metres for the first three, radians for the last three. A primitive moves one ax
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from enum import Enum
 
@@ -123,8 +124,9 @@ assert len(MOTION_PRIMITIVES) == N_MOTION
 
 
 def normalise_name(name: str) -> str:
-    """Case-folded, without spaces, underscores or hyphens: how names and symbols are matched."""
-    return re.sub(r"[\s_\-]+", "", name).casefold()
+    """NFKC-normalised (full-width "Ｗ" is "W"), case-folded, without spaces, underscores or hyphens: how names
+    and symbols are matched."""
+    return re.sub(r"[\s_\-]+", "", unicodedata.normalize("NFKC", name)).casefold()
 
 
 def _build_lookup() -> dict[str, Primitive]:
