@@ -1,0 +1,273 @@
+"""The MLLM agent for any OpenAI-compatible chat-completions endpoint (OpenAI, vLLM, SGLang, Ollama, …).
+
+It sends the prompt of :func:`spatialact.agents.prompts.build_prompt` (images as base64 PNG data URLs, the pose
+never), at temperature 0, with a timeout; retries 429 and 5xx answers (and connection failures) with exponential
+backoff, honouring ``Retry-After``; and keeps an on-disk response cache keyed by a SHA-256 of the request
+(model, messages, parameters and the prompt version — never the API key or the base URL).
+
+The API key comes from the environment variable named by ``api_key_env`` (default ``OPENAI_API_KEY``) or from the
+file named by ``api_key_file``; it is held only by the client object and is never written to results, cache keys,
+cache files, logs, reports or ``describe()``. Failures never raise out of ``act``: the AgentTurn carries the
+error (and an empty, unparseable answer, which scores 0).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+
+from ..action_space import parse_response
+from .base import AgentConfigError, AgentTurn, observation_mode, observation_step
+from .prompts import PROMPT_VERSION, build_prompt
+
+__all__ = ["OpenAIAgent", "ResponseCache", "request_key"]
+
+
+def request_key(request: dict) -> str:
+    """SHA-256 of the canonical JSON of a request (sorted keys), with the prompt version mixed in."""
+    blob = json.dumps({"prompt_version": PROMPT_VERSION, "request": request}, sort_keys=True,
+                      separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+class ResponseCache:
+    """One JSON file per request key under ``root/<first two hex digits>/<key>.json``, written atomically.
+
+    A file holds the key, model, prompt version, answer text, usage and time — not the request (its images are
+    large) and never a credential.
+    """
+
+    def __init__(self, root: str | os.PathLike):
+        self.root = Path(root)
+
+    def _path(self, key: str) -> Path:
+        if len(key) != 64 or any(c not in "0123456789abcdef" for c in key):
+            raise ValueError(f"bad cache key {key!r}")
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict | None:
+        p = self._path(key)
+        try:
+            with open(p, encoding="utf-8") as f:
+                entry = json.load(f)
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError):  # a damaged entry is a miss; it is rewritten on the next success
+            return None
+        return entry if entry.get("key") == key and isinstance(entry.get("text"), str) else None
+
+    def put(self, key: str, entry: dict) -> None:
+        p = self._path(key)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_name(f"{p.name}.{os.getpid()}.tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(dict(entry, key=key), f, ensure_ascii=False)
+        os.replace(tmp, p)
+
+
+class OpenAIAgent:
+    """An MLLM behind an OpenAI-compatible ``/v1/chat/completions`` endpoint.
+
+    ``model`` (required), ``base_url`` (None: the OpenAI API), ``api_key_env`` / ``api_key_file`` (see the
+    module doc; for a local server without authentication the variable may be unset when ``base_url`` is
+    given), ``timeout`` seconds per request, ``max_retries`` extra attempts on 429 / 5xx / connection errors,
+    ``backoff`` first wait in seconds (doubled each retry, capped at ``max_backoff``), ``retry_on_timeout``,
+    ``cache_dir`` (None: no cache), ``max_tokens``, ``params`` (extra request fields, e.g. ``{"top_p": 1}``),
+    ``price_in`` / ``price_out`` in USD per million prompt / completion tokens (for the cost totals).
+    """
+
+    name = "openai"
+
+    def __init__(self, model: str | None = None, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY",
+                 api_key_file: str | os.PathLike | None = None, timeout: float = 60.0, max_retries: int = 3,
+                 backoff: float = 1.0, max_backoff: float = 30.0, retry_on_timeout: bool = False,
+                 cache_dir: str | os.PathLike | None = None, max_tokens: int | None = 1024,
+                 params: dict | None = None, price_in: float | None = None, price_out: float | None = None,
+                 seed: int = 0):
+        if not model or not isinstance(model, str):
+            raise AgentConfigError("openai: a model name is required (model=...)")
+        if not (float(timeout) > 0):
+            raise AgentConfigError(f"openai: timeout must be > 0 seconds, got {timeout!r}")
+        if int(max_retries) < 0:
+            raise AgentConfigError(f"openai: max_retries must be ≥ 0, got {max_retries!r}")
+        if float(backoff) < 0 or float(max_backoff) < 0:
+            raise AgentConfigError("openai: backoff and max_backoff must be ≥ 0")
+        params = dict(params or {})
+        for bad in ("model", "messages", "api_key", "stream"):
+            if bad in params:
+                raise AgentConfigError(f"openai: params may not set {bad!r}")
+        try:
+            import openai
+        except ImportError as e:
+            raise AgentConfigError("openai: needs the 'openai' package (pip install 'spatialact[agents]')") from e
+        self._openai = openai
+        self.model = model
+        self.base_url = base_url
+        self.api_key_env = api_key_env
+        self.api_key_file = None if api_key_file is None else str(api_key_file)
+        self.timeout = float(timeout)
+        self.max_retries = int(max_retries)
+        self.backoff, self.max_backoff = float(backoff), float(max_backoff)
+        self.retry_on_timeout = bool(retry_on_timeout)
+        self.cache = ResponseCache(cache_dir) if cache_dir is not None else None
+        self.cache_dir = None if cache_dir is None else str(cache_dir)
+        self.max_tokens = None if max_tokens is None else int(max_tokens)
+        self.params = params
+        self.price_in, self.price_out = price_in, price_out
+        self.seed = int(seed)
+        key = self._read_key()
+        self._secret = key  # used to scrub error messages; never stored elsewhere
+        # Our own retry loop (the test must see a 429 then success, and backoff must be ours to record).
+        self._client = openai.OpenAI(api_key=key, base_url=base_url, timeout=self.timeout, max_retries=0)
+        self.task = None
+        self.mode = "one-shot"
+        self._history: list[str] = []
+        self.n_requests = 0
+
+    def _read_key(self) -> str:
+        if self.api_key_file is not None:
+            try:
+                key = Path(self.api_key_file).read_text(encoding="utf-8").strip()
+            except OSError as e:
+                raise AgentConfigError(f"openai: cannot read the API key file {self.api_key_file}: "
+                                       f"{e.strerror or e}") from None
+            if not key:
+                raise AgentConfigError(f"openai: the API key file {self.api_key_file} is empty")
+            return key
+        key = os.environ.get(self.api_key_env or "", "").strip()
+        if key:
+            return key
+        if self.base_url:  # local servers (vLLM, Ollama) often need none; the client wants a string
+            return "EMPTY"
+        raise AgentConfigError(f"openai: set the environment variable {self.api_key_env} (or pass api_key_file=) "
+                               f"with your API key")
+
+    def __repr__(self) -> str:
+        return f"OpenAIAgent(model={self.model!r}, base_url={self.base_url!r})"
+
+    def describe(self) -> dict:
+        return {"agent": self.name, "model": self.model,
+                "params": {"base_url": self.base_url, "temperature": 0, "max_tokens": self.max_tokens,
+                           "timeout": self.timeout, "max_retries": self.max_retries, "backoff": self.backoff,
+                           "extra": dict(self.params), "prompt_version": PROMPT_VERSION,
+                           "api_key_env": None if self.api_key_file else self.api_key_env,
+                           "api_key_file": self.api_key_file is not None, "cache": self.cache_dir is not None,
+                           "price_in": self.price_in, "price_out": self.price_out}}
+
+    def reset(self, task, mode: str | None = None, seed: int | None = None, **kwargs) -> None:
+        self.task = task
+        if mode is not None:
+            self.mode = mode
+        self._history = []
+
+    # ----- one request ------------------------------------------------------------------------------------
+    def build_request(self, observation: dict) -> dict:
+        if self.task is None:
+            raise RuntimeError("openai: act() called before reset(task)")
+        mode = observation_mode(observation, self.mode)
+        obs = {k: v for k, v in observation.items() if k != "pose"}
+        if mode == "closed-loop":
+            obs["previous_steps"] = list(self._history)
+        messages, _ = build_prompt(self.task, obs, mode)
+        req = {"model": self.model, "messages": messages, "temperature": 0}
+        if self.max_tokens is not None:
+            req["max_tokens"] = self.max_tokens
+        req.update(self.params)
+        return req
+
+    def _scrub(self, msg: str) -> str:
+        if self._secret and self._secret != "EMPTY":
+            msg = msg.replace(self._secret, "***")
+        return msg[:500]
+
+    def _wait(self, attempt: int, err) -> float:
+        wait = min(self.max_backoff, self.backoff * (2 ** attempt))
+        resp = getattr(err, "response", None)
+        if resp is not None:
+            ra = resp.headers.get("retry-after")
+            try:
+                if ra is not None:
+                    wait = min(self.max_backoff, max(0.0, float(ra)))
+            except ValueError:
+                pass
+        return wait
+
+    def _call(self, request: dict) -> tuple[str | None, dict, str | None, int]:
+        """(text, usage, error, attempts) — never raises for HTTP or network trouble."""
+        oa = self._openai
+        attempts = 0
+        for attempt in range(self.max_retries + 1):
+            attempts += 1
+            self.n_requests += 1
+            try:
+                resp = self._client.chat.completions.create(**request)
+            except oa.APITimeoutError:
+                err = f"timeout after {self.timeout:g} s"
+                if self.retry_on_timeout and attempt < self.max_retries:
+                    time.sleep(min(self.max_backoff, self.backoff * (2 ** attempt)))
+                    continue
+                return None, {}, err, attempts
+            except oa.APIStatusError as e:
+                status = e.status_code
+                err = f"HTTP {status}: {self._scrub(str(e))}"
+                if (status == 429 or status >= 500) and attempt < self.max_retries:
+                    time.sleep(self._wait(attempt, e))
+                    continue
+                return None, {}, err, attempts
+            except oa.APIConnectionError as e:
+                err = f"connection error: {self._scrub(str(e))}"
+                if attempt < self.max_retries:
+                    time.sleep(min(self.max_backoff, self.backoff * (2 ** attempt)))
+                    continue
+                return None, {}, err, attempts
+            except Exception as e:  # a malformed reply body and the like: recorded, the run goes on
+                return None, {}, f"{e.__class__.__name__}: {self._scrub(str(e))}", attempts
+            try:
+                text = resp.choices[0].message.content or ""
+            except (AttributeError, IndexError, TypeError):
+                return None, {}, "malformed reply: no choices[0].message.content", attempts
+            u = getattr(resp, "usage", None)
+            usage = {"prompt_tokens": int(getattr(u, "prompt_tokens", 0) or 0),
+                     "completion_tokens": int(getattr(u, "completion_tokens", 0) or 0)}
+            return text, usage, None, attempts
+        return None, {}, "retries exhausted", attempts  # pragma: no cover - the loop always returns
+
+    def _cost(self, usage: dict) -> float:
+        c = 0.0
+        if self.price_in:
+            c += usage.get("prompt_tokens", 0) * float(self.price_in) / 1e6
+        if self.price_out:
+            c += usage.get("completion_tokens", 0) * float(self.price_out) / 1e6
+        return c
+
+    def act(self, observation: dict) -> AgentTurn:
+        t0 = time.perf_counter()
+        task = self.task
+        request = self.build_request(observation)
+        key = request_key(request)
+        info = {"request_key": key, "step_index": observation_step(observation)}
+        cached = self.cache.get(key) if self.cache is not None else None
+        if cached is not None:
+            text = cached["text"]
+            usage = dict(cached.get("usage") or {}, cached=True)
+            cost, error = 0.0, None
+            info["cached"] = True
+        else:
+            text, usage, error, attempts = self._call(request)
+            info["attempts"] = attempts
+            cost = self._cost(usage) if error is None else 0.0
+            if error is None and self.cache is not None:
+                self.cache.put(key, {"model": self.model, "prompt_version": PROMPT_VERSION, "text": text,
+                                     "usage": usage,
+                                     "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")})
+        parse = parse_response(text or "", sizes=task.sizes, cap=task.gt.cap)
+        if parse.ok and observation_mode(observation, self.mode) == "closed-loop":
+            first = parse.sequence[:1]
+            self._history.append(first.to_text("vector" if first.has_vectors else "flat"))
+        return AgentTurn(text=text or "", parse=parse, latency_s=time.perf_counter() - t0,
+                         usage=usage or {"prompt_tokens": 0, "completion_tokens": 0}, error=error, cost_usd=cost,
+                         info=info)

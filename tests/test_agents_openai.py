@@ -1,0 +1,242 @@
+"""The MLLM agent against a real HTTP server on loopback speaking /v1/chat/completions, with the real client."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from _fabricate import make_task
+from spatialact.agents import AgentConfigError, make_agent
+
+pytest.importorskip("openai")
+
+SECRET = "sk-test-DO-NOT-LEAK-4f1c9a"
+
+
+class FakeServer:
+    """Answers from a script: each entry is ("ok", text) | ("status", code) | ("sleep", seconds, text)."""
+
+    def __init__(self):
+        self.script: list[tuple] = []
+        self.requests: list[dict] = []
+        self.headers: list[dict] = []
+        self.lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a):  # quiet
+                pass
+
+            def do_POST(self):
+                n = int(self.headers.get("content-length", 0))
+                body = json.loads(self.rfile.read(n))
+                with server.lock:
+                    server.requests.append({"path": self.path, "body": body})
+                    server.headers.append(dict(self.headers))
+                    action = server.script.pop(0) if server.script else ("ok", '{"actions": ["W"], "step_nums": [1]}')
+                if action[0] == "status":
+                    payload = json.dumps({"error": {"message": f"status {action[1]}", "type": "x"}}).encode()
+                    self.send_response(action[1])
+                    self.send_header("content-type", "application/json")
+                    self.send_header("retry-after", "0")
+                    self.send_header("content-length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    return
+                if action[0] == "sleep":
+                    time.sleep(action[1])
+                text = action[-1]
+                payload = json.dumps({
+                    "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                 "finish_reason": "stop"}],
+                    "usage": {"prompt_tokens": 321, "completion_tokens": 12, "total_tokens": 333}}).encode()
+                try:
+                    self.send_response(200)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def server():
+    s = FakeServer()
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def agent_factory(server, tmp_path, monkeypatch):
+    monkeypatch.setenv("SPATIALACT_TEST_KEY", SECRET)
+
+    def make(**kw):
+        args = dict(model="test-vlm", base_url=server.url, api_key_env="SPATIALACT_TEST_KEY", timeout=5.0,
+                    max_retries=2, backoff=0.01, cache_dir=tmp_path / "cache", price_in=1.0, price_out=2.0)
+        args.update(kw)
+        return make_agent("openai", **args)
+
+    return make
+
+
+def _obs(mode="one-shot"):
+    rng = np.random.default_rng(5)
+    return {"rgb": rng.integers(0, 256, (16, 20, 3), dtype=np.uint8),
+            "goal_rgb": rng.integers(0, 256, (16, 20, 3), dtype=np.uint8),
+            "pose": np.eye(4) * 777.0, "mode": mode, "step_index": 0}
+
+
+def _decode(url):
+    assert url.startswith("data:image/png;base64,")
+    raw = base64.b64decode(url.split(",", 1)[1])
+    assert raw[:8] == b"\x89PNG\r\n\x1a\n"
+    return np.asarray(Image.open(io.BytesIO(raw)).convert("RGB"))
+
+
+def test_request_contents_and_parsed_answer(server, agent_factory):
+    task = make_task(answer_format="stepped", signed=[(-1, -4, 3, 0, -1, 0)])
+    server.script = [("ok", '```json\n{"step_1": {"actions": ["Truck Left", "Pedestal Up", "W", "Pan Left"], '
+                            '"step_nums": [1, 4, 3, 1]}}\n```')]
+    agent = agent_factory()
+    agent.reset(task, mode="one-shot", seed=0)
+    obs = _obs()
+    turn = agent.act(obs)
+    assert turn.error is None and turn.parse.ok
+    assert turn.parse.sequence == task.gt  # the answer was the ground truth
+    assert turn.usage == {"prompt_tokens": 321, "completion_tokens": 12}
+    assert turn.cost_usd == pytest.approx(321e-6 + 24e-6)
+    assert len(server.requests) == 1
+    req = server.requests[0]
+    assert req["path"] == "/v1/chat/completions"
+    body = req["body"]
+    assert body["model"] == "test-vlm" and body["temperature"] == 0 and body["max_tokens"] == 1024
+    parts = body["messages"][1]["content"]
+    urls = [p["image_url"]["url"] for p in parts if p["type"] == "image_url"]
+    assert len(urls) == 2
+    assert np.array_equal(_decode(urls[0]), obs["rgb"]) and np.array_equal(_decode(urls[1]), obs["goal_rgb"])
+    text = "\n".join(p["text"] for p in parts if p["type"] == "text")
+    assert "0.0626 metres per step" in text and '"step_1"' in text and "Roll CCW" in text
+    assert "777" not in json.dumps(body)  # the pose is never sent
+    # the key is sent as the bearer token, and nowhere else
+    assert server.headers[0].get("Authorization", server.headers[0].get("authorization")) == f"Bearer {SECRET}"
+    assert SECRET not in json.dumps(body)
+    assert SECRET not in json.dumps(agent.describe()) and SECRET not in repr(agent)
+
+
+def test_unparseable_answer_is_a_turn_not_an_exception(server, agent_factory):
+    server.script = [("ok", "I think you should move a bit to the left, maybe.")]
+    agent = agent_factory()
+    agent.reset(make_task())
+    turn = agent.act(_obs())
+    assert turn.error is None and turn.parse.ok is False and turn.parse.error
+    assert len(turn.parse.sequence) == 0 and turn.text.startswith("I think")
+
+
+def test_429_then_success_is_retried(server, agent_factory):
+    server.script = [("status", 429), ("status", 503), ("ok", '{"actions": ["W"], "step_nums": [2]}')]
+    agent = agent_factory(max_retries=3)
+    agent.reset(make_task(answer_format="flat"))
+    turn = agent.act(_obs())
+    assert turn.error is None and turn.parse.ok
+    assert len(server.requests) == 3 and turn.info["attempts"] == 3
+    assert turn.parse.sequence.steps[0].signed_counts().tolist() == [0, 0, 2, 0, 0, 0]
+
+
+def test_retries_exhausted_and_4xx_not_retried(server, agent_factory):
+    server.script = [("status", 500), ("status", 500)]
+    agent = agent_factory(max_retries=1, cache_dir=None)
+    agent.reset(make_task())
+    turn = agent.act(_obs())
+    assert turn.error.startswith("HTTP 500") and not turn.parse.ok and len(server.requests) == 2
+    server.script = [("status", 400)]
+    turn = agent.act(_obs())
+    assert turn.error.startswith("HTTP 400") and len(server.requests) == 3
+
+
+def test_timeout_sets_error_without_crashing(server, agent_factory):
+    server.script = [("sleep", 2.0, '{"actions": ["W"], "step_nums": [1]}')]
+    agent = agent_factory(timeout=0.3, max_retries=0)
+    agent.reset(make_task())
+    t0 = time.perf_counter()
+    turn = agent.act(_obs())
+    assert time.perf_counter() - t0 < 1.8
+    assert turn.error and "timeout" in turn.error
+    assert turn.parse.ok is False and turn.text == ""
+
+
+def test_cache_hit_makes_no_request_and_holds_no_key(server, agent_factory, tmp_path):
+    server.script = [("ok", '{"step_1": {"actions": ["D"], "step_nums": [3]}}')]
+    task = make_task()
+    a1 = agent_factory()
+    a1.reset(task)
+    first = a1.act(_obs())
+    assert len(server.requests) == 1 and first.error is None
+    a2 = agent_factory()  # a fresh agent, same cache directory
+    a2.reset(task)
+    second = a2.act(_obs())
+    assert len(server.requests) == 1  # served from the cache
+    assert second.text == first.text and second.usage["cached"] is True and second.cost_usd == 0.0
+    assert second.parse.sequence == first.parse.sequence
+    files = list((tmp_path / "cache").rglob("*"))
+    assert any(f.suffix == ".json" for f in files)
+    for f in files:
+        if f.is_file():
+            assert SECRET not in f.read_text(), f
+    assert SECRET not in first.info["request_key"]
+    # another image is another request
+    obs = _obs()
+    obs["goal_rgb"] = obs["goal_rgb"][::-1].copy()
+    a2.act(obs)
+    assert len(server.requests) == 2
+
+
+def test_closed_loop_asks_for_one_step_and_remembers_history(server, agent_factory):
+    server.script = [("ok", '{"actions": ["W"], "step_nums": [2]}'), ("ok", '{"actions": ["STOP"], "step_nums": [1]}')]
+    agent = agent_factory(cache_dir=None)
+    agent.reset(make_task(), mode="closed-loop")
+    t1 = agent.act(_obs("closed-loop"))
+    obs = _obs("closed-loop")
+    obs["step_index"] = 1
+    t2 = agent.act(obs)
+    assert t1.parse.ok and t2.parse.sequence.steps[0].is_stay()
+    texts = ["\n".join(p["text"] for p in r["body"]["messages"][1]["content"] if p["type"] == "text")
+             for r in server.requests]
+    assert "ONLY the next single step" in texts[0] and "Steps already taken" not in texts[0]
+    assert "Steps already taken (1)" in texts[1] and "Dolly In" in texts[1]
+
+
+def test_configuration_errors(tmp_path, monkeypatch):
+    monkeypatch.delenv("NO_SUCH_KEY_VAR", raising=False)
+    with pytest.raises(AgentConfigError, match="model name is required"):
+        make_agent("openai")
+    with pytest.raises(AgentConfigError, match="NO_SUCH_KEY_VAR"):
+        make_agent("openai", model="m", api_key_env="NO_SUCH_KEY_VAR")
+    with pytest.raises(AgentConfigError, match="cannot read the API key file"):
+        make_agent("openai", model="m", api_key_file=tmp_path / "missing")
+    (tmp_path / "key").write_text(SECRET + "\n")
+    a = make_agent("openai", model="m", api_key_file=tmp_path / "key", base_url="http://127.0.0.1:9/v1")
+    assert SECRET not in json.dumps(a.describe())
+    with pytest.raises(AgentConfigError, match="timeout"):
+        make_agent("openai", model="m", base_url="http://127.0.0.1:9/v1", timeout=0)
+    with pytest.raises(AgentConfigError, match="may not set"):
+        make_agent("openai", model="m", base_url="http://127.0.0.1:9/v1", params={"api_key": "x"})
