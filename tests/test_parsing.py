@@ -42,6 +42,14 @@ def test_orphan_closing_think_tag_keeps_what_follows():
     assert acts(parse_response(text, strict=True)) == {P.DOLLY_IN: 1}
 
 
+def test_unclosed_think_block_runs_to_the_end():
+    # reasoning cut off by the token limit: its draft JSON is not the answer
+    res = parse_response('<think>I guess {"actions": ["W"], "step_nums": [2]} but let me check the')
+    assert not res.ok and "no JSON object found" in res.error
+    text = '{"actions": ["S"], "step_nums": [1]} <think>hmm, maybe {"actions": ["W"]}'
+    assert acts(parse_response(text, strict=True)) == {P.DOLLY_OUT: 1}
+
+
 def test_last_json_fence_wins():
     text = ('```json\n{"actions": ["S"], "step_nums": [1]}\n```\nWait, better:\n'
             '```json\n{"actions": ["W"], "step_nums": [2]}\n```\n'

@@ -1,6 +1,6 @@
 """Model answers (text) → ``ActionSequence``, in strict or lenient mode (SPEC §3, "Parsing").
 
-Text level, in both modes: ``<think>…</think>`` blocks are dropped; the JSON is taken from the last ```json
+Text level, in both modes: ``<think>…</think>`` blocks are dropped (an unclosed one runs to the end); the JSON is taken from the last ```json
 fence, else the last fence, else the outermost ``{…}``, else the whole text; trailing commas and Python-literal
 quoting (single quotes, True/None) are tolerated.
 
@@ -60,9 +60,9 @@ _TRAILING_COMMA = re.compile(r",(\s*[}\]])")
 
 
 def _strip_think(text: str) -> str:
-    """Drop ``<think>…</think>`` blocks (case-insensitive); after a closing tag with no opening one (the server
-    stripped it), keep only what follows the last such tag. One linear scan: no regex backtracking over
-    answers full of unclosed tags."""
+    """Drop ``<think>…</think>`` blocks (case-insensitive) and an unclosed ``<think>`` to the end; after a
+    closing tag with no opening one (the server stripped it), keep only what follows the last such tag.
+    One linear scan: no regex backtracking over answers full of unclosed tags."""
     pieces, pos, open_at = [], 0, None
     for m in _THINK_TAG.finditer(text):
         if not m.group(1):  # <think>
@@ -73,7 +73,9 @@ def _strip_think(text: str) -> str:
             pos, open_at = m.end(), None
         else:  # an orphan </think>: the reasoning before it is not the answer
             pieces, pos = [], m.end()
-    pieces.append(text[pos:])
+    # A <think> that is never closed is reasoning cut off (max tokens): it runs to the end of the text, and
+    # a JSON object it happens to contain is a draft, not the answer.
+    pieces.append(text[pos:] if open_at is None else text[pos:open_at])
     return "".join(pieces)
 
 
