@@ -512,7 +512,7 @@ def _build_tabletop(world: BulletWorld, spec: dict) -> SceneInfo:
     table_z = 0.62
     wood = _WOOD[int(rng.integers(len(_WOOD)))]
     bodies["table"] = b.box([0.75, 0.6, 0.02], [TABLE_CENTRE[0], 0, table_z - 0.02],
-                            texture=texture_path("wood", wood, 4), tile=0.6)
+                            texture=texture_path("wood", wood, 4), tile=0.35)
     for sx in (-1, 1):
         for sy in (-1, 1):
             b.box([0.03, 0.03, (table_z - 0.04) / 2], [TABLE_CENTRE[0] + sx * 0.7, sy * 0.55, (table_z - 0.04) / 2],
@@ -523,12 +523,16 @@ def _build_tabletop(world: BulletWorld, spec: dict) -> SceneInfo:
     # clutter at the far edge of the table, out of the central workspace
     n = int(params.get("n_clutter", rng.integers(2, 5)))
     b.clutter(np.array([0.95, -0.5]), np.array([1.2, 0.5]), table_z, n)
+    for mk in params.get("markers", []):  # flat visual squares on the table (place targets), no collision
+        h = float(mk.get("size", 0.06)) / 2
+        b.box([h, h, 0.0015], [mk["position"][0], mk["position"][1], table_z + 0.0015],
+              color=tuple(mk.get("color", (0.2, 0.8, 0.2))), collide=False)
     objects = {}
     for obj in params.get("objects", []):
         objects[obj["name"]] = _task_object(b, obj)
     workspace = np.array([[0.35, 0.75], [-0.3, 0.3], [table_z + 0.03, table_z + 0.45]])
     # exterior camera: in front-right of the robot, looking at the workspace centre
-    ext = look_at(np.array([1.45, -0.75, 1.25]), np.array([0.5, 0.0, table_z + 0.1]))
+    ext = look_at(np.array([1.0, -1.0, 1.3]), np.array([0.45, 0.0, table_z + 0.16]))
     return SceneInfo(spec=spec, bodies=bodies, table_z=table_z, workspace=workspace, exterior_camera=ext,
                      light=_light(rng), objects=objects)
 

@@ -1,0 +1,108 @@
+"""``spatialact/HandManip-v0``: a floating hand proxy with 6-DoF wrist motion and push / pull / grab / release.
+
+The controlled frame is the wrist, in EgoDex's hand convention (SPEC §2): **+Z from the wrist toward the middle-finger
+knuckle, +Y out of the palm**, X = Y × Z; poses are C2W (4, 4), metres, world +Z up. Push / Pull are Dolly In / Out
+of the hand (along +Z), Grab / Release the gripper states 1 / 0 (the fingers curl toward the palm, +Y).
+The hand is a static multibody (a palm and five fingers) placed kinematically — it is positioned exactly at the
+commanded pose — and it pushes dynamic objects it moves into; a grab carries the object whose centre lies in
+front of the palm (``GRASP_POINT``). Observation ``rgb``: the tabletop's exterior camera. Tasks: reach, grab and
+move (success from the object's state).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import geometry
+from .tabletop import TabletopEnv, _pose_from_pq, _pq_from_pose
+
+__all__ = ["HandManipEnv"]
+
+_SKIN = (0.92, 0.72, 0.58)
+_FINGER_X = (-0.027, -0.009, 0.009, 0.027)
+_CLOSED = -1.25  # radians: fingers curl about +X toward the palm side (+Y)
+
+
+class HandManipEnv(TabletopEnv):
+    """Floating hand manipulation; see the module docstring."""
+
+    kind = "hand"
+    GRASP_POINT = np.array([0.0, 0.045, 0.1])
+    GRASP_REGION = np.array([0.035, 0.03, 0.045])
+    DOWN_AXIS = 1
+    LATERAL_AXES = (0, 2)
+
+    def _load_agent(self) -> None:
+        p, cid = self.world.p, self.world.client
+        palm_half = [0.042, 0.012, 0.048]
+        palm_vis = p.createVisualShape(p.GEOM_BOX, halfExtents=palm_half, visualFramePosition=[0, 0, 0.05],
+                                       rgbaColor=list(_SKIN) + [1], physicsClientId=cid)
+        palm_col = p.createCollisionShape(p.GEOM_BOX, halfExtents=palm_half, collisionFramePosition=[0, 0, 0.05],
+                                          physicsClientId=cid)
+        f_half = [0.0075, 0.0075, 0.036]
+        f_vis = p.createVisualShape(p.GEOM_BOX, halfExtents=f_half, visualFramePosition=[0, 0, 0.036],
+                                    rgbaColor=[c * 0.95 for c in _SKIN] + [1], physicsClientId=cid)
+        f_col = p.createCollisionShape(p.GEOM_BOX, halfExtents=f_half, collisionFramePosition=[0, 0, 0.036],
+                                       physicsClientId=cid)
+        t_half = [0.008, 0.008, 0.03]
+        t_vis = p.createVisualShape(p.GEOM_BOX, halfExtents=t_half, visualFramePosition=[0, 0, 0.03],
+                                    rgbaColor=[c * 0.9 for c in _SKIN] + [1], physicsClientId=cid)
+        t_col = p.createCollisionShape(p.GEOM_BOX, halfExtents=t_half, collisionFramePosition=[0, 0, 0.03],
+                                       physicsClientId=cid)
+        n = len(_FINGER_X) + 1
+        positions = [[x, 0.0, 0.098] for x in _FINGER_X] + [[0.045, 0.006, 0.03]]
+        thumb_orn = p.getQuaternionFromEuler([0.0, 0.6, 0.0])
+        self._agent_body = p.createMultiBody(
+            baseMass=0, baseCollisionShapeIndex=palm_col, baseVisualShapeIndex=palm_vis,
+            linkMasses=[0] * n, linkCollisionShapeIndices=[f_col] * 4 + [t_col],
+            linkVisualShapeIndices=[f_vis] * 4 + [t_vis], linkPositions=positions,
+            linkOrientations=[[0, 0, 0, 1]] * 4 + [list(thumb_orn)],
+            linkInertialFramePositions=[[0, 0, 0]] * n, linkInertialFrameOrientations=[[0, 0, 0, 1]] * n,
+            linkParentIndices=[0] * n, linkJointTypes=[p.JOINT_REVOLUTE] * n,
+            linkJointAxis=[[1, 0, 0]] * 4 + [[0, 1, 0]], physicsClientId=cid)
+        self._exact = np.eye(4)
+        self._home()
+
+    def _home(self) -> None:
+        self._set_fingers(False)
+
+    def _set_fingers(self, closed: bool, width: float | None = None) -> None:
+        p, cid = self.world.p, self.world.client
+        a = _CLOSED if closed else 0.0
+        if closed and width is not None:  # wrapped around an object: curl less
+            a = _CLOSED * 0.6
+        for j in range(4):
+            p.resetJointState(self._agent_body, j, a, physicsClientId=cid)
+        p.resetJointState(self._agent_body, 4, -0.9 if closed else 0.0, physicsClientId=cid)
+
+    def _measured_pose(self) -> np.ndarray:
+        p, cid = self.world.p, self.world.client
+        pos, quat = p.getBasePositionAndOrientation(self._agent_body, physicsClientId=cid)
+        return _pose_from_pq(pos, quat)
+
+    def _drive_to(self, T: np.ndarray) -> None:
+        pos, quat = _pq_from_pose(T)
+        self.world.p.resetBasePositionAndOrientation(self._agent_body, pos, quat, physicsClientId=self.world.client)
+        self._exact = np.asarray(T, dtype=np.float64).copy()
+
+    @property
+    def pose(self) -> np.ndarray:
+        """The hand pose: placed kinematically, so it is exactly the pose it was put at (no quaternion round trip);
+        after a whole step that is the commanded pose."""
+        return self._exact.copy()
+
+    def _restore(self, snap) -> None:
+        super()._restore(snap)
+        self._exact = self._cmd.copy()
+
+    def _pose_ok(self, T) -> bool:
+        if not super()._pose_ok(T):
+            return False
+        # wrist, knuckles and fingertips above the table
+        pts = np.array([[0, 0, 0, 1], [0, 0, 0.1, 1], [0, 0, 0.17, 1], [0.04, 0, 0.1, 1], [-0.04, 0, 0.1, 1]]).T
+        return bool(np.all((T @ pts)[2] >= self.scene.table_z + 0.03))
+
+    def _start_rotation(self, yaw: float) -> np.ndarray:
+        # palm down (+Y = world −Z), fingers forward (+Z = world +X), rotated by yaw about the vertical
+        R0 = np.array([[0.0, 0.0, 1.0], [-1.0, 0.0, 0.0], [0.0, -1.0, 0.0]])
+        return geometry.rot_z(yaw) @ R0

@@ -1,0 +1,374 @@
+"""Shared machinery of the two tabletop environments (GripperManip, HandManip): objects, grasping, goal views,
+object-state success tests and random reach / pick-and-place tasks.
+
+Frames: world +Z up, metres; the controlled frame (end-effector or hand) is a (4, 4) C2W pose in its own axes.
+A commanded pose ``T_cmd`` is composed exactly (``T_cmd ← T_cmd @ Δ``); the agent is driven there through
+interpolated waypoints (linear position, slerp rotation, ≤ 2 cm and ≤ 5° apart), with a few physics substeps after
+each so that objects react. A grasp carries the object rigidly with the gripper (its relative pose frozen at the
+moment of closing) and releasing drops it back to physics — the usual "grasp assist" of kinematic benchmarks,
+chosen so that a correct answer always succeeds and scores do not depend on contact-solver noise.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.spatial.transform import Rotation, Slerp
+
+from .. import geometry
+from ..action_space import ActionSequence, StepSizes
+from .base import SpatialActEnv
+from .procedural import sample_signed_counts
+from .rendering import CameraSpec
+
+__all__ = ["TabletopEnv"]
+
+_SUBSTEPS_PER_WAYPOINT = 4
+_SETTLE_STEPS = 48
+
+
+def _pose_from_pq(pos, quat) -> np.ndarray:
+    return geometry.pose_from_quat_trans(np.asarray(quat, dtype=np.float64), np.asarray(pos, dtype=np.float64))
+
+
+def _pq_from_pose(T):
+    q, t = geometry.pose_to_quat_trans(T)
+    return t.tolist(), q.tolist()
+
+
+class TabletopEnv(SpatialActEnv):
+    """Base of GripperManip and HandManip. Subclasses provide the agent: ``_load_agent``, ``_home``,
+    ``_drive_to(T)`` (put the controlled frame at T), ``_measured_pose()``, ``_set_fingers(closed, width)``,
+    ``_agent_body``, and the geometry ``GRASP_POINT`` (controlled-frame coordinates of the grasp centre),
+    ``DOWN_AXIS`` / ``LATERAL_AXES`` (body axes that point down / sideways in the start orientation) and
+    ``_start_rotation(yaw)``."""
+
+    default_generator = "tabletop"
+    n_discrete = 15
+    GRASP_POINT = np.zeros(3)
+    DOWN_AXIS = 2
+    LATERAL_AXES = (0, 1)
+    _AXIS_WEIGHTS = (1.0, 1.0, 1.0, 0.4, 0.4, 0.5)
+    _MAX_COUNTS = (8, 8, 8, 5, 5, 6)
+
+    def __init__(self, *args, wrist_camera: bool = False, **kwargs):
+        self.wrist_camera = bool(wrist_camera)
+        super().__init__(*args, **kwargs)
+        self._cmd = np.eye(4)
+        self._held = None  # (object name, relative pose object-in-frame)
+        self._object_init = {}
+
+    # ----- scene --------------------------------------------------------------------------------------
+    def _extra_observation_spaces(self) -> dict:
+        from gymnasium import spaces
+
+        if not self.wrist_camera:
+            return {}
+        return {"wrist_rgb": spaces.Box(0, 255, (self.camera.height, self.camera.width, 3), np.uint8)}
+
+    def _extra_observations(self) -> dict:
+        if not self.wrist_camera:
+            return {}
+        return {"wrist_rgb": self.world.render(self.wrist_pose(), self.camera, depth=False)[0]}
+
+    def wrist_pose(self) -> np.ndarray:
+        """C2W pose of the wrist camera: beside the gripper, looking along the controlled frame's +Z."""
+        return self.pose @ geometry.make_pose(geometry.rot_y(-0.35), [0.08, 0.0, -0.10])
+
+    def _populate_scene(self) -> None:
+        p, cid = self.world.p, self.world.client
+        self._load_agent()
+        self._object_init = {n: p.getBasePositionAndOrientation(b, physicsClientId=cid)
+                             for n, b in self.scene.objects.items()}
+        self._held = None
+
+    def _reset_scene_state(self) -> None:
+        p, cid = self.world.p, self.world.client
+        self._release()
+        for n, (pos, orn) in self._object_init.items():
+            b = self.scene.objects[n]
+            p.resetBasePositionAndOrientation(b, pos, orn, physicsClientId=cid)
+            p.resetBaseVelocity(b, [0, 0, 0], [0, 0, 0], physicsClientId=cid)
+        self._home()
+
+    def object_pose(self, name: str) -> np.ndarray:
+        """World pose (4, 4) of a task object."""
+        p, cid = self.world.p, self.world.client
+        pos, orn = p.getBasePositionAndOrientation(self.scene.objects[name], physicsClientId=cid)
+        return _pose_from_pq(pos, orn)
+
+    # ----- state --------------------------------------------------------------------------------------
+    @property
+    def pose(self) -> np.ndarray:
+        """The measured pose of the controlled frame (C2W)."""
+        return self._measured_pose()
+
+    @property
+    def commanded_pose(self) -> np.ndarray:
+        return self._cmd.copy()
+
+    def _set_start(self, task) -> None:
+        self._release()
+        self._home()
+        self._set_fingers(False)
+        self._cmd = task.start_pose.copy()
+        self._drive_to(self._cmd)
+        self._carry()
+
+    def _move(self, delta: np.ndarray) -> None:
+        start, end = self._cmd, self._cmd @ delta
+        self._cmd = end
+        dist = float(np.linalg.norm(end[:3, 3] - start[:3, 3]))
+        ang = float(geometry.rotation_error(start, end))
+        n = max(1, int(math.ceil(max(dist / 0.02, ang / math.radians(5.0)))))
+        rots = Rotation.from_matrix(np.stack([start[:3, :3], end[:3, :3]]))
+        slerp = Slerp([0.0, 1.0], rots)
+        p, cid = self.world.p, self.world.client
+        for i in range(1, n + 1):
+            s = i / n
+            T = np.eye(4)
+            T[:3, :3] = end[:3, :3] if i == n else slerp([s]).as_matrix()[0]
+            T[:3, 3] = end[:3, 3] if i == n else (1 - s) * start[:3, 3] + s * end[:3, 3]
+            self._drive_to(T)
+            for _ in range(_SUBSTEPS_PER_WAYPOINT):
+                self._carry()
+                p.stepSimulation(physicsClientId=cid)
+            self._carry()
+
+    def _set_gripper(self, g: int) -> None:
+        p, cid = self.world.p, self.world.client
+        if g == 1:
+            name = self._graspable()
+            if name is not None and self._held is None:
+                rel = geometry.invert_pose(self.pose) @ self.object_pose(name)
+                self._held = (name, rel)
+                for link in range(-1, p.getNumJoints(self._agent_body, physicsClientId=cid)):
+                    p.setCollisionFilterPair(self._agent_body, self.scene.objects[name], link, -1, 0,
+                                             physicsClientId=cid)
+            self._set_fingers(True, self._held_width())
+        else:
+            self._release()
+            self._set_fingers(False)
+        for _ in range(_SETTLE_STEPS):
+            self._carry()
+            p.stepSimulation(physicsClientId=cid)
+
+    def _held_width(self) -> float | None:
+        if self._held is None:
+            return None
+        p, cid = self.world.p, self.world.client
+        lo, hi = p.getAABB(self.scene.objects[self._held[0]], physicsClientId=cid)
+        return float(min(np.subtract(hi, lo)[:2]))
+
+    def _graspable(self) -> str | None:
+        """The task object whose centre lies in the grasp region (controlled-frame box around GRASP_POINT)."""
+        Tinv = geometry.invert_pose(self.pose)
+        best, best_d = None, np.inf
+        for name in self.scene.objects:
+            x = (Tinv @ self.object_pose(name)[:, 3])[:3] - self.GRASP_POINT
+            if np.all(np.abs(x) <= self.GRASP_REGION) and np.linalg.norm(x) < best_d:
+                best, best_d = name, float(np.linalg.norm(x))
+        return best
+
+    GRASP_REGION = np.array([0.03, 0.03, 0.03])
+
+    def _carry(self) -> None:
+        if self._held is None:
+            return
+        p, cid = self.world.p, self.world.client
+        name, rel = self._held
+        pos, quat = _pq_from_pose(self.pose @ rel)
+        b = self.scene.objects[name]
+        p.resetBasePositionAndOrientation(b, pos, quat, physicsClientId=cid)
+        p.resetBaseVelocity(b, [0, 0, 0], [0, 0, 0], physicsClientId=cid)
+
+    def _release(self) -> None:
+        if self._held is None:
+            return
+        p, cid = self.world.p, self.world.client
+        b = self.scene.objects[self._held[0]]
+        for link in range(-1, p.getNumJoints(self._agent_body, physicsClientId=cid)):
+            p.setCollisionFilterPair(self._agent_body, b, link, -1, 1, physicsClientId=cid)
+        self._held = None
+
+    @property
+    def held_object(self) -> str | None:
+        return None if self._held is None else self._held[0]
+
+    # ----- success ------------------------------------------------------------------------------------
+    def _object_success(self, test: dict) -> bool:
+        """``{"type": "object_at", "object": name, "position": [x, y, z], "tolerance": m, "released": bool}``:
+        the object's centre within ``tolerance`` of ``position`` (and not held when ``released``)."""
+        if test.get("type") != "object_at":
+            raise ValueError(f"task {self.task.id!r}: success.object_state.type must be 'object_at', "
+                             f"got {test.get('type')!r}")
+        name = test.get("object")
+        if name not in self.scene.objects:
+            raise ValueError(f"task {self.task.id!r}: success.object_state.object {name!r} is not in the scene "
+                             f"(objects: {sorted(self.scene.objects)})")
+        d = np.linalg.norm(self.object_pose(name)[:3, 3] - np.asarray(test["position"], dtype=np.float64))
+        ok = d <= float(test.get("tolerance", 0.03))
+        if test.get("released", True):
+            ok = ok and self.held_object != name
+        return bool(ok)
+
+    def _info(self) -> dict:
+        info = super()._info()
+        info["commanded_pose"] = self._cmd.copy()
+        info["held_object"] = self.held_object
+        info["objects"] = {n: self.object_pose(n)[:3, 3].copy() for n in self.scene.objects} if self.scene else {}
+        return info
+
+    # ----- views --------------------------------------------------------------------------------------
+    def _observe_rgb(self):
+        rgb, depth, _ = self.world.render(self.scene.exterior_camera, self.camera, depth=self.use_depth)
+        return rgb, depth
+
+    def _snapshot(self):
+        p, cid = self.world.p, self.world.client
+        joints = [p.getJointState(self._agent_body, j, physicsClientId=cid)[0]
+                  for j in range(p.getNumJoints(self._agent_body, physicsClientId=cid))]
+        base = p.getBasePositionAndOrientation(self._agent_body, physicsClientId=cid)
+        objs = {n: p.getBasePositionAndOrientation(b, physicsClientId=cid) for n, b in self.scene.objects.items()}
+        return joints, base, objs, self._held, self._cmd.copy()
+
+    def _restore(self, snap) -> None:
+        p, cid = self.world.p, self.world.client
+        joints, base, objs, held, cmd = snap
+        p.resetBasePositionAndOrientation(self._agent_body, *base, physicsClientId=cid)
+        for j, q in enumerate(joints):
+            p.resetJointState(self._agent_body, j, q, physicsClientId=cid)
+        self._hold_joints()
+        for n, (pos, orn) in objs.items():
+            p.resetBasePositionAndOrientation(self.scene.objects[n], pos, orn, physicsClientId=cid)
+            p.resetBaseVelocity(self.scene.objects[n], [0, 0, 0], [0, 0, 0], physicsClientId=cid)
+        self._held, self._cmd = held, cmd
+
+    def _hold_joints(self) -> None:
+        pass
+
+    def _goal_rgb(self) -> np.ndarray:
+        """The exterior view with the agent at the goal pose and task objects where the success test wants them."""
+        p, cid = self.world.p, self.world.client
+        snap = self._snapshot()
+        try:
+            test = self.task.success.get("object_state") or {}
+            final_grip = self.task.gt.steps[-1].gripper if len(self.task.gt) else None
+            if test.get("type") == "object_at" and test.get("object") in self.scene.objects:
+                b = self.scene.objects[test["object"]]
+                orn = p.getBasePositionAndOrientation(b, physicsClientId=cid)[1]
+                p.resetBasePositionAndOrientation(b, list(map(float, test["position"])), orn, physicsClientId=cid)
+            self._home()
+            self._drive_to(self.task.goal_pose)
+            self._set_fingers(final_grip == 1)
+            return self.world.render(self.scene.exterior_camera, self.camera, depth=False)[0]
+        finally:
+            self._restore(snap)
+
+    # ----- random tasks -------------------------------------------------------------------------------
+    def _start_rotation(self, yaw: float) -> np.ndarray:
+        raise NotImplementedError
+
+    def _pose_ok(self, T) -> bool:
+        """Inside the workspace box and reachable (subclasses add reachability)."""
+        box = self.scene.workspace
+        x = (T @ np.append(self.GRASP_POINT, 1.0))[:3]
+        return bool(np.all(x >= box[:, 0]) and np.all(x <= box[:, 1]) and T[2, 3] >= box[2, 0])
+
+    def sample_task(self, rng, n_steps=(1, 3), sizes: StepSizes | None = None, variant: str = "reach",
+                    max_tries: int = 300):
+        sizes = sizes or self.default_sizes
+        if variant == "reach":
+            return self._sample_reach(rng, n_steps, sizes, max_tries)
+        if variant in ("pick_place", "grab_move"):
+            return self._sample_pick_place(rng, sizes, variant, max_tries)
+        raise ValueError(f"unknown task variant {variant!r} for {self.kind!r} tasks")
+
+    def _random_start(self, rng, z_range=None) -> np.ndarray:
+        box = self.scene.workspace
+        T = np.eye(4)
+        T[:3, :3] = self._start_rotation(float(rng.uniform(-np.pi / 4, np.pi / 4)))
+        g = np.array([rng.uniform(box[0, 0] + 0.05, box[0, 1] - 0.05), rng.uniform(box[1, 0] + 0.05, box[1, 1] - 0.05),
+                      rng.uniform(*(z_range or (box[2, 0] + 0.1, box[2, 1] - 0.1)))])
+        T[:3, 3] = g - T[:3, :3] @ self.GRASP_POINT
+        return T
+
+    def _sample_reach(self, rng, n_steps, sizes, max_tries):
+        for _ in range(max_tries):
+            start = self._random_start(rng)
+            if not self._pose_ok(start):
+                continue
+            k = int(rng.integers(n_steps[0], n_steps[1] + 1))
+            signed = sample_signed_counts(rng, k, self._AXIS_WEIGHTS, self._MAX_COUNTS, self.cap)
+            grip = [int(rng.integers(2)) if rng.random() < 0.3 else None for _ in range(k)]
+            gt = ActionSequence.from_signed_counts(signed, sizes, gripper=[-1 if g is None else g for g in grip],
+                                                   cap=self.cap)
+            poses = gt.to_poses(start)
+            if np.linalg.norm(poses[-1][:3, 3] - start[:3, 3]) < 2 * sizes.translation:
+                continue
+            if not all(self._pose_ok(T) for T in poses):
+                continue
+            tags = {"variant": "reach", "n_steps": k}
+            return self._make_task(start, poses[-1], gt, tags,
+                                   instruction="Move the gripper from its start pose to the goal pose.")
+        raise RuntimeError(f"no reachable goal found in scene {self.scene.spec} after {max_tries} tries")
+
+    def _sample_pick_place(self, rng, sizes, variant, max_tries):
+        """Five steps: move above the object (open), descend and close, lift, carry, lower and release."""
+        base_spec = dict(self.scene.spec)
+        params = {k: v for k, v in base_spec.get("params", {}).items() if k not in ("objects", "markers")}
+        u = sizes.translation
+        la, lb, dn = self.LATERAL_AXES[0], self.LATERAL_AXES[1], self.DOWN_AXIS
+        size = 0.04
+        table_z = self.scene.table_z
+        for _ in range(max_tries):
+            start = self._random_start(rng)
+            signed = np.zeros((5, 6), dtype=np.int64)
+            signed[0, la], signed[0, lb] = rng.integers(-8, 9, size=2)
+            n = int(rng.integers(5, 10))
+            m = int(rng.integers(3, n + 1))
+            signed[1, dn] = n
+            signed[2, dn] = -m
+            signed[3, la], signed[3, lb] = rng.integers(-8, 9, size=2)
+            signed[4, dn] = m
+            if not signed[0].any() or abs(signed[3, la]) + abs(signed[3, lb]) < 4:
+                continue
+            gt = ActionSequence.from_signed_counts(signed, sizes, gripper=[0, 1, 1, 1, 0], cap=self.cap)
+            poses = gt.to_poses(start)
+            grasp = (poses[2] @ np.append(self.GRASP_POINT, 1.0))[:3]
+            # lift the whole task so that the grasp point at the bottom is the object's centre on the table
+            shift = table_z + size / 2 - grasp[2]
+            start = start.copy()
+            start[2, 3] += shift
+            poses = gt.to_poses(start)
+            obj = (poses[2] @ np.append(self.GRASP_POINT, 1.0))[:3]
+            target = (poses[5] @ np.append(self.GRASP_POINT, 1.0))[:3]
+            box = self.scene.workspace
+            if np.linalg.norm(target[:2] - obj[:2]) < 0.08 or np.linalg.norm(target - obj) > 0.3:
+                continue
+            if not all(np.all(x[:2] >= box[:2, 0]) and np.all(x[:2] <= box[:2, 1]) for x in (obj, target)):
+                continue
+            if not all(self._pose_ok(T) or k in (2, 5) for k, T in enumerate(poses)):
+                continue
+            if not all(self._reachable(T) for T in poses):
+                continue
+            colour = [float(c) for c in (rng.uniform(0.6, 1.0), rng.uniform(0.0, 0.4), rng.uniform(0.0, 0.6))]
+            objects = [{"name": "target", "shape": "cube", "size": size, "color": colour,
+                        "position": [float(x) for x in obj], "mass": 0.1}]
+            markers = [{"position": [float(target[0]), float(target[1])], "size": size * 1.6,
+                        "color": [0.1, 0.75, 0.25]}]
+            spec = {**base_spec, "params": {**params, "objects": objects, "markers": markers}}
+            self._ensure_scene(spec)
+            success = {"position": 0.05, "rotation": math.radians(10.0),
+                       "object_state": {"type": "object_at", "object": "target",
+                                        "position": [float(x) for x in target], "tolerance": 0.03,
+                                        "released": True}}
+            word = "Pick up" if variant == "pick_place" else "Grab"
+            return self._make_task(start, poses[-1], gt, {"variant": variant, "n_steps": 5}, success=success,
+                                   scene=self.scene.spec,
+                                   instruction=f"{word} the cube and put it down on the square marker.")
+        raise RuntimeError(f"no pick-and-place layout found in scene {self.scene.spec} after {max_tries} tries")
+
+    def _reachable(self, T) -> bool:
+        return True
