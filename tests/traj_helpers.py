@@ -277,8 +277,8 @@ def hand_joint_positions(wrist_pose_zup, side="right"):
     return {
         "Hand": p,
         "MiddleFingerKnuckle": p + 0.09 * Z,
-        "IndexFingerKnuckle": p + 0.085 * Z - s * 0.025 * X + 0.01 * Y,
-        "LittleFingerKnuckle": p + 0.075 * Z + s * 0.03 * X + 0.01 * Y,
+        "IndexFingerKnuckle": p + 0.08 * Z - s * 0.025 * X,
+        "LittleFingerKnuckle": p + 0.08 * Z + s * 0.025 * X,
     }
 
 
