@@ -1,0 +1,52 @@
+"""Write a Markdown and a self-contained HTML report for one or more run directories.
+
+Several runs (e.g. an MLLM and the baselines on the same tasks) are compared side by side: overall, per kind,
+per source and per tag, each mean with its bootstrap 95% interval; plots of score distributions, final position
+error against start-goal distance and predicted against true paths (top view); start / goal / final frames of
+example episodes; token and cost totals for API agents. Model text is escaped; the HTML page needs no other file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("runs", metavar="RUN", nargs="+", help="run directories (each with results.jsonl)")
+    p.add_argument("--out", metavar="DIR", default=None,
+                   help="output directory (default: RUN/report for one run, ./report for several)")
+    p.add_argument("--json", action="store_true", help="print the overall figures as JSON instead of a table")
+
+
+def run(args: argparse.Namespace) -> int:
+    from spatialact.evaluation.report import make_report, overall_json
+
+    from .main import CLIError
+    from .table import format_table
+
+    for r in args.runs:
+        d = Path(r)
+        if not d.is_dir():
+            raise CLIError(f"{r}: no such run directory")
+        if not (d / "results.jsonl").is_file():
+            raise CLIError(f"{r}: not a run directory (no results.jsonl)")
+    out = Path(args.out) if args.out else (Path(args.runs[0]) / "report" if len(args.runs) == 1 else Path("report"))
+    md, html_path = make_report(args.runs, out)
+    summary = overall_json(args.runs)
+    if args.json:
+        print(json.dumps({"markdown": str(md), "html": str(html_path), "runs": summary}, indent=2))
+        return 0
+    rows = []
+    for s in summary:
+        sc = s["score"]
+        ci = f"[{sc['ci_low']:.3f}, {sc['ci_high']:.3f}]" if sc["n"] > 1 else ""
+        succ = s["success"]
+        rows.append([s["run"], s["episodes"], sc["mean"] if sc["n"] else None, ci,
+                     succ["mean"] if succ["n"] else None, s["errors"], int(s["prompt_tokens"]),
+                     int(s["completion_tokens"]), s["cost_usd"]])
+    print(format_table(rows, ["run", "episodes", "score", "95% CI", "success", "errors", "prompt tok.",
+                              "completion tok.", "cost USD"], floatfmt=".3f"))
+    print(f"\nwrote {md}\nwrote {html_path}")
+    return 0
