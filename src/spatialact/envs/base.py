@@ -83,7 +83,7 @@ class SpatialActEnv(gym.Env):
         obs.update(self._extra_observation_spaces())
         self.observation_space = spaces.Dict(obs)
 
-        self.world = BulletWorld(renderer)  # EGL (if asked) loads here, before any body exists
+        self.world = self._make_world(renderer)  # EGL (if asked) loads here, before any body exists
         self.scene: SceneInfo | None = None
         self._scene_key = None
         self.task: Task | None = None
@@ -93,6 +93,9 @@ class SpatialActEnv(gym.Env):
         self._goal_rgb_cache = None
         self._last_obs = None
         self._phi = 0.0
+
+    def _make_world(self, renderer: str):
+        return BulletWorld(renderer)
 
     # ----- spaces -------------------------------------------------------------------------------------
     def _make_action_space(self):
