@@ -1,12 +1,34 @@
-"""Scores (SPEC §4): per-step, episode and dataset scores, and the lmms-eval profile.
+"""Scores (SPEC §4): per-step, episode and dataset scores, closed-loop metrics, question scores, and the
+lmms-eval profile.
 
-Light core only (numpy, scipy); torch is imported inside the torch backend of the batch scorer.
+Light core only (numpy, scipy); torch is imported inside the torch backend of :func:`score_steps_batch`.
+
+* :func:`score_step` / :func:`step_total` — one step, the per-record reference (SPEC §4.1);
+* :func:`score_steps_batch` / :func:`step_totals_batch` — N steps at once, numpy float64 or torch (§4.5);
+* :func:`score_episode` → :class:`EpisodeScore`, :func:`score_answer` — episodes and answer texts (§4.2);
+* :func:`aggregate_episodes`, :func:`hierarchical_scores` — dataset scores with bootstrap intervals (§4.2);
+* :func:`closed_loop_metrics` — final errors, success, path length, SPL (§4.4);
+* :func:`score_multiple_choice`, :func:`score_numeric` — question scores (§4.6);
+* :func:`score_lmms_eval`, :func:`to_lmms_extra_info` — profile ``lmms-eval`` (§4.3).
 """
 
+from .aggregate import (DEFAULT_TREE, SPATREE_L4, aggregate_arrays, aggregate_episodes, bootstrap_ci,
+                        hierarchical_scores, leaf_of, load_tree, summarise)
+from .batch import rotations_from_motions, score_steps_batch, step_totals_batch
+from .closed_loop import closed_loop_metrics
+from .episode import ANSWER_PROFILES, EpisodeScore, net_errors, score_answer, score_episode
 from .lmms_eval import score_lmms_eval, to_lmms_answer, to_lmms_extra_info
-from .step import DEFAULT_WEIGHTS, EPS, normalise_weights, parse_weights, score_step, step_total
+from .questions import MRA_THRESHOLDS, extract_choice, extract_number, score_multiple_choice, score_numeric
+from .step import DEFAULT_WEIGHTS, EPS, PROFILES, normalise_weights, parse_weights, score_step, step_total
 
 __all__ = [
-    "EPS", "DEFAULT_WEIGHTS", "score_step", "step_total", "normalise_weights", "parse_weights",
+    "EPS", "DEFAULT_WEIGHTS", "PROFILES", "ANSWER_PROFILES",
+    "score_step", "step_total", "normalise_weights", "parse_weights",
+    "score_steps_batch", "step_totals_batch", "rotations_from_motions",
+    "EpisodeScore", "score_episode", "score_answer", "net_errors",
+    "aggregate_episodes", "aggregate_arrays", "bootstrap_ci", "summarise",
+    "hierarchical_scores", "load_tree", "leaf_of", "DEFAULT_TREE", "SPATREE_L4",
+    "closed_loop_metrics",
+    "score_multiple_choice", "score_numeric", "extract_choice", "extract_number", "MRA_THRESHOLDS",
     "score_lmms_eval", "to_lmms_extra_info", "to_lmms_answer",
 ]

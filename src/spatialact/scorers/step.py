@@ -54,18 +54,19 @@ def _rot_rows(R) -> tuple[tuple[float, float, float], ...]:
     return rows
 
 
-def geodesic(Rp, Rg) -> float:
-    """Angle (radians, [0, π]) of ``Rp Rgᵀ``: ``atan2(‖vee(M − Mᵀ)‖/2, (tr M − 1)/2)``, exactly 0 for ``Rp == Rg``."""
-    a, b = _rot_rows(Rp), _rot_rows(Rg)
+def _geodesic_parts(a, b) -> tuple[float, float]:
     # M[i][j] = sum_k a[i][k] b[j][k]; the same summation order for M[i][j] and M[j][i] keeps M exactly
     # symmetric when a == b, so a perfect match gives sin θ = 0 exactly.
     M = [[a[i][0] * b[j][0] + a[i][1] * b[j][1] + a[i][2] * b[j][2] for j in range(3)] for i in range(3)]
     vx = M[2][1] - M[1][2]
     vy = M[0][2] - M[2][0]
     vz = M[1][0] - M[0][1]
-    s = 0.5 * math.sqrt(vx * vx + vy * vy + vz * vz)
-    c = 0.5 * (M[0][0] + M[1][1] + M[2][2] - 1.0)
-    return math.atan2(s, c)
+    return 0.5 * math.sqrt(vx * vx + vy * vy + vz * vz), 0.5 * (M[0][0] + M[1][1] + M[2][2] - 1.0)
+
+
+def geodesic(Rp, Rg) -> float:
+    """Angle (radians, [0, π]) of ``Rp Rgᵀ``: ``atan2(‖vee(M − Mᵀ)‖/2, (tr M − 1)/2)``, exactly 0 for ``Rp == Rg``."""
+    return math.atan2(*_geodesic_parts(_rot_rows(Rp), _rot_rows(Rg)))
 
 
 def _grip(g) -> int | None:
@@ -90,15 +91,20 @@ def score_step(p: Sequence[float], g: Sequence[float], Rp=None, Rg=None, grip_p=
     grip_scored = gg is not None
     s_grip = 1.0 if gg is None else (1.0 if gp == gg else 0.0)
     unit_t = float(unit_t)
+    flagged = {"s_d": 0.0, "s_theta": 0.0, "s_step": 0.0, "s_rot": 0.0, "s_grip": 0.0,
+               "grip_scored": grip_scored, "flag": True}
     flat = [px, py, pz, gx, gy, gz, unit_t] + [x for r in a for x in r] + [x for r in b for x in r]
     if not _finite(*flat):
-        return {"s_d": 0.0, "s_theta": 0.0, "s_step": 0.0, "s_rot": 0.0, "s_grip": 0.0,
-                "grip_scored": grip_scored, "flag": True}
+        return flagged
 
     np_ = math.sqrt(px * px + py * py + pz * pz)
     ng = math.sqrt(gx * gx + gy * gy + gz * gz)
     dx, dy, dz = px - gx, py - gy, pz - gz
     nd = math.sqrt(dx * dx + dy * dy + dz * dz)
+    dot = px * gx + py * gy + pz * gz
+    sin_t, cos_t = _geodesic_parts(a, b)
+    if not _finite(np_, ng, nd, dot, sin_t, cos_t):
+        return flagged  # finite but so large that squares overflow: as good as infinite
     if ng < EPS:
         s_step = max(0.0, 1.0 - np_ / unit_t)
         s_d = s_theta = 1.0 if np_ < EPS else 0.0
@@ -109,9 +115,9 @@ def score_step(p: Sequence[float], g: Sequence[float], Rp=None, Rg=None, grip_p=
         if nd == 0.0:
             s_theta = 1.0  # p == g: exactly 1, not the rounded quotient
         else:
-            s_theta = min(1.0, max(-1.0, (px * gx + py * gy + pz * gz) / (np_ * ng)))
+            s_theta = min(1.0, max(-1.0, dot / (np_ * ng)))
         s_step = s_d * max(0.0, s_theta)
-    theta = geodesic(a, b)
+    theta = math.atan2(sin_t, cos_t)
     s_rot = max(0.0, 1.0 - theta / math.pi)
     return {"s_d": s_d, "s_theta": s_theta, "s_step": s_step, "s_rot": s_rot, "s_grip": s_grip,
             "grip_scored": grip_scored, "flag": False}

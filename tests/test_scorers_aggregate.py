@@ -1,0 +1,186 @@
+"""Dataset aggregation, bootstrap intervals, hierarchical scores (SPEC §4.2) and question scores (§4.6)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from spatialact.scorers import (DEFAULT_TREE, aggregate_episodes, bootstrap_ci, hierarchical_scores, leaf_of,
+                                load_tree, score_multiple_choice, score_numeric)
+
+
+def recs():
+    return [
+        {"score": 1.0, "kind": "nav", "source": "proc", "tags": {"difficulty": "easy"}},
+        {"score": 0.6, "kind": "nav", "source": "proc", "tags": {"difficulty": "hard"}},
+        {"score": 0.2, "kind": "manip", "source": "droid", "tags": {"difficulty": "hard", "view": "low"}},
+        {"score": 0.6, "kind": "hand", "source": "egodex", "tags": {}},
+    ]
+
+
+# ---------------------------------------------------------------- aggregation ----------------------------------
+def test_means_and_groups():
+    a = aggregate_episodes(recs())
+    assert a["overall"]["mean"] == pytest.approx(0.6) and a["overall"]["n"] == 4
+    assert a["kind"]["nav"]["mean"] == pytest.approx(0.8) and a["kind"]["manip"]["n"] == 1
+    assert a["source"]["proc"]["mean"] == pytest.approx(0.8)
+    assert a["tags"]["difficulty=hard"]["mean"] == pytest.approx(0.4) and a["tags"]["difficulty=hard"]["n"] == 2
+    assert a["tags"]["view=low"]["mean"] == pytest.approx(0.2)
+    assert "difficulty=null" not in a["tags"]  # a record without the tag is in none of its groups
+    o = a["overall"]
+    assert 0.2 <= o["ci_low"] <= o["mean"] <= o["ci_high"] <= 1.0
+    # one value: the interval is that value
+    assert a["kind"]["manip"]["ci_low"] == a["kind"]["manip"]["ci_high"] == 0.2
+    assert json.loads(json.dumps(a)) == a
+
+
+def test_bootstrap_is_the_percentile_bootstrap_with_seed_0():
+    x = np.array([0.0, 0.25, 0.5, 1.0, 1.0, 0.75, 0.1])
+    rng = np.random.default_rng(0)
+    means = x[rng.integers(0, len(x), size=(1000, len(x)))].mean(axis=1)
+    want = tuple(np.quantile(means, [0.025, 0.975]))
+    assert bootstrap_ci(x) == pytest.approx(want, abs=1e-12)
+    assert bootstrap_ci(x, seed=0) == bootstrap_ci(x, seed=0)  # deterministic
+    assert bootstrap_ci(x, seed=1) != bootstrap_ci(x, seed=0)
+    lo, hi = bootstrap_ci(np.full(50, 0.3))
+    assert lo == pytest.approx(0.3) and hi == pytest.approx(0.3)
+    assert all(math.isnan(v) for v in bootstrap_ci([]))
+
+
+def test_bootstrap_blocks_do_not_change_the_draws(monkeypatch):
+    import spatialact.scorers.aggregate as agg
+
+    x = np.random.default_rng(5).random(1000)
+    full = agg.bootstrap_ci(x)
+    monkeypatch.setattr(agg, "_MAX_DRAWS", 3000)  # 3 resamples per block
+    assert agg.bootstrap_ci(x) == full
+
+
+def test_bootstrap_interval_covers_the_truth_usually():
+    # 95% interval of the mean of 200 uniform draws should contain 0.5 in most of 40 data sets.
+    rng = np.random.default_rng(3)
+    hits = sum(lo <= 0.5 <= hi for lo, hi in (bootstrap_ci(rng.random(200), n_boot=300) for _ in range(40)))
+    assert hits >= 33
+
+
+def test_bad_scores_are_excluded_and_counted():
+    r = recs() + [{"score": None, "kind": "nav"}, {"score": float("nan"), "kind": "nav"}, {"kind": "nav"}]
+    a = aggregate_episodes(r)
+    assert a["overall"]["n"] == 4 and a["n_excluded"] == 3 and a["kind"]["nav"]["n"] == 2
+    assert aggregate_episodes([])["overall"] == {"mean": None, "ci_low": None, "ci_high": None, "n": 0}
+    b = aggregate_episodes([{"s": 0.5, "kind": "nav"}], score_key="s", by=("kind",))
+    assert b["overall"]["mean"] == 0.5 and set(b) >= {"overall", "kind"} and "tags" not in b
+
+
+# ---------------------------------------------------------------- hierarchy ------------------------------------
+def test_default_tree_renormalises_and_reports_coverage():
+    h = hierarchical_scores(recs())
+    # Agentic Navigation 0.8, Robotic Arm mean(0.2, 0.6) = 0.4 → Goal-Driven 0.6; Open-world has no data,
+    # so L4 = 0.6 (renormalised), coverage 0.5, lmms-eval's missing-as-zero rule gives 0.5·0.6.
+    assert h["nodes"]["L4/Goal-Driven Execution/Agentic Navigation"]["score"] == pytest.approx(0.8)
+    assert h["nodes"]["L4/Goal-Driven Execution/Robotic Arm"]["n"] == 2
+    assert h["nodes"]["L4/Goal-Driven Execution"]["score"] == pytest.approx(0.6)
+    assert h["score"] == pytest.approx(0.6) and h["coverage"] == pytest.approx(0.5)
+    assert h["score_missing_as_zero"] == pytest.approx(0.3)
+    assert h["nodes"]["L4/Open-world Exploration"]["score"] is None
+    only_nav = hierarchical_scores([r for r in recs() if r["kind"] == "nav"])
+    assert only_nav["score"] == pytest.approx(0.8) and only_nav["coverage"] == pytest.approx(0.25)
+    assert hierarchical_scores([])["score"] is None
+
+
+def test_user_tree_in_lmms_eval_layout(tmp_path):
+    tree = {"name": "Root", "children": [
+        {"name": "A", "weight": 3, "children": [{"name": "Leaf One", "weight": 1}, {"name": "Leaf Two"}]},
+        {"name": "B", "children": [{"name": "Leaf Three", "weight": 2}]},
+    ]}
+    p = tmp_path / "tree.json"
+    p.write_text(json.dumps(tree))
+    r = [{"score": 1.0, "tags": {"spatree0": "Root", "spatree1": "A", "spatree2": "LeafOne"}},  # lmms-eval tags
+         {"score": 0.0, "leaf": "leaf two"},  # name matched without spaces or case
+         {"score": 0.5, "tags": {"spatree": "Leaf Three"}},
+         {"score": 0.9, "kind": "nav"}]  # its default leaf is not in this tree
+    h = hierarchical_scores(r, tree=p)
+    # A = (1·1 + 1·0)/2 = 0.5 (missing weight = 1); B = 0.5; Root = (3·0.5 + 1·0.5)/4 = 0.5
+    assert h["nodes"]["Root/A"]["score"] == pytest.approx(0.5) and h["score"] == pytest.approx(0.5)
+    assert h["coverage"] == 1.0 and h["unmatched"] == {"Agentic Navigation": 1}
+    assert hierarchical_scores(r[:1], tree=p)["coverage"] == pytest.approx(3 * 0.5 / 4)
+
+
+def test_tree_validation(tmp_path):
+    assert load_tree()["name"] == DEFAULT_TREE["name"]
+    for bad, msg in [({"children": []}, "name"), ({"name": "x", "weight": -1}, "weight"),
+                     ({"name": "x", "children": [{"name": "y", "weight": "heavy"}]}, r"children\[0\].*weight"),
+                     ({"name": "x", "children": {"a": 1}}, "children")]:
+        with pytest.raises(ValueError, match=msg):
+            load_tree(bad)
+    p = tmp_path / "t.json"
+    p.write_text("{nope")
+    with pytest.raises(ValueError, match="t.json"):
+        load_tree(p)
+    with pytest.raises(FileNotFoundError):
+        load_tree(tmp_path / "missing.json")
+
+
+def test_leaf_of():
+    assert leaf_of({"kind": "hand"}) == "Robotic Arm"
+    assert leaf_of({"kind": "nav", "tags": {"spatree0": "L4", "spatree2": "Route", "spatree10": "X"}}) == "X"
+    assert leaf_of({"kind": "zzz"}) is None
+
+
+def test_full_spatree_tree_from_lmms_eval_if_installed():
+    import importlib.util
+    import pathlib
+
+    spec = importlib.util.find_spec("lmms_eval")
+    if spec is None:
+        pytest.skip("lmms-eval not installed")
+    path = pathlib.Path(spec.origin).parent / "tasks" / "spatialtreebench" / "spatree_hierarchy.json"
+    if not path.is_file():
+        pytest.skip("this lmms-eval has no spatree_hierarchy.json")
+    h = hierarchical_scores(recs(), tree=path)
+    # Only L4's Goal-Driven Execution has data: root = L4 = 0.6 renormalised; coverage 0.25 · 0.5.
+    assert h["score"] == pytest.approx(0.6) and h["coverage"] == pytest.approx(0.125)
+    assert h["nodes"]["SpaTree/L4/Goal-Driven Execution"]["score"] == pytest.approx(0.6)
+
+
+# ---------------------------------------------------------------- questions ------------------------------------
+@pytest.mark.parametrize("text,want", [
+    ("B", "B"), ("(c)", "C"), ("**D**.", "D"), ("The answer is (B).", "B"), ("Answer: c", "C"),
+    ("<think>maybe A</think>\nAnswer: D", "D"), ("Options (A) and (B) differ; final answer: A", "A"),
+    ("A. the chair\n", "A"), ("I think A or B", None), ("", None), ("Answer: Z", None), ("(A) or (B)?", None),
+])
+def test_multiple_choice_extraction(text, want):
+    r = score_multiple_choice(text, "B", options=["left", "right", "up", "down"])
+    assert r["pred"] == want
+    assert r["score"] == (1.0 if want == "B" else 0.0)
+    assert r["reason"] == (None if want else "parse_error")
+
+
+def test_multiple_choice_option_text_and_no_random_fallback():
+    opts = ["pan left", "pan right", "tilt up"]
+    assert score_multiple_choice("You should pan right here.", "B", opts)["score"] == 1.0
+    assert score_multiple_choice("pan left or pan right", "B", opts)["pred"] is None
+    # the same unparseable text always scores 0
+    assert {score_multiple_choice("hmm", "A")["score"] for _ in range(20)} == {0.0}
+
+
+def test_numeric_scores():
+    r = score_numeric(3.0, 2.0)
+    assert r["rel_error"] == 0.5 and r["delta2"] and r["mra"] == 0.0
+    r = score_numeric(2.05, 2.0)  # rel 0.025 < 0.05: every threshold
+    assert r["mra"] == 1.0 and r["delta2"]
+    r = score_numeric("about 2.36 m", 2.0)  # rel 0.18: thresholds 0.50 … 0.80 → 7 of 10
+    assert r["rel_error"] == pytest.approx(0.18) and r["mra"] == pytest.approx(0.7) and r["pred"] == 2.36
+    assert not score_numeric(5.0, 2.0)["delta2"] and score_numeric(1.0, 2.0)["delta2"]
+    assert not score_numeric(-2.0, 2.0)["delta2"] and not score_numeric(0.0, 2.0)["delta2"]
+    assert score_numeric(-3.0, -2.0)["delta2"]
+    assert score_numeric(0.0, 0.0) == {"rel_error": 0.0, "delta2": True, "mra": 1.0, "pred": 0.0, "reason": None}
+    assert score_numeric(0.1, 0.0)["rel_error"] == math.inf
+    for bad in ["no idea", None, float("nan"), float("inf"), True]:
+        r = score_numeric(bad, 2.0)
+        assert r["reason"] == "parse_error" and r["mra"] == 0.0 and not r["delta2"]
+    with pytest.raises(ValueError):
+        score_numeric(1.0, float("nan"))
