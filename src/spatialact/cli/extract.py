@@ -1,0 +1,77 @@
+"""Turn a trajectory file into the paper's action sequence (SPEC §5.2) and print it as answer JSON.
+
+TRAJ is a generic .npz/.json (key c2w), a TUM or KITTI or RealEstate10K text file, a DROID LeRobot dataset folder
+(or its meta/info.json) or an EgoDex .hdf5. The default output is a table of the steps followed by the stepped
+answer JSON; --json prints one JSON object: the answer, the unit sizes, the keyframes and the replay errors.
+
+Frames: world +Z up; the moving body's own frame (+X right, +Y down, +Z forward) unless --frame camera.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("traj", metavar="TRAJ", help="trajectory file or LeRobot dataset folder")
+    p.add_argument("--format", default=None,
+                   choices=["npz", "json", "tum", "kitti", "realestate10k", "droid", "egodex"],
+                   help="file format (default: guessed from the file)")
+    p.add_argument("--mode", choices=["metric", "frames"], default="metric",
+                   help="metric: closed-loop quantisation (default); frames: the paper's key-press counting")
+    p.add_argument("--entity", default=None, help="what moves (EgoDex: camera, rightHand, leftHand)")
+    p.add_argument("--episode", type=int, default=None, help="episode index of a LeRobot dataset (default: first)")
+    p.add_argument("--camera", default=None, help="DROID camera whose video/extrinsics to attach (exterior_1_left)")
+    p.add_argument("--frame", choices=["body", "camera"], default="body",
+                   help="express motion in the moving body's frame (default) or the observing camera's")
+    p.add_argument("--kind", choices=["nav", "manip", "hand"], default=None,
+                   help="picks the default unit step sizes (default: the trajectory's kind)")
+    p.add_argument("--translation", type=float, default=None, metavar="M", help="unit translation step, metres")
+    p.add_argument("--rotation", type=float, default=None, metavar="RAD", help="unit rotation step, radians")
+    p.add_argument("--cap", type=int, default=10, help="largest count of one primitive in one step (default 10)")
+    p.add_argument("--fps", type=float, default=None, help="override the file's frame rate")
+    p.add_argument("--answer-format", choices=["stepped", "vector", "flat"], default="stepped",
+                   help="answer JSON layout (default stepped)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+
+
+def run(args: argparse.Namespace) -> int:
+    from spatialact.action_space import StepSizes
+    from spatialact.trajectories import extract_actions, load_trajectory
+
+    from .table import format_table
+
+    opts = {} if args.camera is None else {"camera": args.camera}
+    traj = load_trajectory(args.traj, args.format, episode=args.episode, entity=args.entity, fps=args.fps, **opts)
+    sizes = None
+    kind = args.kind or traj.meta.get("kind")
+    if args.kind or args.translation or args.rotation:
+        base = StepSizes.for_kind(kind) if kind in ("nav", "manip", "hand") else StepSizes.navigation()
+        sizes = StepSizes(args.translation or base.translation, args.rotation or base.rotation)
+    ex = extract_actions(traj, sizes=sizes, mode=args.mode, cap=args.cap, frame=args.frame)
+    answer = ex.to_json(args.answer_format)
+    if args.json:
+        out = {"answer": answer, **ex.summary(), "source": traj.meta.get("source"), "frames": len(traj),
+               "fps": traj.fps, "instruction": traj.instruction, "metric": traj.metric,
+               "step_keyframes": [[int(ex.keyframes[j]), int(ex.keyframes[min(j + 1, len(ex.keyframes) - 1)])]
+                                  for j in ex.step_interval]}
+        print(json.dumps(out, ensure_ascii=False))
+        return 0
+    print(f"{traj.meta.get('source')}: {len(traj)} frames at {traj.fps:g} fps, {len(ex.keyframes)} keyframes, "
+          f"{len(ex)} steps ({args.mode} mode, {args.frame} frame); unit {ex.sizes.translation:g} m, "
+          f"{ex.sizes.rotation:g} rad; cap {ex.cap}")
+    if traj.instruction:
+        print(f"instruction: {traj.instruction}")
+    rows = []
+    for k, (step, j) in enumerate(zip(ex.steps, ex.step_interval)):
+        a = ex.keyframes[j]
+        b = ex.keyframes[min(j + 1, len(ex.keyframes) - 1)]
+        acts = ", ".join(f"{p.value}×{c}" for p, c in step.as_actions()) or "Stay"
+        rows.append([k + 1, f"{a}→{b}", acts, "" if step.gripper is None else step.gripper])
+    print(format_table(rows, ["step", "frames", "actions", "grip"]))
+    if ex.position_errors is not None and len(ex.position_errors):
+        print(f"replay error at keyframes: max {float(ex.position_errors.max()):.4g} m, "
+              f"{float(ex.rotation_errors.max()):.4g} rad")
+    print(json.dumps(answer, ensure_ascii=False))
+    return 0

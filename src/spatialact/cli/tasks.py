@@ -1,0 +1,88 @@
+"""Build task files (JSON Lines, validated against the shipped schema).
+
+  spatialact tasks from-trajectory TRAJ --out tasks.jsonl [--n 10] [--seed 0] [--kind manip]
+      start/goal frame pairs from one trajectory, with exact ground truth (SPEC §5.3); start/goal PNGs are
+      written next to the task file (folder <out stem>_images/) when the trajectory's frames decode.
+  spatialact tasks procedural --kind nav --out tasks.jsonl [--n 10] [--seed 0]
+      random reachable goals in procedural simulator scenes.
+
+The same seed gives the same file. Prints a table of the tasks written (--json: one JSON object).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    t = sub.add_parser("from-trajectory", help="start/goal frame pairs from a trajectory file",
+                       description="Sample start/goal frame pairs from one trajectory and write tasks.")
+    t.add_argument("traj", metavar="TRAJ", help="trajectory file or LeRobot dataset folder")
+    t.add_argument("--format", default=None, help="trajectory format (default: guessed)")
+    t.add_argument("--episode", type=int, default=None, help="episode of a LeRobot dataset (default: first)")
+    t.add_argument("--entity", default=None, help="what moves (EgoDex: camera, rightHand, leftHand)")
+    t.add_argument("--camera", default=None, help="DROID camera for the images (default exterior_1_left)")
+    t.add_argument("--min-motion", type=float, default=None, metavar="M", help="least start-to-goal distance")
+    t.add_argument("--max-motion", type=float, default=None, metavar="M", help="largest start-to-goal distance")
+    t.add_argument("--max-seconds", type=float, default=None, help="longest start-to-goal time")
+    t.add_argument("--answer-format", choices=["flat", "stepped", "vector"], default="stepped")
+    t.add_argument("--no-images", action="store_true", help="do not write PNG frames")
+    _common(t)
+    q = sub.add_parser("procedural", help="random reachable goals in procedural scenes",
+                       description="Tasks in procedural simulator scenes (needs the sim extra: PyBullet).")
+    _common(q)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", required=True, help="task file to write (.jsonl)")
+    p.add_argument("--n", type=int, default=10, help="number of tasks (default 10)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--kind", choices=["nav", "manip", "hand"], default=None,
+                   help="task kind (from-trajectory default: the trajectory's; procedural default: nav)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def _from_trajectory(args: argparse.Namespace) -> list:
+    from spatialact.trajectories import load_trajectory
+    from spatialact.trajectories.building import tasks_from_trajectory
+
+    opts = {} if args.camera is None else {"camera": args.camera}
+    traj = load_trajectory(args.traj, args.format, episode=args.episode, entity=args.entity, **opts)
+    out = Path(args.out)
+    image_dir = None if args.no_images else out.parent / f"{out.stem}_images"
+    return tasks_from_trajectory(traj, n=args.n, seed=args.seed, min_motion=args.min_motion,
+                                 max_motion=args.max_motion, kind=args.kind, answer_format=args.answer_format,
+                                 image_dir=image_dir, max_seconds=args.max_seconds)
+
+
+def _procedural(args: argparse.Namespace) -> list:
+    try:
+        from spatialact.envs import procedural_tasks
+    except ImportError as e:
+        raise ValueError(f"procedural tasks need the simulator (pip install 'spatialact[sim]'): {e}") from None
+    return procedural_tasks(args.kind or "nav", args.n, args.seed)
+
+
+# action name -> builder(args) -> list[Task]
+TASK_BUILDERS = {"from-trajectory": _from_trajectory, "procedural": _procedural}
+
+
+def run(args: argparse.Namespace) -> int:
+    from spatialact.tasks import save_tasks
+
+    from .table import format_table
+
+    if args.n < 0:
+        raise ValueError(f"--n must be ≥ 0, got {args.n}")
+    tasks = TASK_BUILDERS[args.action](args)
+    path = save_tasks(tasks, args.out)
+    if args.json:
+        print(json.dumps({"out": str(path), "n": len(tasks), "ids": [t.id for t in tasks]}))
+        return 0
+    rows = [[t.id, t.kind, t.n_steps, float(t.tags.get("distance_m", 0.0)) if "distance_m" in t.tags else None,
+             "yes" if t.start_image else "no"] for t in tasks]
+    print(format_table(rows, ["id", "kind", "steps", "distance m", "images"], title=f"{len(tasks)} tasks → {path}"))
+    return 0
