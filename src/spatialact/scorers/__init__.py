@@ -14,7 +14,8 @@ Light core only (numpy, scipy); torch is imported inside the torch backend of :f
 
 from .aggregate import (DEFAULT_TREE, SPATREE_L4, aggregate_arrays, aggregate_episodes, bootstrap_ci,
                         hierarchical_scores, leaf_of, load_tree, summarise)
-from .batch import rotations_from_motions, score_steps_batch, step_totals_batch
+from .batch import (KIND_CODES, rotations_from_motions, score_episodes_batch, score_steps_batch, sequence_arrays,
+                    step_totals_batch)
 from .closed_loop import closed_loop_metrics
 from .episode import ANSWER_PROFILES, EpisodeScore, net_errors, score_answer, score_episode
 from .lmms_eval import score_lmms_eval, to_lmms_answer, to_lmms_extra_info
@@ -24,7 +25,8 @@ from .step import DEFAULT_WEIGHTS, EPS, PROFILES, normalise_weights, parse_weigh
 __all__ = [
     "EPS", "DEFAULT_WEIGHTS", "PROFILES", "ANSWER_PROFILES",
     "score_step", "step_total", "normalise_weights", "parse_weights",
-    "score_steps_batch", "step_totals_batch", "rotations_from_motions",
+    "score_steps_batch", "step_totals_batch", "rotations_from_motions", "score_episodes_batch", "sequence_arrays",
+    "KIND_CODES",
     "EpisodeScore", "score_episode", "score_answer", "net_errors",
     "aggregate_episodes", "aggregate_arrays", "bootstrap_ci", "summarise",
     "hierarchical_scores", "load_tree", "leaf_of", "DEFAULT_TREE", "SPATREE_L4",

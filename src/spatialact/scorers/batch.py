@@ -18,7 +18,8 @@ import numpy as np
 
 from .step import EPS, KINDS, PROFILES, normalise_weights
 
-__all__ = ["score_steps_batch", "step_totals_batch", "rotations_from_motions", "BLOCK", "KIND_CODES"]
+__all__ = ["score_steps_batch", "step_totals_batch", "score_episodes_batch", "sequence_arrays", "rotations_from_motions",
+           "BLOCK", "KIND_CODES"]
 
 #: Steps per numpy block: the block's temporaries stay in cache (measured best between 8K and 32K).
 BLOCK = 16384
@@ -291,3 +292,104 @@ def step_totals_batch(scores: dict, kind="nav", profile: str = "paper", weights=
     else:
         total = np.where(np.asarray(kind) == KIND_CODES["nav"], nav, manip)
     return np.where(scores["flag"], 0.0, total)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Episodes in batch
+# ------------------------------------------------------------------------------------------------------------
+def sequence_arrays(seq) -> tuple[np.ndarray, np.ndarray]:
+    """An ActionSequence as ``(motions (K, 6) float64, grippers (K,) int64 with −1 = not stated)``.
+
+    Same numbers as ``seq.as_motions()`` / ``seq.grippers()``, built with one array operation for count steps.
+    """
+    steps = seq.steps
+    if not steps:
+        return np.zeros((0, 6)), np.zeros(0, dtype=np.int64)
+    grip = np.fromiter((-1 if s.gripper is None else s.gripper for s in steps), dtype=np.int64, count=len(steps))
+    if all(s.counts is not None for s in steps):
+        c = np.array([s.counts for s in steps], dtype=np.int64).reshape(len(steps), 6, 2)
+        return (c[:, :, 0] - c[:, :, 1]) * seq.sizes.units(), grip
+    return seq.as_motions(), grip
+
+
+def _compose(motions: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Net (t (E, 3), R (E, 3, 3)) of each episode's motions composed in order: T ← T @ Δ_k, from the identity."""
+    E = len(lengths)
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    Rk = rotations_from_motions(motions)
+    t = np.zeros((E, 3))
+    R = np.broadcast_to(np.eye(3), (E, 3, 3)).copy()
+    for k in range(int(lengths.max()) if E else 0):
+        act = np.nonzero(lengths > k)[0]
+        rows = offsets[act] + k
+        Ra = R[act]
+        t[act] = t[act] + np.einsum("nij,nj->ni", Ra, motions[rows, :3])
+        R[act] = Ra @ Rk[rows]
+    return t, R
+
+
+def _geodesic_np(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    from .. import geometry
+
+    return geometry.geodesic_angle(A, B)
+
+
+def score_episodes_batch(pred_motions, pred_grippers, pred_lengths, gt_motions, gt_grippers, gt_lengths,
+                         kinds, unit_t, profile: str = "paper", weights=None, backend: str = "numpy",
+                         device=None) -> dict:
+    """Episode scores of E episodes at once (SPEC §4.2 in array form; :func:`.episode.score_episode` is the
+    per-record reference).
+
+    ``pred_motions`` (ΣKp, 6) and ``gt_motions`` (ΣKg, 6): every episode's body-frame step motions
+    ``(tx, ty, tz, tilt, pan, roll)`` concatenated in episode order; ``*_grippers`` (ΣK,) ints, −1 = not stated;
+    ``*_lengths`` (E,) steps per episode; ``kinds`` (E,) :data:`KIND_CODES` (or one kind name); ``unit_t`` (E,)
+    or a number: each episode's unit translation step (m).
+
+    Returns (E,) arrays: ``total``, ``s_d``, ``s_theta``, ``s_step``, ``s_rot``, ``s_grip`` (NaN for navigation),
+    ``net_translation_error`` (m), ``net_rotation_error`` (rad), ``n_pred``, ``n_gt``, ``n_flagged``.
+    """
+    pm = np.asarray(pred_motions, dtype=np.float64).reshape(-1, 6)
+    gm = np.asarray(gt_motions, dtype=np.float64).reshape(-1, 6)
+    lp = np.asarray(pred_lengths, dtype=np.int64).reshape(-1)
+    lg = np.asarray(gt_lengths, dtype=np.int64).reshape(-1)
+    E = len(lp)
+    if len(lg) != E or lp.sum() != len(pm) or lg.sum() != len(gm):
+        raise ValueError("lengths do not match the motion arrays")
+    gpa = np.asarray(pred_grippers, dtype=np.int64).reshape(-1)
+    gga = np.asarray(gt_grippers, dtype=np.int64).reshape(-1)
+    if isinstance(kinds, str):
+        kinds = np.full(E, KIND_CODES[kinds])
+    kinds = np.asarray(kinds, dtype=np.int64).reshape(-1)
+    u_ep = np.broadcast_to(np.asarray(unit_t, dtype=np.float64), (E,))
+
+    # Aligned step pairs: episode e, index j < min(len_pred, len_gt).
+    m = np.minimum(lp, lg)
+    K = np.maximum(lp, lg)
+    op = np.concatenate([[0], np.cumsum(lp)[:-1]]).astype(np.int64) if E else lp
+    og = np.concatenate([[0], np.cumsum(lg)[:-1]]).astype(np.int64) if E else lg
+    ep = np.repeat(np.arange(E), m)
+    start = np.repeat(np.cumsum(m) - m, m)
+    j = np.arange(len(ep)) - start
+    rp, rg = op[ep] + j, og[ep] + j
+    P, G = pm[rp], gm[rg]
+    s = score_steps_batch(P[:, :3], G[:, :3], rotations_from_motions(P), rotations_from_motions(G),
+                          gpa[rp], gga[rg], u_ep[ep], backend=backend, device=device)
+    if backend == "torch":
+        s = {k: v.cpu().numpy() for k, v in s.items()}
+    tot = step_totals_batch(s, kinds[ep], profile, weights)
+
+    out = {}
+    safe = np.maximum(K, 1)
+    nav = kinds == KIND_CODES["nav"]
+    for key, vals in (("total", tot), ("s_d", s["s_d"]), ("s_theta", s["s_theta"]), ("s_step", s["s_step"]),
+                      ("s_rot", s["s_rot"]), ("s_grip", s["s_grip"])):
+        out[key] = np.bincount(ep, weights=vals, minlength=E) / safe
+        out[key][K == 0] = 1.0  # two empty sequences: nothing asked, nothing done
+    out["s_grip"] = np.where(nav, np.nan, out["s_grip"])
+    out["n_flagged"] = np.bincount(ep, weights=s["flag"].astype(np.float64), minlength=E).astype(np.int64)
+    tp, Rp = _compose(pm, lp)
+    tg, Rg = _compose(gm, lg)
+    out["net_translation_error"] = np.sqrt(((tp - tg) ** 2).sum(axis=1))
+    out["net_rotation_error"] = _geodesic_np(Rp, Rg)
+    out["n_pred"], out["n_gt"] = lp.copy(), lg.copy()
+    return out
