@@ -1,8 +1,9 @@
 """Model answers (text) → ``ActionSequence``, in strict or lenient mode (SPEC §3, "Parsing").
 
-Text level, in both modes: ``<think>…</think>`` blocks are dropped (an unclosed one runs to the end); the JSON is taken from the last ```json
-fence, else the last fence, else the outermost ``{…}``, else the whole text; trailing commas and Python-literal
-quoting (single quotes, True/None) are tolerated.
+Text level, in both modes: ``<think>…</think>`` blocks are dropped (an unclosed one runs to the end); the JSON
+is taken from the last ```json fence, else the last fence, else the outermost ``{…}``, else the whole text, else
+the last balanced top-level object in the prose; trailing commas and Python-literal quoting (single quotes,
+True/None) are tolerated. See docs/parsing.md for every rule.
 
 Content level: lenient mode (the default) repairs what it can and records one note per repair; strict mode
 raises :class:`ParseError` on anything lenient mode would have to repair, naming what and where
@@ -16,6 +17,7 @@ import ast
 import json
 import math
 import re
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -185,7 +187,11 @@ def load_json(s: str) -> Any:
     if len(s) > 200_000:
         raise ValueError("text too long to read as a Python literal")
     try:
-        return _literal(ast.parse(s.strip(), mode="eval"))
+        with warnings.catch_warnings():
+            # compiling model text may warn ("invalid decimal literal", "invalid escape sequence"): not ours to show
+            warnings.simplefilter("ignore")
+            tree = ast.parse(s.strip(), mode="eval")
+        return _literal(tree)
     except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError) as e:
         raise ValueError(f"not JSON ({e.__class__.__name__})") from None
 

@@ -1,0 +1,180 @@
+"""Fuzzing the parser: thousands of random and mutated answers through both modes.
+
+Strict mode may only raise ParseError; lenient mode never raises and always returns a ParseResult whose
+sequence is an ActionSequence (empty exactly when ok is False) with finite rigid motions.
+"""
+
+import json
+import math
+import os
+import random
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from parse_corpus import CORPUS
+from spatialact.action_space import ActionSequence, ParseError, ParseResult, StepSizes, parse_object, parse_response
+
+SIZES = [StepSizes.navigation(), StepSizes.manipulation()]
+# Examples per hypothesis test; raise it for a long hunt: SPATIALACT_FUZZ_N=5000 pytest tests/test_fuzz.py
+N = int(os.environ.get("SPATIALACT_FUZZ_N", "200"))
+ROUNDS = int(os.environ.get("SPATIALACT_FUZZ_ROUNDS", "25"))
+
+
+def check_both_modes(text, sizes=None, cap=10):
+    """The fuzz contract; returns the lenient result."""
+    res = parse_response(text, sizes=sizes, cap=cap)  # any exception here fails the test
+    assert isinstance(res, ParseResult)
+    assert isinstance(res.sequence, ActionSequence)
+    assert res.ok == (len(res.sequence) > 0)
+    assert isinstance(res.repairs, tuple) and all(isinstance(r, str) for r in res.repairs)
+    if res.ok:
+        assert res.error is None and res.format in ("flat", "stepped", "vector")
+        D = res.sequence.to_deltas()
+        assert np.all(np.isfinite(D))
+        for step in res.sequence:
+            if step.counts is not None:
+                assert all(0 <= n <= cap for n in step.counts)
+            else:
+                lim = np.array([sizes.translation] * 3 + [sizes.rotation] * 3) * cap if sizes else None
+                if lim is not None:
+                    assert np.all(np.abs(step.motion) <= lim + 1e-12)
+    else:
+        assert isinstance(res.error, str) and res.error
+    json.dumps(res.to_dict())  # always recordable
+    try:
+        strict = parse_response(text, strict=True, sizes=sizes, cap=cap)
+    except ParseError as e:
+        assert str(e)
+    else:
+        # strictly valid means nothing needed repairing, and it agrees with lenient mode
+        assert strict.repairs == () and strict.ok
+        assert strict.sequence == res.sequence and res.repairs == ()
+    return res
+
+
+# ----- hypothesis: arbitrary text, and JSON-shaped answers built from the answer vocabulary ---------------
+@settings(max_examples=N, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(max_size=300))
+def test_arbitrary_text(text):
+    check_both_modes(text)
+
+
+NAMES = ["W", "S", "A", "D", "shift", "space", "Q", "E", "→", "←", "↑", "↓", "↺", "↻", "STOP", "Dolly In",
+         "truck_left", "Pan Right", "turn left", "look up", "clockwise", "push", "pull", "grab", "release",
+         "Truck Left (A)", "fly", "", "Stay", "none", "Zoom"]
+KEYS = ["actions", "action", "step_nums", "step_num", "counts", "gripper", "step_1", "step_2", "Step 3", "step_10",
+        "steps", "vector", "delta", "answer", "plan", "reasoning", "W", "Pan Left"]
+scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(-30, 30), st.integers(), st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from(NAMES), st.sampled_from(["3", "-2", "2.5", "three", "1e9", "inf", "nan", "open", "closed"]),
+    st.text(max_size=8))
+json_values = st.recursive(
+    scalars,
+    lambda children: st.one_of(st.lists(children, max_size=8),
+                               st.dictionaries(st.one_of(st.sampled_from(KEYS), st.text(max_size=6)), children,
+                                               max_size=6)),
+    max_leaves=40)
+
+
+@settings(max_examples=N, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(json_values, st.sampled_from(SIZES), st.integers(1, 12))
+def test_json_shaped_answers(value, sizes, cap):
+    text = json.dumps(value, ensure_ascii=False, allow_nan=True)
+    check_both_modes(text, sizes, cap)
+    # also the loaded value directly: parse_object has the same contract
+    try:
+        parse_object(value, strict=True, sizes=sizes, cap=cap)
+    except ParseError:
+        pass
+    res = parse_object(value, sizes=sizes, cap=cap)
+    assert isinstance(res.sequence, ActionSequence)
+
+
+step_dicts = st.fixed_dictionaries(
+    {"actions": st.lists(st.sampled_from(NAMES), max_size=5)},
+    optional={"step_nums": st.lists(st.one_of(st.integers(-20, 20), st.floats(-20, 20), st.sampled_from(["2", "x"])),
+                                    max_size=6),
+              "gripper": st.one_of(st.sampled_from([0, 1, 0.7, "closed", "open", None]), st.floats())})
+
+
+@settings(max_examples=N, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(step_dicts, min_size=1, max_size=5), st.sampled_from(["json", "python", "fence", "think"]))
+def test_stepped_answers_in_wrappers(steps, wrap):
+    obj = {f"step_{k + 1}": s for k, s in enumerate(steps)}
+    body = json.dumps(obj, ensure_ascii=False) if wrap != "python" else repr(obj)
+    text = {"json": body, "python": body, "fence": f"Here you go:\n```json\n{body}\n```\nDone.",
+            "think": f"<think>{json.dumps(steps[0])}</think>{body}"}[wrap]
+    res = check_both_modes(text, SIZES[0])
+    assert len(res.sequence) in (0, len(steps))  # steps are never lost or invented, only kept as Stay
+
+
+# ----- seeded mutation loop over the corpus -------------------------------------------------------------
+ALPHABET = list('{}[]()",:\'` \n\t0123456789-+.eE_') + ["step_", "actions", "step_nums", "<think>", "</think>",
+                                                        "```json\n", "```", "NaN", "Infinity", "null", "True",
+                                                        "→", "\x00", "\ud800", "1e400", "9" * 50, "[" * 40]
+
+
+def mutate(text, rng):
+    s = text
+    for _ in range(rng.randint(1, 4)):
+        op = rng.randrange(8)
+        i = rng.randint(0, len(s))
+        j = min(len(s), i + rng.randint(0, 12))
+        if op == 0:  # delete a slice
+            s = s[:i] + s[j:]
+        elif op == 1:  # insert a token
+            s = s[:i] + rng.choice(ALPHABET) + s[i:]
+        elif op == 2:  # duplicate a slice
+            s = s[:j] + s[i:j] + s[j:]
+        elif op == 3:  # truncate
+            s = s[:i]
+        elif op == 4:  # replace a number with an odd one
+            s = s.replace(rng.choice("0123456789"), rng.choice(["-7", "2.5", "1e308", "NaN", '"4"', "99999"]), 1)
+        elif op == 5:  # splice in another corpus answer
+            other = rng.choice(CORPUS)["text"]
+            k = rng.randint(0, len(other))
+            s = s[:i] + other[k:k + rng.randint(1, 80)] + s[j:]
+        elif op == 6:  # swap case of a slice
+            s = s[:i] + s[i:j].swapcase() + s[j:]
+        else:  # wrap
+            s = rng.choice(["```json\n{}\n```", "<think>x</think>{}", "Answer: {} Thanks.", "{}}}]]", "[[{}"]).format(s)
+    return s
+
+
+def test_seeded_mutation_loop_over_corpus():
+    rng = random.Random(20261123)
+    n_ok = n = 0
+    for _ in range(ROUNDS):
+        for entry in CORPUS:
+            text = mutate(entry["text"], rng)
+            res = check_both_modes(text, StepSizes.for_kind(entry["kind"]))
+            n += 1
+            n_ok += res.ok
+    assert n >= 1000
+    # the mutations are mild enough that many answers survive: the loop exercises repairs, not only failures
+    assert 0.2 < n_ok / n < 0.95
+
+
+def test_mutation_loop_is_deterministic():
+    a = [mutate(e["text"], random.Random(7)) for e in CORPUS]
+    b = [mutate(e["text"], random.Random(7)) for e in CORPUS]
+    assert a == b
+    ra = [parse_response(t).to_dict() for t in a]
+    rb = [parse_response(t).to_dict() for t in b]
+    assert ra == rb
+
+
+def test_pathological_sizes_stay_fast_and_safe():
+    import time
+
+    texts = ["[" * 100_000, "{" * 100_000, "<think>" * 20_000, "```" * 20_000, ", " * 100_000 + "]",
+             '{"actions": ["W"], "step_nums": [1]}' * 2_000, "[1] " * 20_000, "x" * 500_000,
+             '{"step_1": ' * 3000 + "{}" + "}" * 3000]
+    t0 = time.perf_counter()
+    for t in texts:
+        check_both_modes(t)
+    # generous: this guards against quadratic blow-ups (minutes), not a speed target
+    assert time.perf_counter() - t0 < 20
+    assert math.isfinite(t0)
