@@ -354,8 +354,9 @@ class RunStore:
                     os.fsync(f.fileno())
                 warnings.warn(note, RuntimeWarning, stacklevel=2)
             needs_newline = self.path.exists() and good > 0 and self.path.read_bytes()[-1:] != b"\n"
-            self._records = _dedupe(records)
-            self._done = {_key_of(r) for r in self._records}
+            # key → latest record, in first-seen order (as _dedupe); appends are O(1)
+            self._by_key = {_key_of(r): r for r in _dedupe(records)}
+            self._done = set(self._by_key)
             self._fh = open(self.path, "a", encoding="utf-8")
             if needs_newline:
                 self._fh.write("\n")
@@ -429,13 +430,13 @@ class RunStore:
         (so they run again)."""
         if include_errors:
             return set(self._done)
-        return {_key_of(r) for r in self._records if not r.get("error")}
+        return {k for k, r in self._by_key.items() if not r.get("error")}
 
     def records(self) -> list[dict]:
-        return list(self._records)
+        return list(self._by_key.values())
 
     def __len__(self) -> int:
-        return len(self._records)
+        return len(self._by_key)
 
     # -- writing
     def _sync(self) -> None:
@@ -459,8 +460,7 @@ class RunStore:
         line = _dumps(rec)
         self._fh.write(line + "\n")
         self._sync()
-        rec = json.loads(line)
-        self._records = [r for r in self._records if _key_of(r) != key] + [rec]
+        self._by_key[key] = json.loads(line)
         self._done.add(key)
         return key
 
