@@ -91,7 +91,7 @@ def episode_seed(seed: int, task_id: str) -> int:
     """A per-episode seed that depends only on the run seed and the task: episodes give the same result in
     whatever order, process or Ray worker they run."""
     h = hashlib.sha256(f"{seed}|{task_id}".encode()).digest()
-    return int.from_bytes(h[:4], "little")
+    return int.from_bytes(h[:4], "little") & 0x7FFFFFFF  # fits a C int (OpenCV's RNG seed is one)
 
 
 def _load_image(path: str | None) -> np.ndarray | None:
