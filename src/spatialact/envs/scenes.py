@@ -126,6 +126,27 @@ def _box_mesh(half, tile: float):
     return verts, idx, uvs, normals
 
 
+def _box_obj(half, tile: float) -> str:
+    """Path of a cached Wavefront .obj of a box with these half extents and UVs tiled every ``tile`` metres."""
+    from .textures import _cache_dir
+
+    key = "_".join(f"{x:.4f}" for x in (*half, tile))
+    path = os.path.join(_cache_dir(), f"box_{key}.obj")
+    if not os.path.exists(path):
+        v, idx, uv, n = _box_mesh(half, tile)
+        lines = [f"v {a:.6f} {b:.6f} {c:.6f}" for a, b, c in v]
+        lines += [f"vt {a:.6f} {b:.6f}" for a, b in uv]
+        lines += [f"vn {a:.1f} {b:.1f} {c:.1f}" for a, b, c in n]
+        for k in range(0, len(idx), 3):
+            a, b, c = (i + 1 for i in idx[k:k + 3])
+            lines.append(f"f {a}/{a}/{a} {b}/{b}/{b} {c}/{c}/{c}")
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        os.replace(tmp, path)
+    return path
+
+
 class _Builder:
     def __init__(self, world: BulletWorld, rng: np.random.Generator):
         self.w = world
@@ -144,9 +165,10 @@ class _Builder:
         p = self.p
         half = [float(h) for h in half]
         if texture is not None:
-            v, i, uv, n = _box_mesh(half, tile)
-            vis = p.createVisualShape(p.GEOM_MESH, vertices=v, indices=i, uvs=uv, normals=n,
-                                      rgbaColor=[1, 1, 1, 1], physicsClientId=self.cid)
+            # a textured box is an .obj file with tiled UVs: PyBullet's EGL renderer crashes on meshes passed as
+            # vertex arrays, so both renderers read the same file
+            vis = p.createVisualShape(p.GEOM_MESH, fileName=_box_obj(half, tile), rgbaColor=[1, 1, 1, 1],
+                                      physicsClientId=self.cid)
         else:
             vis = p.createVisualShape(p.GEOM_BOX, halfExtents=half, rgbaColor=list(color) + [1],
                                       physicsClientId=self.cid)
