@@ -136,20 +136,48 @@ def frame_motions(poses: np.ndarray, cams: np.ndarray | None = None) -> np.ndarr
     return np.concatenate([t, ptr[:, 1:2], ptr[:, 0:1], ptr[:, 2:3]], axis=1)
 
 
+def _ptr(R: np.ndarray) -> tuple[float, float, float]:
+    """Scalar :func:`geometry.matrix_to_ptr` for one rotation (the closed loop calls it once per step)."""
+    sin_t = min(1.0, max(-1.0, -float(R[1, 2])))
+    cos_t = math.hypot(float(R[1, 0]), float(R[1, 1]))
+    tilt = math.atan2(sin_t, cos_t)
+    if cos_t < 1e-12:
+        pan, roll = math.atan2(-float(R[2, 0]), float(R[0, 0])), 0.0
+    else:
+        pan, roll = math.atan2(float(R[0, 2]), float(R[2, 2])), math.atan2(float(R[1, 0]), float(R[1, 1]))
+    return (math.pi if pan <= -math.pi else pan), tilt, (math.pi if roll <= -math.pi else roll)
+
+
+def _ptr_matrix(pan: float, tilt: float, roll: float) -> np.ndarray:
+    """Scalar ``R_y(pan) R_x(tilt) R_z(roll)`` (same product as :func:`geometry.ptr_to_matrix`)."""
+    cp, sp, ct, st, cr, sr = (math.cos(pan), math.sin(pan), math.cos(tilt), math.sin(tilt), math.cos(roll),
+                              math.sin(roll))
+    return np.array([[cp * cr + sp * st * sr, -cp * sr + sp * st * cr, sp * ct],
+                     [ct * sr, ct * cr, -st],
+                     [-sp * cr + cp * st * sr, sp * sr + cp * st * cr, cp * ct]])
+
+
 def _motion_between(cur: np.ndarray, tgt: np.ndarray, Rc: np.ndarray | None) -> np.ndarray:
     if Rc is None:
-        return geometry.delta_to_motion(geometry.relative_pose(cur, tgt))
-    t = Rc.T @ (tgt[:3, 3] - cur[:3, 3])
-    ptr = geometry.matrix_to_ptr(Rc.T @ tgt[:3, :3] @ cur[:3, :3].T @ Rc)
-    return np.array([t[0], t[1], t[2], ptr[1], ptr[0], ptr[2]])
+        RT = cur[:3, :3].T
+        t = RT @ (tgt[:3, 3] - cur[:3, 3])
+        pan, tilt, roll = _ptr(RT @ tgt[:3, :3])
+    else:
+        t = Rc.T @ (tgt[:3, 3] - cur[:3, 3])
+        pan, tilt, roll = _ptr(Rc.T @ tgt[:3, :3] @ cur[:3, :3].T @ Rc)
+    return np.array([t[0], t[1], t[2], tilt, pan, roll])
 
 
 def _apply(cur: np.ndarray, motion: np.ndarray, Rc: np.ndarray | None) -> np.ndarray:
+    R = _ptr_matrix(float(motion[4]), float(motion[3]), float(motion[5]))
+    out = np.empty((4, 4))
+    out[3] = (0.0, 0.0, 0.0, 1.0)
     if Rc is None:
-        return cur @ geometry.motion_to_delta(motion)
-    out = cur.copy()
+        # cur @ [R | t]: translate along the body axes, then rotate.
+        out[:3, :3] = cur[:3, :3] @ R
+        out[:3, 3] = cur[:3, :3] @ motion[:3] + cur[:3, 3]
+        return out
     out[:3, 3] = cur[:3, 3] + Rc @ motion[:3]
-    R = geometry.ptr_to_matrix(motion[4], motion[3], motion[5])
     out[:3, :3] = Rc @ R @ Rc.T @ cur[:3, :3]
     return out
 
