@@ -69,7 +69,9 @@ def test_oracle_one_shot_scores_one_everywhere_and_succeeds(tmp_path, suite):
         # The oracle walks the ground-truth path, so its SPL is the ground truth's own: d0 / max(d0, path).
         gt = np.asarray(r["gt_poses"])
         gt_path = float(np.linalg.norm(np.diff(gt[:, :3, 3], axis=0), axis=1).sum())
-        assert r["spl"] == pytest.approx(r["d0"] / max(r["d0"], gt_path), abs=1e-3)
+        # (The free camera lands exactly on each pose; the Franka's IK only within its tolerance.)
+        tol = 1e-6 if r["kind"] == "nav" else 0.02
+        assert r["spl"] == pytest.approx(r["d0"] / max(r["d0"], gt_path), abs=tol)
         # Frames were stored inside the run directory and are real images.
         for name in ("start", "goal", "final"):
             p = tmp_path / "oracle-one-shot" / r["frames"][name]
