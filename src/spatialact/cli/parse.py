@@ -1,7 +1,8 @@
 """Show what a model answer parses to: its steps, the rigid motion of each step and the repairs made.
 
-ANSWER is a file path, '-' for standard input, or the answer text itself. Exit status 1 when the answer
-has no usable step (lenient) or is rejected (--strict), 2 on bad arguments.
+ANSWER is a file path, '-' for standard input, or the answer text itself. Exit status 0 when the answer has a
+usable step, 1 when it has none (lenient) or is rejected (--strict), 2 on bad arguments or an unreadable file
+(a directory, not UTF-8, no permission, or a path-like ANSWER that names no file).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 
 
@@ -26,11 +28,30 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def read_answer(arg: str) -> str:
+    """The answer text: standard input for '-', a file's contents when ARG names one, else ARG itself.
+
+    Raises ValueError (exit 2, one line naming the file) for a file that cannot be read or is not UTF-8 text,
+    and for an ARG that looks like a path (no space or JSON bracket; a '/' or a file extension) but names nothing:
+    such text could never parse, so a typo in a file name should not pass for an unusable answer.
+    (ValueError rather than CLIError: under ``python -m spatialact.cli.main`` the CLIError that main() catches
+    is ``__main__.CLIError``, a different class from the one this module could import.)
+    """
     if arg == "-":
         return sys.stdin.read()
-    if os.path.isfile(arg):
-        with open(arg, encoding="utf-8") as f:
-            return f.read()
+    if os.path.exists(arg):
+        if os.path.isdir(arg):
+            raise ValueError(f"{arg}: is a directory, not an answer file")
+        try:
+            with open(arg, encoding="utf-8") as f:
+                return f.read()
+        except UnicodeDecodeError as e:
+            raise ValueError(f"{arg}: not UTF-8 text (byte {e.start})") from None
+        except OSError as e:
+            raise ValueError(f"{arg}: cannot read ({e.strerror or e.__class__.__name__})") from None
+    looks_like_path = (re.search(r"[\s{\[]", arg) is None
+                       and ("/" in arg or os.sep in arg or re.search(r"\.[A-Za-z]\w{0,4}$", arg) is not None))
+    if looks_like_path:
+        raise ValueError(f"{arg}: no such answer file")
     return arg
 
 
@@ -41,8 +62,11 @@ def run(args: argparse.Namespace) -> int:
 
     from .table import format_table
 
+    if args.cap < 0:
+        raise ValueError(f"--cap must be a non-negative integer, got {args.cap}")
     base = StepSizes.for_kind(args.kind)
-    sizes = StepSizes(args.translation or base.translation, args.rotation or base.rotation)
+    sizes = StepSizes(base.translation if args.translation is None else args.translation,
+                      base.rotation if args.rotation is None else args.rotation)
     text = read_answer(args.answer)
     try:
         res = parse_response(text, strict=args.strict, sizes=sizes, cap=args.cap)
@@ -56,6 +80,11 @@ def run(args: argparse.Namespace) -> int:
     deltas = seq.to_deltas()
     if args.json:
         out = res.to_dict()
+        # readable per-step view beside the lossless record: motion is (tx, ty, tz, tilt, pan, roll), m and rad
+        out["steps"] = [{"step": k + 1,
+                         "actions": None if st.is_vector else {p.value: n for p, n in st.as_actions()},
+                         "motion": [float(x) for x in m], "gripper": st.gripper}
+                        for k, (st, m) in enumerate(zip(seq.steps, seq.as_motions()))]
         out["deltas"] = deltas.tolist()
         print(json.dumps(out, ensure_ascii=False, indent=1))
         return 0 if res.ok else 1
