@@ -209,3 +209,12 @@ def test_prompt_never_contains_pose():
     obs = _obs(pose=np.full((4, 4), 12345.678))
     messages, _ = build_prompt(task, obs, "one-shot")
     assert "12345" not in str(messages)
+
+
+def test_oracle_closed_loop_follows_gt_on_path_and_scores_like_one_shot():
+    # a two-step ground truth: on the path, the closed-loop oracle answers exactly the gt steps, then Stay
+    task = make_task(signed=[(3, 0, 4, 0, 0, 0), (0, 0, 0, 0, 5, 2)])
+    agent = make_agent("oracle")
+    agent.reset(task, mode="closed-loop")
+    poses = _run_closed_loop(agent, task, task.start_pose)
+    assert np.allclose(poses, task.gt_poses(), atol=1e-12)

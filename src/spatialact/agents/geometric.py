@@ -10,8 +10,9 @@
 
 One-shot it answers the whole motion (split into several steps where a count exceeds the cap); closed-loop,
 one capped step. Where the geometry fails (too few matches, no parallax, a degenerate essential matrix) it
-answers Stay and says why in ``AgentTurn.info["reason"]``. Without a depth image the translation is one unit
-step along the recovered direction (``info["scale"] = "unit"``).
+answers Stay and says why in ``AgentTurn.info["reason"]``; it also answers Stay when the median disparity of
+the matches is below ``stop_disparity_px`` (1.5 px): the views coincide, and smaller motions are noise.
+Without a depth image the translation is one unit step along the recovered direction (``info["scale"] = "unit"``).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def default_intrinsics(width: int, height: int, fov_y_deg: float = 60.0) -> np.n
 
 def estimate_motion(cur_rgb: np.ndarray, goal_rgb: np.ndarray, K: np.ndarray, depth: np.ndarray | None = None,
                     n_features: int = 2000, ratio: float = 0.8, min_matches: int = 12,
-                    seed: int = 0) -> tuple[np.ndarray | None, dict]:
+                    seed: int = 0, stop_disparity_px: float = 0.5) -> tuple[np.ndarray | None, dict]:
     """The body-frame motion Δ (4, 4) from the current camera to the goal camera, or None, and diagnostics.
 
     ``depth`` is the current view's depth in metres (H, W); ``K`` the (3, 3) pinhole intrinsics in pixels.
@@ -72,8 +73,8 @@ def estimate_motion(cur_rgb: np.ndarray, goal_rgb: np.ndarray, K: np.ndarray, de
     p2 = np.float64([k2[m.trainIdx].pt for m in good])
     disp = np.median(np.linalg.norm(p1 - p2, axis=1))
     info["median_disparity_px"] = float(disp)
-    if disp < 0.5:
-        info["reason"] = "no parallax: the views coincide"
+    if disp < stop_disparity_px:
+        info["reason"] = f"median disparity {disp:.2f} px < {stop_disparity_px:g} px: the views coincide"
         return np.eye(4), info
     K = np.asarray(K, dtype=np.float64)
     # MAGSAC++ where OpenCV has it (≥ 4.5): plain RANSAC at a 1 px threshold sometimes settles on the
@@ -122,8 +123,12 @@ class GeometricAgent(BaselineAgent):
 
     name = "geometric"
 
-    def __init__(self, seed: int = 0, n_features: int = 2000, ratio: float = 0.8, min_matches: int = 12):
+    def __init__(self, seed: int = 0, n_features: int = 2000, ratio: float = 0.8, min_matches: int = 12,
+                 stop_disparity_px: float = 1.5):
         super().__init__(seed)
+        if not float(stop_disparity_px) >= 0:
+            raise AgentConfigError(f"geometric: stop_disparity_px must be ≥ 0, got {stop_disparity_px!r}")
+        self.stop_disparity_px = float(stop_disparity_px)
         try:
             import cv2  # noqa: F401
         except ImportError as e:  # pragma: no cover - opencv is part of the agents extra
@@ -138,7 +143,7 @@ class GeometricAgent(BaselineAgent):
 
     def params(self) -> dict:
         return {"seed": self.seed, "n_features": self.n_features, "ratio": self.ratio,
-                "min_matches": self.min_matches}
+                "min_matches": self.min_matches, "stop_disparity_px": self.stop_disparity_px}
 
     def act(self, observation: dict) -> AgentTurn:
         t0 = time.perf_counter()
@@ -154,7 +159,7 @@ class GeometricAgent(BaselineAgent):
             K = default_intrinsics(w, h)
             info["intrinsics"] = "default 60° vertical field of view"
         delta, diag = estimate_motion(cur, goal, K, observation.get("depth"), self.n_features, self.ratio,
-                                      self.min_matches, self.seed)
+                                      self.min_matches, self.seed, self.stop_disparity_px)
         info.update(diag)
         if delta is None:
             return self._turn(stay_sequence(task.sizes, cap), t0, info)

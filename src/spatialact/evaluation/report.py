@@ -69,8 +69,10 @@ def _get(r: dict, key: str):
 
 def _response(r: dict) -> str:
     v = r.get("response")
-    if v is None and isinstance(r.get("responses"), list):
-        v = "\n---\n".join(str(x) for x in r["responses"])
+    if v is None:
+        v = r.get("responses")
+    if isinstance(v, list):  # closed loop: one answer per step
+        return "\n".join(f"[step {k + 1}] {x}" for k, x in enumerate(v))
     return "" if v is None else str(v)
 
 
