@@ -164,12 +164,14 @@ def _episode_table_v3(root: Path, info: dict, episode: int | None):
     for col in ("episode_index", "data/chunk_index", "data/file_index", "dataset_from_index", "dataset_to_index"):
         if col not in eps.column_names:
             raise fail(files[0], col, "missing")
-    rows = eps.to_pylist()
+    # Real datasets list tens of thousands of episodes (with per-episode stats columns): filter before converting.
+    ep_col = eps.column("episode_index")
     if episode is None:
-        episode = min(int(r["episode_index"]) for r in rows)
-    row = next((r for r in rows if int(r["episode_index"]) == int(episode)), None)
-    if row is None:
-        raise fail(files[0], "episode_index", f"episode {episode} not in the dataset ({len(rows)} episodes)")
+        episode = int(pc.min(ep_col).as_py())
+    match = eps.filter(pc.equal(ep_col, int(episode)))
+    if match.num_rows == 0:
+        raise fail(files[0], "episode_index", f"episode {episode} not in the dataset ({eps.num_rows} episodes)")
+    row = match.slice(0, 1).to_pylist()[0]
     data = root / info["data_path"].format(chunk_index=int(row["data/chunk_index"]),
                                            file_index=int(row["data/file_index"]))
     if not data.is_file():
