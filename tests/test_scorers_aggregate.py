@@ -184,3 +184,11 @@ def test_numeric_scores():
         assert r["reason"] == "parse_error" and r["mra"] == 0.0 and not r["delta2"]
     with pytest.raises(ValueError):
         score_numeric(1.0, float("nan"))
+
+
+def test_leaf_values_equal_records():
+    r = recs()
+    by_leaf: dict = {}
+    for x in r:
+        by_leaf.setdefault(leaf_of(x), []).append(x["score"])
+    assert hierarchical_scores(leaf_values=by_leaf) == hierarchical_scores(r)

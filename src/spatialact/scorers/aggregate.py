@@ -212,36 +212,42 @@ def leaf_of(record: Mapping) -> str | None:
     return KIND_LEAVES.get(record.get("kind"))
 
 
-def hierarchical_scores(records: Iterable[Mapping], tree=None, score_key: str = "score") -> dict:
+def hierarchical_scores(records: Iterable[Mapping] | None = None, tree=None, score_key: str = "score",
+                        leaf_values: Mapping[str, Sequence[float]] | None = None) -> dict:
     """Hierarchical score of episode records over ``tree`` (default: the SpatialTree L4 tree).
 
-    Returns ``{"tree", "score" (root; None without data), "coverage" (root), "score_missing_as_zero"
-    (lmms-eval's rule), "nodes": {"A/B/C": {"score", "coverage", "weight", "n", "leaf"}}, "unmatched": {leaf
-    name: count}}``.
+    Each record goes to the leaf :func:`leaf_of` names. Instead of records, ``leaf_values`` may give the scores
+    per leaf name directly (what the CLI does for large files). Returns ``{"tree", "score" (root; None without
+    data), "coverage" (root), "score_missing_as_zero" (lmms-eval's rule), "n", "nodes": {"A/B/C": {"score",
+    "coverage", "weight", "n", "leaf"}}, "unmatched": {leaf name: count}}``.
     """
     root = load_tree(tree)
+    leaves: set = set()
+
+    def collect(node):
+        if not node["children"]:
+            leaves.add(_norm_name(node["name"]))
+        for c in node["children"]:
+            collect(c)
+
+    collect(root)
     sums: dict[str, list] = {}
     unmatched: dict[str, int] = {}
-    leaves = {}
 
-    def collect(node, path):
-        p = f"{path}/{node['name']}" if path else node["name"]
-        if not node["children"]:
-            leaves.setdefault(_norm_name(node["name"]), []).append(p)
-        for c in node["children"]:
-            collect(c, p)
-
-    collect(root, "")
-    for r in records:
-        v = _num(r.get(score_key))
-        if not math.isfinite(v):
-            continue
-        leaf = leaf_of(r)
+    def add(leaf, vals):
+        vals = [v for v in (_num(x) for x in vals) if math.isfinite(v)]
+        if not vals:
+            return
         key = _norm_name(leaf) if leaf else None
         if key in leaves:
-            sums.setdefault(key, []).append(v)
+            sums.setdefault(key, []).extend(vals)
         else:
-            unmatched[str(leaf)] = unmatched.get(str(leaf), 0) + 1
+            unmatched[str(leaf)] = unmatched.get(str(leaf), 0) + len(vals)
+
+    for r in records or ():
+        add(leaf_of(r), [r.get(score_key)])
+    for leaf, vals in (leaf_values or {}).items():
+        add(leaf, np.asarray(vals, dtype=np.float64).reshape(-1).tolist())
 
     nodes: dict = {}
 
@@ -253,22 +259,21 @@ def hierarchical_scores(records: Iterable[Mapping], tree=None, score_key: str = 
             nodes[p] = {"score": s, "coverage": 1.0 if vals else 0.0, "weight": node["weight"], "n": len(vals),
                         "leaf": True}
             return s, (1.0 if vals else 0.0), len(vals), (s if s is not None else 0.0)
-        num = den = cov_num = cov_den = z_num = z_den = 0.0
+        num = den = cov_num = z_num = w_sum = 0.0
         n = 0
         for c in node["children"]:
             s, cov, cn, z = visit(c, p)
             w = c["weight"]
+            w_sum += w
             cov_num += w * cov
-            cov_den += w
             z_num += w * z
-            z_den += w
             n += cn
             if s is not None:
                 num += w * s
                 den += w
         score = num / den if den > 0 else None
-        cov = cov_num / cov_den if cov_den > 0 else 0.0
-        z = z_num / z_den if z_den > 0 else 0.0
+        cov = cov_num / w_sum if w_sum > 0 else 0.0
+        z = z_num / w_sum if w_sum > 0 else 0.0
         nodes[p] = {"score": score, "coverage": cov, "weight": node["weight"], "n": n, "leaf": False}
         return score, cov, n, z
 
