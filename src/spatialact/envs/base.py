@@ -6,8 +6,9 @@ end-effector, hand) moves in its own body frame, ``T_next = T @ Δ`` (SPEC §2�
 Action modes (SPEC §6):
 
 * ``discrete``: ``Discrete(13)`` (CameraNav) or ``Discrete(15)``: 0 Stay, 1–12 one unit of one motion primitive in
-  ``MOTION_PRIMITIVES`` order (Dolly In, Dolly Out, Truck Right, Truck Left, ... — the order of the action space
-  table by axis), 13 open / release, 14 close / grab;
+  ``MOTION_PRIMITIVES`` order (1 Truck Right, 2 Truck Left, 3 Pedestal Down, 4 Pedestal Up, 5 Dolly In,
+  6 Dolly Out, 7 Tilt Up, 8 Tilt Down, 9 Pan Right, 10 Pan Left, 11 Roll CCW, 12 Roll CW), 13 open / release,
+  14 close / grab;
 * ``step``: ``MultiDiscrete([2·cap+1]*6 + [3])``: signed counts ``a[i] − cap`` for truck, pedestal, dolly, tilt, pan,
   roll, and a gripper element (0 open, 1 close, 2 keep; CameraNav ignores it);
 * ``continuous``: ``Box(7)``, one vector-format step ``[dx, dy, dz, d_roll, d_pitch, d_yaw, g]`` bounded by
