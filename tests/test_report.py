@@ -55,7 +55,11 @@ def test_report_files_tables_and_escaping(runs, tmp_path):
     assert "9,000" in h  # prompt tokens of the API run: 9 × 1000
     m = md.read_text()
     assert "| run |" in m and "openai (vlm-7b)" in m
-    assert "&lt;script&gt;" not in m or "```" in m
+    # in Markdown the answer sits verbatim inside a fenced code block (rendered as text, never as HTML)
+    blocks = re.findall(r"^(`{3,})text\n(.*?)\n\1$", m, flags=re.S | re.M)
+    assert any(EVIL in body for _, body in blocks)
+    outside = re.sub(r"^(`{3,})text\n.*?\n\1$", "", m, flags=re.S | re.M)
+    assert "<script" not in outside
     # figure and frame files that the Markdown refers to exist
     for ref in re.findall(r"\]\(([^)]+\.png)\)", m):
         assert (tmp_path / "rep" / ref).is_file(), ref

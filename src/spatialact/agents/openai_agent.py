@@ -42,7 +42,7 @@ class ResponseCache:
     """
 
     def __init__(self, root: str | os.PathLike):
-        self.root = Path(root)
+        self.root = Path(root).expanduser()
 
     def _path(self, key: str) -> Path:
         if len(key) != 64 or any(c not in "0123456789abcdef" for c in key):
