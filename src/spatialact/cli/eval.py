@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -125,7 +126,11 @@ def run(args: argparse.Namespace) -> int:
     cfg = EpisodeConfig(mode=args.mode, env=args.env, renderer=args.renderer, width=args.size, height=args.size,
                         max_steps=args.max_steps, profile=args.profile, weights=parse_weights(args.weights),
                         seed=args.seed)
-    agent = AgentSpec(args.agent, parse_agent_args(args.agent_arg))
+    kwargs = parse_agent_args(args.agent_arg)
+    if args.agent == "openai" and "cache_dir" not in kwargs:
+        # API answers are cached by default (a rerun or a resumed run does not pay twice), inside the run.
+        kwargs["cache_dir"] = str(Path(args.out) / "cache")
+    agent = AgentSpec(args.agent, kwargs)
     tasks, source, sha, task_file = load_task_source(args.tasks, args.suite, args.seed)
     summary = run_eval(tasks, agent, cfg, args.out, task_source=source, task_hash=sha, task_file=task_file,
                        limit=args.limit, workers=args.workers, backend=args.backend,
