@@ -1,0 +1,53 @@
+"""`spatialact eval --agent openai` end to end against a chat-completions server on loopback (the real client)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("openai")
+pytest.importorskip("pybullet")
+
+from spatialact.cli.main import main  # noqa: E402
+from test_agents_openai import SECRET, FakeServer  # noqa: E402
+
+
+@pytest.fixture
+def server():
+    s = FakeServer()
+    yield s
+    s.close()
+
+
+def test_eval_with_an_api_agent_records_usage_caches_and_never_stores_the_key(server, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("SPATIALACT_TEST_KEY", SECRET)
+    # First task: a valid answer; second: prose with no JSON at all (scored 0, reason parse_error).
+    server.script = [("ok", 'Sure!\n```json\n{"actions": ["Dolly In", "Pan Right"], "step_nums": [2, 1]}\n```'),
+                     ("ok", "I cannot tell from these images.")]
+    out = tmp_path / "run"
+    argv = ["eval", "--suite", "nav:2", "--agent", "openai", "--agent-arg", "model=test-vlm",
+            "--agent-arg", f"base_url={server.url}", "--agent-arg", "api_key_env=SPATIALACT_TEST_KEY",
+            "--size", "64", "--out", str(out), "--no-progress", "--json"]
+    assert main(argv) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["new"] == 2
+    assert len(server.requests) == 2
+    body = server.requests[0]["body"]
+    assert body["model"] == "test-vlm" and body["temperature"] == 0
+    recs = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    by_reason = sorted(r["reason"] or "ok" for r in recs)
+    assert by_reason == ["ok", "parse_error"]
+    bad = next(r for r in recs if r["reason"] == "parse_error")
+    assert bad["score"] == 0.0 and bad["ok"] is False
+    assert all(r["usage"]["prompt_tokens"] == 321 and r["model"] == "test-vlm" for r in recs)
+    # The key is nowhere in the run directory (results, config, cache files).
+    for p in Path(out).rglob("*"):
+        if p.is_file() and p.suffix in (".json", ".jsonl", ".txt", ""):
+            assert SECRET not in p.read_text(errors="ignore"), p
+    assert any((out / "cache").rglob("*.json"))
+    # Rerunning the same command resumes: nothing to do, no request.
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["new"] == 0
+    assert len(server.requests) == 2
