@@ -42,11 +42,14 @@ def check_both_modes(text, sizes=None, cap=10):
                     assert np.all(np.abs(step.motion) <= lim + 1e-12)
     else:
         assert isinstance(res.error, str) and res.error
+        # parse_response turns an unexpected exception into "unreadable answer (TypeError: ...)" so that a run
+        # never crashes; here that would be a bug hidden, so it must never happen
+        assert "unreadable answer (" not in res.error, res.error
     json.dumps(res.to_dict())  # always recordable
     try:
         strict = parse_response(text, strict=True, sizes=sizes, cap=cap)
     except ParseError as e:
-        assert str(e)
+        assert str(e) and "unreadable answer (" not in str(e), str(e)
     else:
         # strictly valid means nothing needed repairing, and it agrees with lenient mode
         assert strict.repairs == () and strict.ok

@@ -391,3 +391,11 @@ def test_parse_error_is_a_value_error_and_parse_object_works_on_loaded_values():
         parse_object(5, strict=True)
     with pytest.raises(ParseError):
         ActionSequence.from_json('{"actions": ["W"], "step_nums": [-1]}')
+
+
+def test_bad_cap_is_the_callers_error():
+    for cap in (-1, 2.5, True, "10"):
+        with pytest.raises(ValueError, match="cap must be a non-negative integer"):
+            parse_response('{"actions": ["W"]}', cap=cap)
+    res = parse_response('{"actions": ["W"], "step_nums": [3]}', cap=0)
+    assert res.sequence[0].is_stay() and "clamped to the cap 0" in res.repairs[0]

@@ -637,6 +637,13 @@ def _interpret(obj: Any, where: str, ctx: _Ctx, depth: int = 0) -> tuple[list[tu
     ctx.fail(where, f"expected a JSON object or list, got {type(obj).__name__}")
 
 
+def _check_cap(cap: Any) -> int:
+    # A caller's mistake, not the model's: raised in both modes (lenient mode never raises on the *answer*).
+    if isinstance(cap, bool) or not isinstance(cap, int) or cap < 0:
+        raise ValueError(f"cap must be a non-negative integer, got {cap!r}")
+    return cap
+
+
 def _empty(sizes: StepSizes, cap: int, repairs, error: str, json_text=None) -> ParseResult:
     return ParseResult(ActionSequence((), sizes, cap), tuple(repairs), False, error, None, json_text)
 
@@ -644,6 +651,7 @@ def _empty(sizes: StepSizes, cap: int, repairs, error: str, json_text=None) -> P
 def parse_object(obj: Any, strict: bool = False, sizes: StepSizes | None = None,
                  cap: int = DEFAULT_CAP, json_text: str | None = None) -> ParseResult:
     """Interpret an already-loaded JSON value as an answer (see :func:`parse_response`)."""
+    _check_cap(cap)
     sizes = sizes or StepSizes.navigation()
     ctx = _Ctx(strict, sizes, cap)
     try:
@@ -673,8 +681,10 @@ def parse_response(text: str, strict: bool = False, sizes: StepSizes | None = No
     """Parse a model's answer text into a :class:`ParseResult` ``(sequence, repairs, ok, error)``.
 
     ``sizes`` are the task's unit step sizes (navigation defaults when None); ``cap`` the largest count of one
-    primitive in one step. Strict mode raises :class:`ParseError`; lenient mode never raises.
+    primitive in one step. Strict mode raises :class:`ParseError`; lenient mode never raises on the answer (a
+    negative or non-integer ``cap`` is the caller's error: ValueError in both modes).
     """
+    _check_cap(cap)
     sizes = sizes or StepSizes.navigation()
     if not isinstance(text, str):
         if strict:
