@@ -101,14 +101,18 @@ class GripperManipEnv(TabletopEnv):
             for j, qj in zip(ARM_JOINTS, q[:7]):
                 p.resetJointState(self._robot, j, qj, physicsClientId=cid)
             M = self._measured_pose()
+            last = pe + re
             pe = float(np.linalg.norm(M[:3, 3] - T[:3, 3]))
             re = float(geometry.rotation_error(M, T))
             if pe <= IK_TOLERANCE[0] and re <= IK_TOLERANCE[1]:
                 break
+            if last - (pe + re) < 1e-6:  # no longer improving: out of reach, stop here
+                break
         return pe, re
 
-    def _drive_to(self, T: np.ndarray) -> None:
-        self._solve_ik(T)
+    def _drive_to(self, T: np.ndarray, final: bool = True) -> None:
+        # intermediate waypoints only need to be close; the pose a step ends at is refined fully
+        self._solve_ik(T, iterations=12 if final else 2)
         self._hold_joints()
 
     def _reachable(self, T) -> bool:

@@ -80,7 +80,7 @@ class HandManipEnv(TabletopEnv):
         pos, quat = p.getBasePositionAndOrientation(self._agent_body, physicsClientId=cid)
         return _pose_from_pq(pos, quat)
 
-    def _drive_to(self, T: np.ndarray) -> None:
+    def _drive_to(self, T: np.ndarray, final: bool = True) -> None:
         pos, quat = _pq_from_pose(T)
         self.world.p.resetBasePositionAndOrientation(self._agent_body, pos, quat, physicsClientId=self.world.client)
         self._exact = np.asarray(T, dtype=np.float64).copy()

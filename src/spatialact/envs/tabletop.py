@@ -130,7 +130,7 @@ class TabletopEnv(SpatialActEnv):
             T = np.eye(4)
             T[:3, :3] = end[:3, :3] if i == n else slerp([s]).as_matrix()[0]
             T[:3, 3] = end[:3, 3] if i == n else (1 - s) * start[:3, 3] + s * end[:3, 3]
-            self._drive_to(T)
+            self._drive_to(T, final=(i == n))
             for _ in range(_SUBSTEPS_PER_WAYPOINT):
                 self._carry()
                 p.stepSimulation(physicsClientId=cid)
