@@ -116,6 +116,15 @@ def test_unit_sizes_defaults_and_validation():
         Step(counts=(1,) * 11)
     with pytest.raises(ValueError):
         Step(counts=(-1,) + (0,) * 11)
+    # a fractional count is refused, not truncated (int(2.7) == 2 used to pass silently)
+    with pytest.raises(ValueError, match="integers"):
+        Step(counts=(2.7,) + (0,) * 11)
+    with pytest.raises(ValueError, match="integers"):
+        Step.from_signed([0.5, 0, 0, 0, 0, 0])
+    with pytest.raises(ValueError, match="integers"):
+        Step.from_counts({"W": 1.5})
+    assert Step(counts=(2.0,) + (0,) * 11).counts[0] == 2
+    assert Step.from_signed(np.array([3, 0, 0, 0, 0, -1])).signed_counts().tolist() == [3, 0, 0, 0, 0, -1]
     with pytest.raises(ValueError):
         Step(motion=(float("nan"),) * 6)
     with pytest.raises(ValueError):

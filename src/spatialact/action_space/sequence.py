@@ -77,6 +77,17 @@ class StepSizes:
         return cls(float(d["translation"]), float(d["rotation"]))
 
 
+def _as_int(x, what: str) -> int:
+    # int(2.7) would silently be 2: a count must be a whole number (2.0 and numpy integers are fine).
+    try:
+        i = int(x)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{what} must be integers, got {x!r}") from None
+    if i != x:
+        raise ValueError(f"{what} must be integers, got {x!r}")
+    return i
+
+
 def _check_gripper(g) -> int | None:
     if g is None:
         return None
@@ -106,7 +117,7 @@ class Step:
         if (self.counts is None) == (self.motion is None):
             raise ValueError("a Step has either counts or a motion, not both and not neither")
         if self.counts is not None:
-            c = tuple(int(x) for x in self.counts)
+            c = tuple(_as_int(x, "Step.counts") for x in self.counts)
             if len(c) != N_MOTION or any(x < 0 for x in c):
                 raise ValueError(f"Step.counts must be {N_MOTION} non-negative integers, got {self.counts!r}")
             object.__setattr__(self, "counts", c)
@@ -147,14 +158,14 @@ class Step:
                     if p is Primitive.STAY:
                         continue
                     raise ValueError(f"{p} is a gripper gesture, not a motion; pass gripper= instead")
-                c[MOTION_PRIMITIVES.index(p)] += int(n)
+                c[MOTION_PRIMITIVES.index(p)] += _as_int(n, "Step.from_counts counts")
             return cls(counts=tuple(c), gripper=gripper)
         return cls(counts=tuple(counts), gripper=gripper)
 
     @classmethod
     def from_signed(cls, signed: Sequence[int], gripper: int | None = None) -> "Step":
         """From 6 signed counts (truck, pedestal, dolly, tilt, pan, roll): +3 truck = Truck Right ×3."""
-        s = [int(x) for x in signed]
+        s = [_as_int(x, "signed counts") for x in signed]
         if len(s) != 6:
             raise ValueError(f"expected 6 signed counts, got {len(s)}")
         c = [0] * N_MOTION
