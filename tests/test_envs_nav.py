@@ -167,6 +167,16 @@ def test_procedural_tasks_contract(tasks):
     assert tasks[0].scene == tasks[1].scene and tasks[1].scene != tasks[2].scene
 
 
+def test_task_views_are_inside_the_room(env, tasks):
+    """Start and goal cameras stand inside the rebuilt room and see only scene surfaces (no background)."""
+    for t in tasks:
+        env.reset(options={"task": t})
+        box = env.scene.nav_box
+        for T in (t.start_pose, t.goal_pose):
+            assert np.all(T[:3, 3] >= box[:, 0] - 0.16) and np.all(T[:3, 3] <= box[:, 1] + 0.16)
+            assert (env.render_segmentation(T) >= 0).all()
+
+
 def test_reset_rebuilds_the_task_scene(tasks):
     """A fresh environment given only the task record renders the same start view as one that sampled it."""
     a = make_env("nav", width=32, height=32, wrap=False)

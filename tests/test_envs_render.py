@@ -80,6 +80,20 @@ def test_room_is_deterministic_and_seed_dependent(world):
     assert a.std() > 10  # textured walls and furniture, not a flat colour
 
 
+@pytest.mark.parametrize("generator", ["room", "tabletop"])
+def test_scene_rebuilds_from_its_own_returned_spec(world, generator):
+    """Tasks store ``SceneInfo.spec`` (with the defaults the builder filled in): it must rebuild the same scene."""
+    cam = CameraSpec(40, 40, 70.0)
+    T = look_at([1.2, -0.9, 1.4], [0.0, 0.3, 0.7])
+    world.reset_world()
+    info = build_scene(world, {"generator": generator, "seed": 6})
+    a = world.render(T, cam)[0]
+    world.reset_world()
+    info2 = build_scene(world, info.spec)
+    assert info2.spec == info.spec
+    np.testing.assert_array_equal(world.render(T, cam)[0], a)
+
+
 def test_room_layouts_and_spec_errors(world):
     layouts = set()
     for seed in range(4):

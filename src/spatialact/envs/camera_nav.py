@@ -73,9 +73,9 @@ class CameraNavEnv(SpatialActEnv):
         return T if self._view_ok(T) else None
 
     def _view_ok(self, T) -> bool:
-        """Not inside or against something: nearest surface ≥ 0.3 m, median ≥ 1.0 m (a small depth render)."""
+        """Not inside or against something: nearest surface ≥ 0.3 m, median ≥ 1.5 m (a small depth render)."""
         _, d, _ = self.world.render(T, CameraSpec(16, 16, self.camera.fov_deg), depth=True)
-        return float(d.min()) >= 0.3 and float(np.median(d)) >= 1.0
+        return float(d.min()) >= 0.3 and float(np.median(d)) >= 1.5
 
     def _pose_ok(self, T, margin=0.15) -> bool:
         box = self.scene.nav_box

@@ -372,7 +372,8 @@ def _build_room(world: BulletWorld, spec: dict) -> SceneInfo:
     params = spec.get("params", {})
     rng = np.random.default_rng([spec["seed"], 1])
     b = _Builder(world, rng)
-    layout = params.get("layout") or ROOM_LAYOUTS[int(rng.integers(len(ROOM_LAYOUTS)))]
+    drawn = ROOM_LAYOUTS[int(rng.integers(len(ROOM_LAYOUTS)))]  # always drawn, so the stream never shifts
+    layout = params.get("layout") or drawn
     if layout not in ROOM_LAYOUTS:
         raise ValueError(f"scene.params.layout must be one of {ROOM_LAYOUTS}, got {layout!r}")
     Lx, Ly, H = float(rng.uniform(4.5, 6.5)), float(rng.uniform(4.0, 6.0)), 2.7
@@ -382,7 +383,7 @@ def _build_room(world: BulletWorld, spec: dict) -> SceneInfo:
     bodies["floor"] = b.box([Lx / 2 + 0.1, Ly / 2 + 0.1, 0.05], [0, 0, -0.05],
                             texture=texture_path(floor_kind, floor_col, spec["seed"] % 7), tile=1.0)
     bodies["ceiling"] = b.box([Lx / 2 + 0.1, Ly / 2 + 0.1, 0.05], [0, 0, H + 0.05],
-                              texture=texture_path("plain", (0.93, 0.93, 0.9), 0), tile=2.0)
+                              texture=texture_path("tiles", (0.82, 0.82, 0.78), 0), tile=2.4)
     wall_cols = rng.permutation(len(_WALL_COLOURS))[:4]
     kinds = ["wallpaper", "stripes", "plain", "wallpaper"]
     rng.shuffle(kinds)
@@ -529,6 +530,8 @@ def _build_tabletop(world: BulletWorld, spec: dict) -> SceneInfo:
                                 tile=0.8)
     bodies["wall_side"] = b.box([3, 0.05, 1.5], [0.5, 1.6, 1.5], texture=texture_path("stripes", _WALL_COLOURS[c2], 2),
                                 tile=0.8)
+    bodies["wall_robot"] = b.box([0.05, 3, 1.5], [-0.9, 0, 1.5], texture=texture_path("plain", _WALL_COLOURS[c1], 5),
+                                 tile=0.8)
     bodies["wall_side2"] = b.box([3, 0.05, 1.5], [0.5, -1.6, 1.5], texture=texture_path("plain", _WALL_COLOURS[c2], 3),
                                  tile=0.8)
     table_z = 0.62
