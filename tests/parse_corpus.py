@@ -227,7 +227,8 @@ CORPUS = [
          repairs=["step_1: action names used as keys", "step_2: action names used as keys"],
          strict=r"step_1: action names used as keys"),
     dict(id="stepped-negative-and-huge-string", kind=NAV,
-         text='{"step_1": {"actions": ["Pan Left"], "step_nums": ["-3"]}, "step_2": {"actions": ["W"], "step_nums": ["1e9"]}}',
+         text=('{"step_1": {"actions": ["Pan Left"], "step_nums": ["-3"]}, '
+               '"step_2": {"actions": ["W"], "step_nums": ["1e9"]}}'),
          ok=True, format="stepped", steps=[{"Pan Right": 3}, {"Dolly In": 10}],
          repairs=["numeric string '-3' read as -3", "negative count -3 read as 3 × Pan Right",
                   "numeric string '1e9' read as 1e+09", "Dolly In × 1000000000 clamped to the cap 10"],

@@ -23,8 +23,9 @@ def cli(*args, stdin=None, entry="module"):
 
 @pytest.mark.skipif(not VENV_BIN.exists() and shutil.which("spatialact") is None, reason="console script absent")
 def test_console_script_table_output():
-    r = cli('{"step_1": {"actions": ["W", "→"], "step_nums": [5, 2]}, "step_2": {"actions": ["grab"], "step_nums": [2]}}',
-            "--kind", "manip", entry="script" if VENV_BIN.exists() else "module")
+    answer = ('{"step_1": {"actions": ["W", "→"], "step_nums": [5, 2]}, '
+              '"step_2": {"actions": ["grab"], "step_nums": [2]}}')
+    r = cli(answer, "--kind", "manip", entry="script" if VENV_BIN.exists() else "module")
     assert r.returncode == 0, r.stderr
     out = r.stdout
     assert "format: stepped   steps: 2   sizes: 0.02 m, 0.0872665 rad   cap: 10" in out

@@ -235,7 +235,8 @@ def test_vector_gripper_threshold_and_extra_components():
     '[[0.02, 0, 0.04, 0, 0.1, 0.087, 1], [0, -0.03, 0, 0, 0, 0, 0]]',
     '{"actions": [[0.02, 0, 0.04, 0, 0.1, 0.087, 1], [0, -0.03, 0, 0, 0, 0, 0]]}',
     '{"steps": [[0.02, 0, 0.04, 0, 0.1, 0.087, 1], [0, -0.03, 0, 0, 0, 0, 0]]}',
-    '{"step_1": {"vector": [0.02, 0, 0.04, 0, 0.1, 0.087], "gripper": 1}, "step_2": {"delta": [0, -0.03, 0, 0, 0, 0, 0]}}',
+    '{"step_1": {"vector": [0.02, 0, 0.04, 0, 0.1, 0.087], "gripper": 1}, '
+    '"step_2": {"delta": [0, -0.03, 0, 0, 0, 0, 0]}}',
 ])
 def test_vector_layouts_all_read_the_same(text):
     res = parse_response(text, sizes=MANIP, strict=True)
@@ -375,7 +376,8 @@ def test_default_sizes_are_navigation():
 
 def test_strict_accepts_clean_answers_with_no_repairs():
     for text in ('{"actions": ["Truck Left", "Pedestal Up"], "step_nums": [1, 4]}',
-                 '{"step_1": {"actions": ["W", "→"], "step_nums": [5, 2], "gripper": 0}, "step_2": {"actions": ["grab"]}}',
+                 '{"step_1": {"actions": ["W", "→"], "step_nums": [5, 2], "gripper": 0}, '
+                 '"step_2": {"actions": ["grab"]}}',
                  '{"step_1": [0.01, 0, 0, 0, 0, 0, 1]}'):
         res = parse_response(text, strict=True)
         assert res.ok and res.repairs == ()
