@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 # name -> (module, one-line help). Order is the order of `spatialact --help`.
@@ -73,7 +74,17 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"spatialact {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `spatialact ... | head`: the reader left; not an error of ours
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the imported module's main, not this __main__ copy: subcommands raise spatialact.cli.main.CLIError,
+    # which is a different class from __main__.CLIError.
+    from spatialact.cli.main import main as _main
+
+    sys.exit(_main())
