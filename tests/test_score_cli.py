@@ -118,6 +118,8 @@ def test_table_output_and_chunking(files, tmp_path):
     assert "overall" in r.stdout and "kind" in r.stdout and "source" in r.stdout and "missing 1" in r.stdout
     cli(d / "answers.jsonl", d / "tasks.jsonl", "--out", tmp_path / "b.jsonl", "--no-progress")
     assert read(tmp_path / "a.jsonl") == read(tmp_path / "b.jsonl")
+    cli(d / "answers.jsonl", d / "tasks.jsonl", "--out", tmp_path / "c.jsonl", "--workers", "2", "--chunk", "3")
+    assert read(tmp_path / "c.jsonl") == read(tmp_path / "b.jsonl")
 
 
 def test_missing_as_zero_and_weights(files):
