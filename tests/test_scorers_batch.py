@@ -223,3 +223,14 @@ def test_episode_batch_matches_score_episode(profile):
         assert (out["n_pred"][i], out["n_gt"][i]) == (e.n_pred, e.n_gt)
         if pred is gt:
             assert out["total"][i] == 1.0
+
+
+def test_light_core_does_not_import_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys, numpy as np, spatialact.scorers as s, spatialact.cli.score; "
+            "s.score_steps_batch(np.zeros((2, 3)), np.ones((2, 3))); "
+            "assert 'torch' not in sys.modules, 'torch imported'")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
