@@ -200,3 +200,10 @@ def test_user_tree(files, tmp_path):
     nav = np.mean([o["score"] for o in out if o["kind"] == "nav"])
     arm = np.mean([o["score"] for o in out if o["kind"] in ("manip", "hand")])
     assert s["hierarchy"]["tree"] == "Mine" and s["hierarchy"]["score"] == pytest.approx((nav + 3 * arm) / 4)
+
+
+def test_output_lines_are_strict_json():
+    from spatialact.cli.score import _finite_json
+
+    assert _finite_json({"a": float("nan"), "b": [1.0, float("inf")], "c": {"d": -float("inf")}, "e": "x"}) == \
+        {"a": None, "b": [1.0, None], "c": {"d": None}, "e": "x"}

@@ -41,6 +41,7 @@ def _random_case(n, seed):
     gp = rng.integers(-1, 2, n)
     gg = rng.integers(-1, 2, n)
     u = rng.uniform(0.01, 0.1, n)
+    u[4 * k + 5] = 0.0                            # a non-positive unit step
     return p, g, Rp, Rg, gp, gg, u
 
 
@@ -66,7 +67,7 @@ def test_numpy_batch_matches_reference_with_edge_cases():
     _check_against_reference(got, ref)
     k = 300
     assert np.all(got["s_step"][:k] == 1.0) and np.all(got["s_rot"][:k] == 1.0)  # exactly 1
-    assert got["flag"].sum() == 5
+    assert got["flag"].sum() == 6
     for kind in ("nav", "manip", "hand"):
         for prof in ("paper", "paper+rot"):
             tot = step_totals_batch(got, kind, prof, weights=(0.2, 0.5, 0.3))

@@ -189,3 +189,9 @@ def test_weights_validation():
         step_total({"s_step": 1}, "car")
     with pytest.raises(ValueError):
         step_total({"s_step": 1}, "nav", "lmms-eval")
+
+
+def test_non_positive_unit_step_is_flagged():
+    for u in (0.0, -0.1):
+        r = s([0.1, 0, 0], [0, 0, 0], unit_t=u)
+        assert r["flag"] is True and r["s_step"] == 0.0

@@ -255,6 +255,17 @@ def _score_chunk(items: list, parsed: list, tasks: _Tasks, profile: str, weights
     return items
 
 
+def _finite_json(x):
+    """NaN / ±inf → None (recursively), so every output line is strict JSON whatever an answer produced."""
+    if isinstance(x, float):
+        return x if x == x and x not in (float("inf"), float("-inf")) else None
+    if isinstance(x, dict):
+        return {k: _finite_json(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_finite_json(v) for v in x]
+    return x
+
+
 def _out_record(lineno: int, it: dict, tasks: _Tasks, profile: str, weights) -> dict:
     t = tasks.tasks[it["task"]] if it["task"] is not None else None
     rec = {"line": lineno, "task_id": it["task_id"], "kind": t.kind if t else None, "source": t.source if t else None,
@@ -262,9 +273,11 @@ def _out_record(lineno: int, it: dict, tasks: _Tasks, profile: str, weights) -> 
            "ok": bool(it.get("ok", False)), "reason": it["reason"], "error": it["error"],
            "n_repairs": len(it.get("repairs", [])), "repairs": it.get("repairs", []), "format": it.get("format"),
            "weights": list(weights)}
-    rec.update(it.get("episode") or {})
+    rec.update(_finite_json(it.get("episode") or {}))
     if "lmms" in it:
-        rec["lmms"] = it["lmms"]
+        rec["lmms"] = _finite_json(it["lmms"])
+    if rec["score"] != rec["score"]:
+        rec["score"] = 0.0
     if "per_step" in it:
         rec["per_step"] = it["per_step"]
     return rec

@@ -171,7 +171,7 @@ def _np_block(p, g, Rp, Rg, u, out, a, b, ws: _Workspace) -> None:
     flag += dot
     flag += D
     flag += u
-    flag = ~np.isfinite(flag)
+    flag = ~np.isfinite(flag) | (u <= 0.0)
 
     s_rot = out["s_rot"][a:b]
     th = np.sqrt(D * 0.125)
@@ -244,7 +244,7 @@ def _score_torch(p, g, Rp, Rg, grip_p, grip_g, unit_t, device) -> dict:
     dR = (A - B).reshape(n, 9)
     D = (dR * dR).sum(dim=1)  # ‖Rp − Rg‖²_F = 8 sin²(θ/2), as in the numpy backend
     theta = 2.0 * torch.asin(torch.clamp(torch.sqrt(D * 0.125), max=1.0))
-    flag = ~torch.isfinite(np_ + ng + nd + dot + u + D)
+    flag = ~torch.isfinite(np_ + ng + nd + dot + u + D) | (u <= 0.0)
     zero = torch.zeros((), dtype=torch.float64, device=dev)
     one = torch.ones((), dtype=torch.float64, device=dev)
     g0, p0 = ng < EPS, np_ < EPS

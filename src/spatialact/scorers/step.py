@@ -15,7 +15,7 @@ Scores (ε = 1e-9 m, ``u_t`` the unit translation step in metres):
 
 Edge cases: ``‖g‖ < ε`` → ``s_step = max(0, 1 − ‖p‖/u_t)`` and ``s_d = s_theta = 1`` if ``‖p‖ < ε`` else 0;
 ``‖g‖ ≥ ε`` and ``‖p‖ < ε`` → ``s_d = s_theta = s_step = 0``; a NaN or infinite input makes every score of the
-step 0 and sets ``flag``. When ``p == g`` exactly, ``s_theta`` is exactly 1 (not the rounded quotient), so a
+step 0 and sets ``flag`` (so does a unit step ``u_t ≤ 0``). When ``p == g`` exactly, ``s_theta`` is exactly 1 (not the rounded quotient), so a
 perfect answer scores exactly 1.
 
 Gripper decision (the spec is silent on a ground truth without a state): when the truth states no gripper
@@ -94,7 +94,7 @@ def score_step(p: Sequence[float], g: Sequence[float], Rp=None, Rg=None, grip_p=
     flagged = {"s_d": 0.0, "s_theta": 0.0, "s_step": 0.0, "s_rot": 0.0, "s_grip": 0.0,
                "grip_scored": grip_scored, "flag": True}
     flat = [px, py, pz, gx, gy, gz, unit_t] + [x for r in a for x in r] + [x for r in b for x in r]
-    if not _finite(*flat):
+    if not _finite(*flat) or unit_t <= 0.0:
         return flagged
 
     np_ = math.sqrt(px * px + py * py + pz * pz)
