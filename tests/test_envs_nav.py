@@ -253,11 +253,18 @@ def test_async_vector_env_two_workers():
 
 @pytest.mark.slow
 def test_ppo_trains_without_wrappers():
+    import torch
     from stable_baselines3 import PPO
 
-    env = make_env("nav", width=64, height=64, action_mode="discrete", scene=SCENE, max_steps=16)
-    model = PPO("MultiInputPolicy", env, n_steps=128, batch_size=128, n_epochs=1, seed=0, verbose=0, device="cpu")
-    model.learn(total_timesteps=256)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # on a small shared machine extra BLAS threads only contend (7× slower with 2 here)
+    try:
+        env = make_env("nav", width=64, height=64, action_mode="discrete", scene=SCENE, max_steps=16)
+        model = PPO("MultiInputPolicy", env, n_steps=128, batch_size=128, n_epochs=1, seed=0, verbose=0,
+                    device="cpu")
+        model.learn(total_timesteps=256)
+    finally:
+        torch.set_num_threads(threads)
     assert model.num_timesteps >= 256
     obs, _ = env.reset(seed=1)
     action, _ = model.predict(obs, deterministic=True)
