@@ -101,6 +101,22 @@ def test_pick_and_place_fails_when_the_answer_is_wrong(manip_env):
     assert not res.success
 
 
+def test_push_task_succeeds_reproducibly_and_fails_without_the_push(manip_env):
+    task = procedural_tasks("manip", 1, seed=0, variant="push")[0]
+    test = task.success["object_state"]
+    assert task.tags["variant"] == "push" and all(s.gripper == 1 for s in task.gt.steps)
+    validate_record(task.to_record())
+    start_obj = np.asarray(task.scene["params"]["objects"][0]["position"])
+    assert np.linalg.norm(np.asarray(test["position"])[:2] - start_obj[:2]) >= 0.04
+    res = execute_sequence(manip_env, task.gt, task)
+    assert res.success
+    np.testing.assert_allclose(res.infos[-1]["objects"]["target"], test["position"], atol=1e-6)  # deterministic
+    skip_push = ActionSequence(task.gt.steps[:2] + task.gt.steps[3:], task.sizes)
+    res = execute_sequence(manip_env, skip_push, task)
+    assert not res.success
+    np.testing.assert_allclose(res.infos[-1]["objects"]["target"], start_obj, atol=0.005)
+
+
 def test_hand_grab_and_move_and_exact_wrist_poses(hand_env):
     tasks = procedural_tasks("hand", 3, seed=4, variant="mixed", tasks_per_scene=3)
     assert [t.tags["variant"] for t in tasks] == ["reach", "reach", "grab_move"]

@@ -40,6 +40,7 @@ class GripperManipEnv(TabletopEnv):
     DOWN_AXIS = 2
     LATERAL_AXES = (0, 1)
     GRASP_REGION = np.array([0.02, 0.03, 0.02])
+    PUSH_AXES = (0, 1)
 
     def _load_agent(self) -> None:
         p, cid = self.world.p, self.world.client

@@ -17,7 +17,7 @@ from .rendering import CameraSpec
 
 __all__ = ["procedural_tasks", "sample_signed_counts", "view_overlap", "TASK_VARIANTS"]
 
-TASK_VARIANTS = {"nav": ("reach",), "manip": ("reach", "pick_place"), "hand": ("reach", "grab_move")}
+TASK_VARIANTS = {"nav": ("reach",), "manip": ("reach", "pick_place", "push"), "hand": ("reach", "grab_move")}
 
 
 def sample_signed_counts(rng: np.random.Generator, n_steps: int, axis_weights, max_counts, cap: int = 10,
@@ -75,8 +75,9 @@ def procedural_tasks(kind: str, n: int, seed: int = 0, *, n_steps=(1, 3), varian
 
     ``task.scene = {"generator": ..., "seed": ...}`` rebuilds the exact scene (``make_env``/``reset`` do);
     consecutive groups of ``tasks_per_scene`` tasks share a scene. ``n_steps`` (lo, hi) bounds the ground-truth
-    length of reach tasks; ``variant`` is ``reach``, an object task (``pick_place`` for manip, ``grab_move`` for
-    hand; success is an object-state test), or ``mixed`` (every third task an object task). ``sizes`` defaults to
+    length of reach tasks; ``variant`` is ``reach``, an object task (``pick_place`` or ``push`` for manip,
+    ``grab_move`` for hand; success is an object-state test), or ``mixed`` (every third task an object task, the
+    object variants taking turns). ``sizes`` defaults to
     ``StepSizes.for_kind(kind)``.
     """
     from . import make_env
@@ -105,7 +106,8 @@ def procedural_tasks(kind: str, n: int, seed: int = 0, *, n_steps=(1, 3), varian
                 base._reset_scene_state()
             v = variant
             if v == "mixed":
-                v = TASK_VARIANTS[kind][1] if (len(TASK_VARIANTS[kind]) > 1 and i % 3 == 2) else "reach"
+                objects = TASK_VARIANTS[kind][1:]
+                v = objects[(i // 3) % len(objects)] if (objects and i % 3 == 2) else "reach"
             task = base.sample_task(rng, n_steps=(lo, hi), sizes=sizes, variant=v)
             tasks.append(task.with_(id=f"{kind}-{seed}-{i:04d}", tags={**task.tags, "index": i}))
     finally:

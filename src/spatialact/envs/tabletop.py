@@ -3,7 +3,7 @@ object-state success tests and random reach / pick-and-place tasks.
 
 Frames: world +Z up, metres; the controlled frame (end-effector or hand) is a (4, 4) C2W pose in its own axes.
 A commanded pose ``T_cmd`` is composed exactly (``T_cmd ← T_cmd @ Δ``); the agent is driven there through
-interpolated waypoints (linear position, slerp rotation, ≤ 2 cm and ≤ 5° apart), with a few physics substeps after
+interpolated waypoints (linear position, slerp rotation, ≤ 2 cm — 5 mm near a free object — and ≤ 5° apart), with a few physics substeps after
 each so that objects react. A grasp carries the object rigidly with the gripper (its relative pose frozen at the
 moment of closing) and releasing drops it back to physics — the usual "grasp assist" of kinematic benchmarks,
 chosen so that a correct answer always succeeds and scores do not depend on contact-solver noise.
@@ -121,7 +121,10 @@ class TabletopEnv(SpatialActEnv):
         self._cmd = end
         dist = float(np.linalg.norm(end[:3, 3] - start[:3, 3]))
         ang = float(geometry.rotation_error(start, end))
-        n = max(1, int(math.ceil(max(dist / 0.02, ang / math.radians(5.0)))))
+        # near a free object the waypoints are 5 mm apart, so a kinematically placed agent pushes it instead of
+        # jumping into it; elsewhere 2 cm
+        spacing = 0.005 if self._object_near(start, end) else 0.02
+        n = max(1, int(math.ceil(max(dist / spacing, ang / math.radians(5.0)))))
         rots = Rotation.from_matrix(np.stack([start[:3, :3], end[:3, :3]]))
         slerp = Slerp([0.0, 1.0], rots)
         p, cid = self.world.p, self.world.client
@@ -135,6 +138,20 @@ class TabletopEnv(SpatialActEnv):
                 self._carry()
                 p.stepSimulation(physicsClientId=cid)
             self._carry()
+
+    def _object_near(self, start, end, radius: float = 0.12) -> bool:
+        """Whether a task object that is not held lies within ``radius`` of the segment the grasp point sweeps."""
+        a = (start @ np.append(self.GRASP_POINT, 1.0))[:3]
+        b = (end @ np.append(self.GRASP_POINT, 1.0))[:3]
+        ab = b - a
+        for name in self.scene.objects:
+            if self.held_object == name:
+                continue
+            x = self.object_pose(name)[:3, 3]
+            t = 0.0 if ab @ ab < 1e-12 else float(np.clip((x - a) @ ab / (ab @ ab), 0.0, 1.0))
+            if np.linalg.norm(a + t * ab - x) < radius:
+                return True
+        return False
 
     def _set_gripper(self, g: int) -> None:
         p, cid = self.world.p, self.world.client
@@ -283,7 +300,78 @@ class TabletopEnv(SpatialActEnv):
             return self._sample_reach(rng, n_steps, sizes, max_tries)
         if variant in ("pick_place", "grab_move"):
             return self._sample_pick_place(rng, sizes, variant, max_tries)
+        if variant == "push" and self.PUSH_AXES:
+            return self._sample_push(rng, sizes, min(max_tries, 40))
         raise ValueError(f"unknown task variant {variant!r} for {self.kind!r} tasks")
+
+    PUSH_AXES: tuple = ()  # body axes the agent may push along (GripperManip: its lateral axes)
+
+    def _sample_push(self, rng, sizes, max_tries):
+        """Four steps: close the gripper and move beside the cube, descend, push it along one lateral axis, lift.
+
+        The cube's resting place after the push is found by simulating the ground truth once (PyBullet is
+        deterministic), and becomes the object-state target; the push must move it at least 4 cm.
+        """
+        base_spec = dict(self.scene.spec)
+        params = {k: v for k, v in base_spec.get("params", {}).items() if k not in ("objects", "markers")}
+        u = sizes.translation
+        la, lb, dn = self.LATERAL_AXES[0], self.LATERAL_AXES[1], self.DOWN_AXIS
+        size = 0.04
+        table_z = self.scene.table_z
+        box = self.scene.workspace
+        for _ in range(max_tries):
+            start = self._random_start(rng)
+            axis = int(rng.choice(self.PUSH_AXES))
+            sgn = int(rng.choice([-1, 1]))
+            signed = np.zeros((4, 6), dtype=np.int64)
+            signed[0, la], signed[0, lb] = rng.integers(-6, 7, size=2)
+            n = int(rng.integers(5, 9))
+            signed[1, dn] = n
+            signed[2, axis] = sgn * int(rng.integers(4, 8))
+            signed[3, dn] = -int(rng.integers(3, n + 1))
+            gt = ActionSequence.from_signed_counts(signed, sizes, gripper=[1, 1, 1, 1], cap=self.cap)
+            poses = gt.to_poses(start)
+            contact = (poses[2] @ np.append(self.GRASP_POINT, 1.0))[:3]
+            start = start.copy()
+            start[2, 3] += table_z + size / 2 - contact[2]
+            poses = gt.to_poses(start)
+            # the cube stands 3 units ahead of the closed fingers along the push direction
+            direction = sgn * start[:3, axis]
+            cube = (poses[2] @ np.append(self.GRASP_POINT, 1.0))[:3] + 3 * u * direction
+            if not (np.all(cube[:2] >= box[:2, 0]) and np.all(cube[:2] <= box[:2, 1])):
+                continue
+            if not all(self._pose_ok(T) or k in (2, 3) for k, T in enumerate(poses)):
+                continue
+            if not all(self._reachable(T) for T in poses):
+                continue
+            colour = [float(c) for c in (rng.uniform(0.0, 0.3), rng.uniform(0.3, 0.6), rng.uniform(0.7, 1.0))]
+            objects = [{"name": "target", "shape": "cube", "size": size, "color": colour,
+                        "position": [float(x) for x in cube], "mass": 0.1}]
+            self._ensure_scene({**base_spec, "params": {**params, "objects": objects}})
+            # simulate the ground truth once to find where the cube comes to rest
+            provisional = self._make_task(start, poses[-1], gt, {}, scene=self.scene.spec)
+            self._start_probe(provisional)
+            for step in gt.steps:
+                self._execute(step, sizes)
+            rest = self.object_pose("target")[:3, 3].copy()
+            self._reset_scene_state()
+            if np.linalg.norm(rest[:2] - cube[:2]) < 0.04 or abs(rest[2] - cube[2]) > 0.01:
+                continue  # not pushed far enough, or knocked over / off the table
+            markers = [{"position": [float(rest[0]), float(rest[1])], "size": size * 1.6, "color": [0.1, 0.75, 0.25]}]
+            self._ensure_scene({**base_spec, "params": {**params, "objects": objects, "markers": markers}})
+            success = {"position": 0.05, "rotation": math.radians(10.0),
+                       "object_state": {"type": "object_at", "object": "target",
+                                        "position": [float(x) for x in rest], "tolerance": 0.03,
+                                        "released": False}}
+            return self._make_task(start, poses[-1], gt, {"variant": "push", "n_steps": 4}, success=success,
+                                   scene=self.scene.spec, instruction="Push the cube onto the square marker.")
+        raise RuntimeError(f"no push layout found in scene {self.scene.spec} after {max_tries} tries")
+
+    def _start_probe(self, task) -> None:
+        """Put the agent at a task's start without rendering (used to simulate ground truths while sampling)."""
+        self.task = task
+        self.gripper = 0
+        self._set_start(task)
 
     def _random_start(self, rng, z_range=None) -> np.ndarray:
         box = self.scene.workspace
