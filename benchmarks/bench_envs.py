@@ -99,7 +99,8 @@ base = hwm()
 envs = []
 marks = []
 for i in range(int(sys.argv[1])):
-    e = make_env(sys.argv[2], width=int(sys.argv[3]), height=int(sys.argv[3]), scene={"generator": sys.argv[4], "seed": i})
+    size = int(sys.argv[3])
+    e = make_env(sys.argv[2], width=size, height=size, scene={"generator": sys.argv[4], "seed": i})
     e.reset(seed=i)
     for _ in range(20):
         e.step(e.action_space.sample())

@@ -1,6 +1,5 @@
 """GripperManip-v0 and HandManip-v0: spaces, IK tracking, pick-and-place / grab-and-move, object-state success."""
 
-import math
 import warnings
 
 import numpy as np

@@ -57,7 +57,8 @@ def test_spaces_follow_spec():
     e.close()
     e = make_env("nav", action_mode="continuous", width=32, height=32, scene=SCENE, wrap=False)
     u = StepSizes.navigation()
-    np.testing.assert_allclose(e.action_space.high[:6], 10 * np.array([u.translation] * 3 + [u.rotation] * 3), rtol=1e-6)
+    bound = 10 * np.array([u.translation] * 3 + [u.rotation] * 3)
+    np.testing.assert_allclose(e.action_space.high[:6], bound, rtol=1e-6)
     e.close()
     with pytest.raises(ValueError, match="action_mode"):
         make_env("nav", action_mode="joystick", wrap=False)
@@ -97,7 +98,8 @@ def test_step_and_continuous_actions(tasks):
     T = e.pose
     v = np.array([0.1, -0.05, 0.2, 0.03, -0.1, 0.2, 0.0], dtype=np.float32)  # dx dy dz roll pitch yaw g
     e.step(v)
-    expected = T @ geometry.motion_to_delta(np.array([0.1, -0.05, 0.2, -0.1, 0.2, 0.03], dtype=np.float32).astype(float))
+    motion = np.array([0.1, -0.05, 0.2, -0.1, 0.2, 0.03], dtype=np.float32).astype(float)  # (tx..tz, tilt, pan, roll)
+    expected = T @ geometry.motion_to_delta(motion)
     np.testing.assert_allclose(e.pose, expected, atol=1e-7)
     e.close()
 

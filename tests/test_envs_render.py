@@ -1,7 +1,5 @@
 """Rendering and scenes: projection geometry, metric depth, segmentation, determinism, mesh files, EGL."""
 
-import math
-
 import numpy as np
 import pytest
 
@@ -98,7 +96,8 @@ def test_room_layouts_and_spec_errors(world):
     layouts = set()
     for seed in range(4):
         world.reset_world()
-        info = build_scene(world, {"generator": "room", "seed": seed, "params": {"layout": ["living", "kitchen", "office", "playroom"][seed]}})
+        layout = ["living", "kitchen", "office", "playroom"][seed]
+        info = build_scene(world, {"generator": "room", "seed": seed, "params": {"layout": layout}})
         layouts.add(info.spec["params"]["layout"])
         lo, hi = info.nav_box[:, 0], info.nav_box[:, 1]
         assert np.all(hi > lo)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..action_space import ActionSequence, StepSizes
+from ..action_space import StepSizes
 from ..tasks import Task
 from .rendering import CameraSpec
 

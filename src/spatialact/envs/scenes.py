@@ -286,9 +286,7 @@ def _place(b: _Builder, plan: _Floorplan, depth, width, against_wall: bool, trie
 
 def _local(x, y, yaw, dx, dy):
     """A point (dx, dy) in a piece's frame (x along its width, y toward its front) to world x, y."""
-    # the piece's front faces along yaw + π/2 ... keep one convention: local +y is the facing direction
     c, s = math.cos(yaw), math.sin(yaw)
-    fx, fy = -s, c  # unused orientation helper for readability
     return x + c * dx - s * dy, y + s * dx + c * dy
 
 
@@ -299,7 +297,7 @@ def _bookshelf(b: _Builder, x, y, yaw, wood):
     ids = []
     for dx in (-W / 2 + 0.02, W / 2 - 0.02):
         px, py = _local(x, y, yaw, dx, 0)
-        ids.append(b.box([0.02, D / 2, H / 2] if True else None, [px, py, H / 2], yaw, texture=wood_tex, tile=0.5))
+        ids.append(b.box([0.02, D / 2, H / 2], [px, py, H / 2], yaw, texture=wood_tex, tile=0.5))
     px, py = _local(x, y, yaw, 0, -D / 2 + 0.01)
     ids.append(b.box([W / 2, 0.01, H / 2], [px, py, H / 2], yaw, color=np.array(wood) * 0.7))
     for k in range(5):
@@ -348,7 +346,8 @@ def _plant(b: _Builder, x, y):
 
 
 def _lamp(b: _Builder, x, y):
-    return [b.cylinder(0.15, 0.03, [x, y, 0.015], (0.2, 0.2, 0.2)), b.cylinder(0.02, 1.5, [x, y, 0.75], (0.3, 0.3, 0.3)),
+    return [b.cylinder(0.15, 0.03, [x, y, 0.015], (0.2, 0.2, 0.2)),
+            b.cylinder(0.02, 1.5, [x, y, 0.75], (0.3, 0.3, 0.3)),
             b.cylinder(0.2, 0.3, [x, y, 1.55], (0.95, 0.9, 0.7))]
 
 
@@ -360,7 +359,6 @@ def _table_with_clutter(b: _Builder, x, y, yaw, square: bool):
         t = b.urdf("table/table.urdf", [x, y, 0], yaw, scale=0.8)
         half = (0.55, 0.35)
     _, hi = b.aabb(t)
-    lo2 = np.array([x - half[0], y - half[0]]) if square else None
     if yaw != 0.0 and not square:
         half = (half[1], half[0])
     lo2 = np.array([x - half[0], y - half[1]])
@@ -388,22 +386,20 @@ def _build_room(world: BulletWorld, spec: dict) -> SceneInfo:
     kinds = ["wallpaper", "stripes", "plain", "wallpaper"]
     rng.shuffle(kinds)
     # walls: 0 at +y, 1 at −y, 2 at +x, 3 at −x
-    walls = [([Lx / 2 + 0.1, 0.05, H / 2], [0, Ly / 2 + 0.05, H / 2]), ([Lx / 2 + 0.1, 0.05, H / 2], [0, -Ly / 2 - 0.05, H / 2]),
-             ([0.05, Ly / 2 + 0.1, H / 2], [Lx / 2 + 0.05, 0, H / 2]), ([0.05, Ly / 2 + 0.1, H / 2], [-Lx / 2 - 0.05, 0, H / 2])]
+    walls = [([Lx / 2 + 0.1, 0.05, H / 2], [0, Ly / 2 + 0.05, H / 2]),
+             ([Lx / 2 + 0.1, 0.05, H / 2], [0, -Ly / 2 - 0.05, H / 2]),
+             ([0.05, Ly / 2 + 0.1, H / 2], [Lx / 2 + 0.05, 0, H / 2]),
+             ([0.05, Ly / 2 + 0.1, H / 2], [-Lx / 2 - 0.05, 0, H / 2])]
     for k, (half, pos) in enumerate(walls):
         bodies[f"wall{k}"] = b.box(half, pos, texture=texture_path(kinds[k], _WALL_COLOURS[wall_cols[k]], k),
                                    tile=0.8)
-        # a dark skirting board along the bottom of each wall
-        sk = list(half)
-        sk[2] = 0.05
-        skpos = list(pos)
-        skpos[2] = 0.05
-        if k < 2:
-            skpos[1] -= np.sign(pos[1]) * 0.06
-        else:
-            skpos[0] -= np.sign(pos[0]) * 0.06
-        b.box([sk[0], sk[1] * 0.3 if k < 2 else sk[1], 0.05] if k < 2 else [sk[0] * 0.3, sk[1], 0.05], skpos,
-              color=(0.25, 0.2, 0.18), collide=False)
+        # a dark skirting board along the bottom of each wall, 1.5 cm thick, standing just inside it
+        along_y = k < 2  # walls 0 and 1 run along x and face ±y
+        axis = 1 if along_y else 0
+        sk_half = [half[0], 0.015, 0.05] if along_y else [0.015, half[1], 0.05]
+        sk_pos = [pos[0], pos[1], 0.05]
+        sk_pos[axis] -= np.sign(pos[axis]) * 0.06
+        b.box(sk_half, sk_pos, color=(0.25, 0.2, 0.18), collide=False)
 
     def on_wall(k, u, z, hw, hh, depth=0.02):
         """(half extents, centre) of a flat item on wall k at position u along it, centre height z."""

@@ -4,9 +4,10 @@ object-state success tests and random reach / pick-and-place / push tasks.
 Frames: world +Z up, metres; the controlled frame (end-effector or hand) is a (4, 4) C2W pose in its own axes.
 A commanded pose ``T_cmd`` is composed exactly (``T_cmd ← T_cmd @ Δ``); the agent is driven there through
 interpolated waypoints (linear position, slerp rotation; ≤ 2 cm apart, 5 mm near a free object, and ≤ 5°), with
-a few physics substeps after each so that objects react. A grasp carries the object rigidly with the gripper (its relative pose frozen at the
-moment of closing) and releasing drops it back to physics — the usual "grasp assist" of kinematic benchmarks,
-chosen so that a correct answer always succeeds and scores do not depend on contact-solver noise.
+a few physics substeps after each so that objects react. A grasp carries the object rigidly with the gripper
+(its relative pose frozen at the moment of closing) and releasing drops it back to physics — the usual
+"grasp assist" of kinematic benchmarks, chosen so that a correct answer always succeeds and scores do not depend
+on contact-solver noise.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from .. import geometry
 from ..action_space import ActionSequence, StepSizes
 from .base import SpatialActEnv
 from .procedural import sample_signed_counts
-from .rendering import CameraSpec
 
 __all__ = ["TabletopEnv"]
 
