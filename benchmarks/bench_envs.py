@@ -164,8 +164,10 @@ def main(argv=None) -> int:
               f"{100 * r['overhead']:>8.1f}%  {r['gl']}")
     print("\nAsyncVectorEnv, CameraNav 64×64")
     v = vector_speedup(steps)
+    load = os.getloadavg()[0]
     print(f"1 worker {v['steps_per_s_1']:.1f} steps/s, 2 workers {v['steps_per_s_2']:.1f} steps/s: "
-          f"speed-up {v['speedup']:.2f}×")
+          f"speed-up {v['speedup']:.2f}× (1-min load average {load:.2f} on {os.cpu_count()} CPUs: other jobs "
+          f"take cores from the workers when it is near the CPU count)")
     print("\nPeak memory (VmHWM) per environment, 20 steps each")
     for kind, size in (("nav", 128), ("nav", 256), ("manip", 128)):
         m = peak_memory(kind, size)
