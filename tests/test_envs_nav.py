@@ -158,7 +158,7 @@ def test_procedural_tasks_contract(tasks):
     other = procedural_tasks("nav", 2, seed=4, tasks_per_scene=2)
     assert other[0].scene != tasks[0].scene
     for t in tasks:
-        validate_record(t.to_record())
+        assert validate_record(t.to_record()) == []
         assert Task.from_record(t.to_record()).to_record() == t.to_record()
         assert t.scene["generator"] == "room" and isinstance(t.scene["seed"], int)
         assert 1 <= len(t.gt) <= 3 and not t.gt.has_vectors
@@ -190,6 +190,11 @@ def test_reset_rebuilds_the_task_scene(tasks):
     np.testing.assert_array_equal(oa["rgb"], ob["rgb"])
     np.testing.assert_array_equal(oa["goal_rgb"], ob["goal_rgb"])
     np.testing.assert_array_equal(ia["pose"], task.start_pose)
+    oc, _ = b.reset(options={"task": tasks[2].to_record()})  # a plain record works too
+    np.testing.assert_array_equal(oc["rgb"], oa["rgb"])
+    bad = {**tasks[2].to_record(), "kind": "boat"}
+    with pytest.raises(ValueError, match="kind"):
+        b.reset(options={"task": bad})
     a.close()
     b.close()
 

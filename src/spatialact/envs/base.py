@@ -159,9 +159,16 @@ class SpatialActEnv(gym.Env):
         super().reset(seed=seed)
         options = options or {}
         task = options.get("task", self._fixed_task)
+        if isinstance(task, dict):  # a task record (one JSON line of a task file)
+            from ..tasks import validate_record
+
+            problems = validate_record(task)
+            if problems:
+                raise ValueError(f"options['task'] is not a valid task record: {'; '.join(problems)}")
+            task = Task.from_record(task)
         if task is not None:
             if not isinstance(task, Task):
-                raise TypeError(f"options['task'] must be a spatialact Task, got {type(task).__name__}")
+                raise TypeError(f"options['task'] must be a spatialact Task or task record, got {type(task).__name__}")
             if task.kind != self.kind:
                 raise ValueError(f"task {task.id!r} is a {task.kind!r} task; this environment runs {self.kind!r}")
             spec = task.scene or self._fixed_scene or {"generator": self.default_generator, "seed": 0}
