@@ -129,14 +129,16 @@ def test_execute_ground_truth_succeeds_and_restores_settings(env, tasks):
 
 def test_reward_termination_and_truncation(tasks):
     e = make_env("nav", action_mode="step", width=32, height=32, max_steps=3, wrap=False)
-    task = tasks[0]
+    # a one-step task: its first ground-truth step alone
+    gt1 = tasks[0].gt[:1]
+    task = tasks[0].with_(gt=gt1, goal_pose=gt1.to_poses(tasks[0].start_pose)[-1])
     obs, info = e.reset(options={"task": task})
     phi0 = info["position_error"] / 0.2 + info["rotation_error"] / math.radians(10)
+    assert phi0 > 0 and not info["success"]
     first = task.gt.steps[0].signed_counts()
-    if len(task.gt) == 1:
-        _, r, term, trunc, info = e.step(np.append(first + 10, 2))
-        assert info["success"] and term and not trunc
-        assert r == pytest.approx(phi0 + 10.0, abs=1e-6)
+    _, r, term, trunc, info = e.step(np.append(first + 10, 2))
+    assert info["success"] and term and not trunc
+    assert r == pytest.approx(phi0 + 10.0, abs=1e-6)
     # three Stay steps: no reward, truncated at max_steps
     e.reset(options={"task": task})
     for k in range(3):
