@@ -279,3 +279,34 @@ def test_ppo_trains_without_wrappers():
     action, _ = model.predict(obs, deterministic=True)
     assert env.action_space.contains(np.asarray(action).item() if np.ndim(action) == 0 else action)
     env.close()
+
+
+def test_camera_nav_in_a_mesh_scene(tmp_path):
+    """CameraNav on a mesh file the test writes (a closed room with coloured blocks, .glb, +Y up)."""
+    import trimesh
+
+    room = trimesh.creation.box(extents=[6.0, 5.0, 2.8])
+    room.apply_translation([0, 0, 1.4])
+    room.invert()  # faces point inward: the camera stands inside
+    room.visual.face_colors = [200, 190, 170, 255]
+    parts = [room]
+    for (x, y), c in zip([(2, 1.5), (-2, -1.5), (2, -1.5), (-2, 1.5)], [[255, 0, 0], [0, 0, 255], [0, 200, 0],
+                                                                    [250, 200, 0]]):
+        blk = trimesh.creation.box(extents=[0.6, 0.6, 1.2])
+        blk.apply_translation([x, y, 0.6])
+        blk.visual.face_colors = c + [255]
+        parts.append(blk)
+    mesh = trimesh.util.concatenate(parts)
+    mesh.apply_transform(geometry.zup_to_yup(np.eye(4)))
+    path = tmp_path / "room.glb"
+    mesh.export(path)
+    scene = {"generator": "mesh", "mesh": str(path), "seed": 0}
+    env = make_env("nav", width=32, height=32, scene=scene, wrap=False)
+    obs, info = env.reset(seed=0)
+    task = env.task
+    assert task.scene["mesh"] == str(path)
+    res = execute_sequence(env, task.gt, task)
+    assert res.success
+    np.testing.assert_allclose(res.poses[-1], task.goal_pose, atol=1e-9)
+    assert (env.render_segmentation(task.start_pose) >= 0).all()  # inside the closed room
+    env.close()

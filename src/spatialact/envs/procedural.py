@@ -65,7 +65,7 @@ def view_overlap(world, T_a: np.ndarray, T_b: np.ndarray, cam: CameraSpec | None
     iu = np.clip(np.round(ub).astype(int), 0, cam.width - 1)
     iv = np.clip(np.round(vb).astype(int), 0, cam.height - 1)
     ok[inside] = np.abs(db[iv[inside], iu[inside]] - zb[inside]) <= rel_tol * zb[inside] + 0.02
-    return float(ok.sum() / valid.size)
+    return float(ok.sum() / valid.sum())
 
 
 def procedural_tasks(kind: str, n: int, seed: int = 0, *, n_steps=(1, 3), variant: str = "mixed",
