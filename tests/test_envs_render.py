@@ -180,3 +180,21 @@ def test_egl_renderer_loads_before_bodies_and_renders():
         assert close.mean() > 0.9
     finally:
         w.close()
+
+
+def test_auto_renderer_picks_egl_only_with_a_gpu():
+    from spatialact.envs.rendering import gpu_present
+
+    w = BulletWorld("auto")
+    try:
+        if not gpu_present():
+            assert w.renderer == "tiny" and w.gl_renderer == "TinyRenderer (CPU)"
+        else:
+            assert w.renderer in ("egl", "tiny")
+            if w.renderer == "egl":
+                print("GL renderer:", w.gl_renderer)
+                assert "llvmpipe" not in w.gl_renderer  # on a GPU machine EGL must not fall back to Mesa
+    finally:
+        w.close()
+    with pytest.raises(ValueError, match="renderer"):
+        BulletWorld("vulkan")

@@ -6,7 +6,7 @@ Poses are camera-to-world (4, 4) float64 in metres, world +Z up, camera OpenCV a
 
 Renderers: ``"tiny"`` is PyBullet's software TinyRenderer (CPU, no GL needed); ``"egl"`` loads PyBullet's EGL
 plugin and renders with OpenGL through EGL — on an NVIDIA GPU when one is present, through Mesa's llvmpipe on a
-CPU. The plugin must be loaded *before* any body is created or it renders an empty scene, so
+CPU; ``"auto"`` is EGL when an NVIDIA GPU is visible (and EGL loads), else tiny. The plugin must be loaded *before* any body is created or it renders an empty scene, so
 :class:`BulletWorld` loads it in its constructor, and records which GL renderer answered (``gl_renderer``).
 """
 
@@ -26,7 +26,12 @@ from .. import geometry
 __all__ = ["BulletWorld", "CameraSpec", "view_matrix", "projection_matrix", "intrinsics_matrix",
            "EGLUnavailable", "RENDERERS"]
 
-RENDERERS = ("tiny", "egl")
+RENDERERS = ("tiny", "egl", "auto")
+
+
+def gpu_present() -> bool:
+    """Whether an NVIDIA GPU device node is visible (the case where EGL renders on the GPU)."""
+    return os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/nvidia0")
 
 
 class EGLUnavailable(RuntimeError):
@@ -115,7 +120,15 @@ class BulletWorld:
         self.client = p.connect(p.DIRECT)
         self._plugin = None
         self.gl_renderer = "TinyRenderer (CPU)"
-        if renderer == "egl":
+        if renderer == "auto":  # EGL on a GPU when there is one (falling back quietly), else the software renderer
+            renderer = "egl" if gpu_present() else "tiny"
+            if renderer == "egl":
+                try:
+                    self._load_egl()
+                except EGLUnavailable:
+                    renderer = "tiny"
+            self.renderer = renderer
+        elif renderer == "egl":
             try:
                 self._load_egl()
             except Exception:
