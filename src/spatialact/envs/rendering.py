@@ -182,7 +182,7 @@ class BulletWorld:
         return rgb, d, s
 
     def close(self) -> None:
-        if self.client is not None:
+        if getattr(self, "client", None) is not None:  # also when __init__ failed before connecting
             try:
                 if self._plugin is not None:
                     self.p.unloadPlugin(self._plugin, physicsClientId=self.client)
