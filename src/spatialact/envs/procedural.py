@@ -109,7 +109,7 @@ def procedural_tasks(kind: str, n: int, seed: int = 0, *, n_steps=(1, 3), varian
                 objects = TASK_VARIANTS[kind][1:]
                 v = objects[(i // 3) % len(objects)] if (objects and i % 3 == 2) else "reach"
             task = base.sample_task(rng, n_steps=(lo, hi), sizes=sizes, variant=v)
-            tasks.append(task.with_(id=f"{kind}-{seed}-{i:04d}", tags={**task.tags, "index": i}))
+            tasks.append(task.with_(id=f"{kind}-{seed}-{i:04d}", meta={**task.meta, "index": i}))
     finally:
         env.close()
     return tasks
