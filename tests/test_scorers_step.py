@@ -75,7 +75,7 @@ def test_zero_ground_truth_uses_unit_step():
     # below ε counts as zero on both sides
     r = s([1e-10, 0, 0], [0, 5e-10, 0], unit_t=0.0626)
     assert (r["s_d"], r["s_theta"]) == (1.0, 1.0)
-    assert r["s_step"] == pytest.approx(1 - 1e-10 / 0.0626, abs=1e-15)
+    assert r["s_step"] == 1.0  # both below ε: no translation on either side, a perfect match
 
 
 def test_zero_prediction_nonzero_truth():

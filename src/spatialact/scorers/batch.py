@@ -198,7 +198,7 @@ def _np_block(p, g, Rp, Rg, u, out, a, b, ws: _Workspace) -> None:
     g0, p0 = ng < EPS, np_ < EPS
     if g0.any() or p0.any():
         both0 = (g0 & p0).astype(np.float64)
-        s_step[:] = np.where(g0, np.maximum(0.0, 1.0 - np_ / u), np.where(p0, 0.0, s_step))
+        s_step[:] = np.where(g0, np.where(p0, 1.0, np.maximum(0.0, 1.0 - np_ / u)), np.where(p0, 0.0, s_step))
         s_d[:] = np.where(g0, both0, np.where(p0, 0.0, s_d))
         s_theta[:] = np.where(g0, both0, np.where(p0, 0.0, s_theta))
     if flag.any():
@@ -251,7 +251,8 @@ def _score_torch(p, g, Rp, Rg, grip_p, grip_g, unit_t, device) -> dict:
     s_d = torch.clamp(1.0 - nd / ng, min=0.0)
     s_theta = torch.where(nd == 0.0, one, torch.clamp(dot / (np_ * ng), -1.0, 1.0))
     s_step = s_d * torch.clamp(s_theta, min=0.0)
-    s_step = torch.where(g0, torch.clamp(1.0 - np_ / u, min=0.0), torch.where(p0, zero, s_step))
+    s_step = torch.where(g0, torch.where(p0, torch.ones_like(s_step), torch.clamp(1.0 - np_ / u, min=0.0)),
+                         torch.where(p0, zero, s_step))
     both0 = (g0 & p0).to(torch.float64)
     s_d = torch.where(g0, both0, torch.where(p0, zero, s_d))
     s_theta = torch.where(g0, both0, torch.where(p0, zero, s_theta))

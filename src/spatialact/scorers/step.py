@@ -106,7 +106,8 @@ def score_step(p: Sequence[float], g: Sequence[float], Rp=None, Rg=None, grip_p=
     if not _finite(np_, ng, nd, dot, sin_t, cos_t):
         return flagged  # finite but so large that squares overflow: as good as infinite
     if ng < EPS:
-        s_step = max(0.0, 1.0 - np_ / unit_t)
+        # A translation below ε is no translation: both below ε is a perfect match, exactly 1.
+        s_step = 1.0 if np_ < EPS else max(0.0, 1.0 - np_ / unit_t)
         s_d = s_theta = 1.0 if np_ < EPS else 0.0
     elif np_ < EPS:
         s_d = s_theta = s_step = 0.0
