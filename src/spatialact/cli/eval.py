@@ -35,7 +35,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mode", choices=["one-shot", "closed-loop"], default="one-shot")
     p.add_argument("--env", choices=["pybullet", "habitat", "none"], default="pybullet",
                    help="simulator for tasks with a scene; 'none' scores one-shot without simulating")
-    p.add_argument("--renderer", choices=["tiny", "egl"], default="tiny", help="PyBullet renderer")
+    p.add_argument("--renderer", choices=["auto", "tiny", "egl"], default="auto",
+                   help="PyBullet renderer: auto (EGL on an NVIDIA GPU when there is one, else tiny; default),"
+                        " tiny (CPU) or egl (GPU, or Mesa on a CPU); the GL that answered is in each record")
     p.add_argument("--size", type=int, default=128, help="image width and height in pixels (default 128)")
     p.add_argument("--max-steps", type=int, default=20, help="closed-loop step limit (default 20)")
     p.add_argument("--profile", choices=["paper", "paper+rot"], default="paper", help="step-score profile")

@@ -42,7 +42,7 @@ class EpisodeConfig:
 
     mode: str = "one-shot"
     env: str = "pybullet"
-    renderer: str = "tiny"
+    renderer: str = "auto"
     width: int = 128
     height: int = 128
     max_steps: int = 20
@@ -170,6 +170,7 @@ def run_episode(task: Task, agent, cfg: EpisodeConfig) -> tuple[dict, EpisodeFra
         obs, info = env.reset(seed=cfg.seed, options={"task": task}) if env is not None else (None, None)
         observation = _observation(task, cfg, env, obs, info, None, 0)
         frames.start, frames.goal = observation.get("rgb"), observation.get("goal_rgb")
+        gl = info.get("renderer") if isinstance(info, dict) else None  # which GL answered (SPEC §6)
         if observation["rgb"] is None or observation["goal_rgb"] is None:
             raise ValueError(f"task {task.id!r} has neither a scene nor start/goal images")
         agent.reset(task)
@@ -194,6 +195,7 @@ def run_episode(task: Task, agent, cfg: EpisodeConfig) -> tuple[dict, EpisodeFra
         closed = _closed_metrics(poses, task, last_info, env is not None)
         error = next((t.error for t in turns if getattr(t, "error", None)), None)
         record = _record(task, agent, cfg, scores, closed, pred, turns, poses, error, time.perf_counter() - t0)
+        record["gl_renderer"] = gl
     except Exception as e:  # the run goes on; the reason is kept with the episode
         record = _record(task, agent, cfg, None, None, None, turns, task.start_pose[None],
                          f"{e.__class__.__name__}: {e}", time.perf_counter() - t0)
