@@ -26,3 +26,25 @@ def test_parse_unusable_answer_exits_1():
     r = _cli("parse", "no json at all")
     assert r.returncode == 1
     assert "no usable step" in r.stdout
+
+
+def test_every_subcommand_explains_itself():
+    from spatialact.cli.main import SUBCOMMANDS
+
+    for name in SUBCOMMANDS:
+        r = _cli(name, "--help")
+        assert r.returncode == 0, (name, r.stderr)
+        assert "usage: spatialact " + name in r.stdout
+
+
+def test_demo_prints_the_score_table_and_writes_the_report(tmp_path):
+    import json
+
+    r = _cli("demo", "--agents", "oracle,stay", "--out", str(tmp_path / "demo"), "--no-progress", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    rows = {row["agent"]: row for row in out["table"]}
+    assert rows["oracle"]["score"] == 1.0 and rows["oracle"]["success"] == 1.0
+    assert rows["stay"]["score"] < 0.5 and rows["stay"]["success"] == 0.0
+    html = open(out["report_html"], encoding="utf-8").read()
+    assert "oracle" in html and "stay" in html and "data:image/png;base64," in html
