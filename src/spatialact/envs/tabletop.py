@@ -340,9 +340,7 @@ class TabletopEnv(SpatialActEnv):
             cube = (poses[2] @ np.append(self.GRASP_POINT, 1.0))[:3] + 3 * u * direction
             if not (np.all(cube[:2] >= box[:2, 0]) and np.all(cube[:2] <= box[:2, 1])):
                 continue
-            if not all(self._pose_ok(T) or k in (2, 3) for k, T in enumerate(poses)):
-                continue
-            if not all(self._reachable(T) for T in poses):
+            if not self._path_ok(poses, at_object=(2, 3)):
                 continue
             colour = [float(c) for c in (rng.uniform(0.0, 0.3), rng.uniform(0.3, 0.6), rng.uniform(0.7, 1.0))]
             objects = [{"name": "target", "shape": "cube", "size": size, "color": colour,
@@ -437,9 +435,7 @@ class TabletopEnv(SpatialActEnv):
                 continue
             if not all(np.all(x[:2] >= box[:2, 0]) and np.all(x[:2] <= box[:2, 1]) for x in (obj, target)):
                 continue
-            if not all(self._pose_ok(T) or k in (2, 5) for k, T in enumerate(poses)):
-                continue
-            if not all(self._reachable(T) for T in poses):
+            if not self._path_ok(poses, at_object=(2, 5)):
                 continue
             colour = [float(c) for c in (rng.uniform(0.6, 1.0), rng.uniform(0.0, 0.4), rng.uniform(0.0, 0.6))]
             objects = [{"name": "target", "shape": "cube", "size": size, "color": colour,
@@ -457,6 +453,12 @@ class TabletopEnv(SpatialActEnv):
                                    scene=self.scene.spec,
                                    instruction=f"{word} the cube and put it down on the square marker.")
         raise RuntimeError(f"no pick-and-place layout found in scene {self.scene.spec} after {max_tries} tries")
+
+    def _path_ok(self, poses, at_object=()) -> bool:
+        """Every pose reachable, and clear of the table except those in ``at_object`` (the poses touching the
+        object, which may come closer)."""
+        return (all(self._pose_ok(T) or k in at_object for k, T in enumerate(poses))
+                and all(self._reachable(T) for T in poses))
 
     def _reachable(self, T) -> bool:
         return True
