@@ -1,5 +1,5 @@
 # The two commands of the README.
-.PHONY: setup demo test bench
+.PHONY: setup demo test bench images
 
 setup:
 	bash scripts/setup.sh
@@ -14,3 +14,7 @@ test: setup
 
 bench: setup
 	.venv/bin/python benchmarks/run_all.py
+
+# Re-renders the README's start/goal pictures (docs/images/).
+images: setup
+	.venv/bin/python scripts/make_readme_images.py
