@@ -82,7 +82,14 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"out": str(path), "n": len(tasks), "ids": [t.id for t in tasks]}))
         return 0
-    rows = [[t.id, t.kind, t.n_steps, float(t.tags.get("distance_m", 0.0)) if "distance_m" in t.tags else None,
-             "yes" if t.start_image else "no"] for t in tasks]
-    print(format_table(rows, ["id", "kind", "steps", "distance m", "images"], title=f"{len(tasks)} tasks → {path}"))
+    import numpy as np
+
+    from spatialact.geometry import rotation_error
+
+    # Start-to-goal motion from the poses themselves, so every builder's table shows it.
+    rows = [[t.id, t.kind, t.n_steps, float(np.linalg.norm(t.goal_pose[:3, 3] - t.start_pose[:3, 3])),
+             float(np.degrees(rotation_error(t.start_pose, t.goal_pose))), "png" if t.start_image else "rendered"
+             if t.scene else "no"] for t in tasks]
+    print(format_table(rows, ["id", "kind", "steps", "distance m", "turn °", "images"],
+                       title=f"{len(tasks)} tasks → {path}  (images: png files, or rendered from the scene on demand)"))
     return 0
