@@ -192,3 +192,55 @@ def test_leaf_values_equal_records():
     for x in r:
         by_leaf.setdefault(leaf_of(x), []).append(x["score"])
     assert hierarchical_scores(leaf_values=by_leaf) == hierarchical_scores(r)
+
+
+# ---------------------------------------------------------------- large groups, many groups ---------------------
+def test_large_groups_resample_multinomial_counts_over_distinct_values():
+    import spatialact.scorers.aggregate as agg
+
+    rng = np.random.default_rng(7)
+    n = agg._EXACT_MAX + 50_001
+    x = rng.choice([0.0, 0.25, 1.0], size=n, p=[0.3, 0.3, 0.4])
+    vals, mult = np.unique(x, return_counts=True)
+    counts = np.random.default_rng(0).multinomial(n, mult / n, size=1000)
+    want = tuple(np.quantile((counts * vals).sum(axis=1) / n, [0.025, 0.975]))
+    got = bootstrap_ci(x)
+    assert got == pytest.approx(want, abs=1e-15)
+    # the same distribution as index resampling: the width is 2·1.96·sd/√n within Monte Carlo error
+    se = x.std() / math.sqrt(n)
+    assert got[1] - got[0] == pytest.approx(2 * 1.959964 * se, rel=0.1)
+    assert got[0] < x.mean() < got[1]
+
+
+def test_large_groups_with_many_distinct_values_are_binned_within_a_bin_width(monkeypatch):
+    import spatialact.scorers.aggregate as agg
+
+    x = np.random.default_rng(8).random(agg._EXACT_MAX + 1)
+    lo, hi = bootstrap_ci(x)
+    # the index bootstrap of the same data (forced): same interval up to Monte Carlo error (~3% of the width)
+    monkeypatch.setattr(agg, "_EXACT_MAX", 10**9)
+    lo_i, hi_i = agg.bootstrap_ci(x)
+    width = hi_i - lo_i
+    assert abs(lo - lo_i) < 0.1 * width and abs(hi - hi_i) < 0.1 * width
+    # blocks do not change the draws of the counts resampling either
+    monkeypatch.setattr(agg, "_EXACT_MAX", 100_000)
+    monkeypatch.setattr(agg, "_MAX_DRAWS", 50_000)  # 3 resamples per block of 4 096 bins
+    assert agg.bootstrap_ci(x) == (lo, hi)
+
+
+def test_a_measurement_tag_is_not_broken_down():
+    r = [{"score": i / 300, "kind": "nav", "source": "s", "tags": {"distance_m": round(0.5 + i / 1000, 4),
+                                                                    "level": f"L{i % 3}"}} for i in range(300)]
+    a = aggregate_episodes(r)
+    assert a["skipped"] == {"tags:distance_m": 300}
+    assert set(a["tags"]) == {"level=L0", "level=L1", "level=L2"} and a["tags"]["level=L1"]["n"] == 100
+    b = aggregate_episodes(r, max_groups=None)
+    assert b["skipped"] == {} and len(b["tags"]) == 303
+    # groups equal to the whole set (one kind, one source) repeat the overall summary exactly
+    assert a["kind"]["nav"] == a["source"]["s"] == a["overall"]
+    assert b["tags"]["level=L2"] == aggregate_episodes([x for x in r if x["tags"]["level"] == "L2"])["overall"]
+
+
+def test_records_without_tags_give_an_empty_breakdown():
+    a = aggregate_episodes([{"score": 0.5, "kind": "nav"}, {"score": 1.0, "kind": "nav"}])
+    assert a["tags"] == {} and a["overall"]["n"] == 2

@@ -1,4 +1,10 @@
-"""Small statistics for reports: means with percentile-bootstrap 95% intervals (SPEC §4.2: 1000 resamples, seed 0)."""
+"""Means with percentile-bootstrap 95% intervals for reports (SPEC §4.2: 1000 resamples, seed 0).
+
+The statistics themselves live in :mod:`spatialact.scorers.aggregate` — one bootstrap and one summary for the
+whole project, so a report and ``spatialact score`` give the same interval for the same scores. This module
+adapts them to report values, which are loose (None, NaN, strings, booleans counted as 0 / 1), and to the
+:class:`Summary` value reports print.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,8 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 import numpy as np
+
+from ..scorers.aggregate import summarise as _summarise
 
 __all__ = ["Summary", "bootstrap_ci", "summarise", "group_summaries"]
 
@@ -47,31 +55,20 @@ def _finite(values: Iterable) -> np.ndarray:
 
 
 def bootstrap_ci(values: Iterable, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> Summary:
-    """Mean of the finite values and the percentile bootstrap interval of the mean.
+    """Mean of the finite values and the percentile bootstrap interval of the mean, as a :class:`Summary`.
 
-    Resamples are drawn with ``numpy.random.default_rng(seed)``, so the interval is reproducible; with one value
-    the interval is that value, with none everything is NaN and ``n = 0``. Booleans count as 0 / 1.
+    Values that are not numbers (None, strings, NaN, ±inf) are left out; booleans count as 0 / 1. The numbers
+    are :func:`spatialact.scorers.summarise`'s. One value: the interval is that value; none: everything NaN and
+    ``n = 0``.
     """
-    x = _finite(values)
-    n = len(x)
-    if n == 0:
+    s = _summarise(_finite(values), n_boot, seed, level)
+    if s["n"] == 0:
         return Summary(math.nan, math.nan, math.nan, 0)
-    mean = float(x.mean())
-    if n == 1 or n_boot <= 0:
-        return Summary(mean, mean, mean, n)
-    rng = np.random.default_rng(seed)
-    # in chunks, so 1000 resamples of a large run stay within a few MB
-    means = np.empty(n_boot)
-    chunk = max(1, int(2_000_000 // n))
-    for i in range(0, n_boot, chunk):
-        m = min(chunk, n_boot - i)
-        means[i:i + m] = x[rng.integers(0, n, size=(m, n))].mean(axis=1)
-    a = (1.0 - level) / 2.0
-    lo, hi = np.quantile(means, [a, 1.0 - a])
-    return Summary(mean, float(lo), float(hi), n)
+    return Summary(s["mean"], s["ci_low"], s["ci_high"], s["n"])
 
 
 def summarise(records: list[dict], key: str = "score", **kw) -> Summary:
+    """:func:`bootstrap_ci` of ``record[key]`` over the records."""
     return bootstrap_ci((r.get(key) for r in records), **kw)
 
 

@@ -2,8 +2,14 @@
 
 Bootstrap: percentile interval of the mean over ``n_boot`` resamples (default 1000) drawn with
 ``numpy.random.default_rng(seed)`` (default seed 0); every group gets its own generator with the same seed, so a
-group's interval does not depend on which other groups exist. Resamples are drawn in blocks of bounded size, so
-a million episodes need a few tens of MB, not n_boot × n.
+group's interval does not depend on which other groups exist. Up to 100 000 values a resample is
+``n`` index draws; larger groups draw multinomial counts over their distinct values (the same resampling
+distribution at O(distinct values) per resample: a million scores take about a second, not a minute). Resamples
+are drawn in blocks of bounded size, so a million episodes need a few tens of MB, not n_boot × n. This is the
+project's one bootstrap: reports (``spatialact.evaluation.stats``) call it too.
+
+Breakdowns: by kind, source and each tag key; a column with more than ``MAX_GROUPS`` (100) distinct values is a
+measurement, not a category, and is listed under ``skipped`` instead of being broken down.
 
 Hierarchy: a tree in lmms-eval's layout (``{"name", "weight", "children": [...]}``; a missing weight counts 1).
 Episodes are assigned to leaves; a leaf's score is the mean of its episodes; a parent's score is the weighted
@@ -14,6 +20,7 @@ leaf without data as 0 instead; that number is reported too (``score_missing_as_
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -22,7 +29,7 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 
 __all__ = ["bootstrap_ci", "summarise", "aggregate_episodes", "aggregate_arrays", "hierarchical_scores",
-           "DEFAULT_TREE", "SPATREE_L4", "load_tree", "leaf_of"]
+           "DEFAULT_TREE", "SPATREE_L4", "load_tree", "leaf_of", "tag_label", "MAX_GROUPS", "KIND_LEAVES"]
 
 #: SpatialTree's L4 subtree, lmms-eval's names and weights (``spatree_hierarchy.json`` of its spatialtreebench
 #: task). Our nav tasks are "Agentic Navigation", manip and hand tasks "Robotic Arm"; the Open-world
@@ -44,20 +51,19 @@ DEFAULT_TREE = SPATREE_L4
 #: Default leaf of a task kind.
 KIND_LEAVES = {"nav": "Agentic Navigation", "manip": "Robotic Arm", "hand": "Robotic Arm"}
 _MAX_DRAWS = 4_000_000  # indices drawn per bootstrap block
+_EXACT_MAX = 100_000   # larger groups resample by multinomial counts (see bootstrap_ci)
+_MAX_BINS = 4_096      # distinct values kept in the counts resampling; more are pooled into bins
+#: Default most groups in one breakdown column (more: a measurement, not a category; see aggregate_arrays).
+MAX_GROUPS = 100
 
 
 # ------------------------------------------------------------------------------------------------------------
 # Means and intervals
 # ------------------------------------------------------------------------------------------------------------
-def bootstrap_ci(values, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean of ``values`` (1-D). One value → (v, v); none → (nan, nan)."""
-    x = np.asarray(values, dtype=np.float64).reshape(-1)
+def _index_means(x: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
+    """Resampled means by index draws: resample r is ``x[rng.integers(0, n, size=n)]``; blocks of bounded size
+    (the same draws as one big call)."""
     n = len(x)
-    if n == 0:
-        return (math.nan, math.nan)
-    if n == 1 or n_boot <= 0:
-        m = float(x.mean())
-        return (m, m)
     rng = np.random.default_rng(seed)
     means = np.empty(n_boot)
     rows = max(1, _MAX_DRAWS // n)
@@ -74,22 +80,73 @@ def bootstrap_ci(values, n_boot: int = 1000, seed: int = 0, level: float = 0.95)
         else:
             idx = rng.integers(0, n, size=(b - a, n))
             means[a:b] = x[idx].mean(axis=1)
+    return means
+
+
+def _count_means(x: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
+    """Resampled means from multinomial counts over the distinct values: drawing n values with replacement
+    picks value j ``C_j`` times with ``C ~ Multinomial(n, m_j / n)`` (``m_j`` its multiplicity), the same
+    distribution as index draws at O(distinct values) per resample. More than ``_MAX_BINS`` distinct values are
+    pooled into that many equal-width bins, each represented by the mean of its members (a resampled mean then
+    moves by less than one bin width, (max − min) / 4096)."""
+    n = len(x)
+    vals, mult = np.unique(x, return_counts=True)
+    if len(vals) > _MAX_BINS:
+        lo, hi = float(vals[0]), float(vals[-1])
+        b = np.minimum(((x - lo) * (_MAX_BINS / (hi - lo))).astype(np.int64), _MAX_BINS - 1)
+        mult = np.bincount(b, minlength=_MAX_BINS)
+        sums = np.bincount(b, weights=x, minlength=_MAX_BINS)
+        keep = mult > 0
+        mult = mult[keep]
+        vals = sums[keep] / mult
+    p = mult / n
+    rng = np.random.default_rng(seed)
+    means = np.empty(n_boot)
+    rows = max(1, _MAX_DRAWS // (4 * len(vals)))
+    for a in range(0, n_boot, rows):
+        b = min(n_boot, a + rows)
+        # an elementwise product and a row sum (not BLAS): each resample's sum is independent of the block size
+        means[a:b] = (rng.multinomial(n, p, size=b - a) * vals).sum(axis=1) / n
+    return means
+
+
+def bootstrap_ci(values, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of ``values`` (1-D). One value → (v, v); none → (nan, nan).
+
+    Up to 100 000 values, resample r is ``x[rng.integers(0, n, size=n)]`` with ``rng = default_rng(seed)``;
+    beyond that the resamples are drawn as multinomial counts over the distinct values (same distribution,
+    O(distinct values) per resample; more than 4 096 distinct values are pooled into equal-width bins).
+    """
+    x = np.asarray(values, dtype=np.float64).reshape(-1)
+    n = len(x)
+    if n == 0:
+        return (math.nan, math.nan)
+    if n == 1 or n_boot <= 0:
+        m = float(x.mean())
+        return (m, m)
+    if n <= _EXACT_MAX:
+        means = _index_means(x, n_boot, seed)
+    elif not np.isfinite(x).all():
+        return (math.nan, math.nan)
+    else:
+        means = _count_means(x, n_boot, seed)
     alpha = (1.0 - level) / 2.0
     lo, hi = np.quantile(means, [alpha, 1.0 - alpha])
     return (float(lo), float(hi))
 
 
-def summarise(values, n_boot: int = 1000, seed: int = 0) -> dict:
+def summarise(values, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> dict:
     """``{"mean", "ci_low", "ci_high", "n"}`` of the finite values (None for an empty group)."""
     x = np.asarray(values, dtype=np.float64).reshape(-1)
     x = x[np.isfinite(x)]
     if len(x) == 0:
         return {"mean": None, "ci_low": None, "ci_high": None, "n": 0}
-    lo, hi = bootstrap_ci(x, n_boot, seed)
+    lo, hi = bootstrap_ci(x, n_boot, seed, level)
     return {"mean": float(x.mean()), "ci_low": lo, "ci_high": hi, "n": int(len(x))}
 
 
 def _label(v) -> str:
+    """A group label for a tag value: strings as they are, JSON spelling for the rest (``true``, ``null``, 3)."""
     if isinstance(v, str):
         return v
     if v is None:
@@ -101,47 +158,117 @@ def _label(v) -> str:
     return json.dumps(v, sort_keys=True, ensure_ascii=False)
 
 
-def aggregate_arrays(scores, groups: Mapping[str, Sequence], n_boot: int = 1000, seed: int = 0) -> dict:
-    """Array form of :func:`aggregate_episodes`. ``scores``: (n,) floats. ``groups``: name → a label per episode
-    (None = not in any group of that name), or name → a list of such label sequences (tags: one per tag key,
-    labels ``"key=value"``). Returns ``{"overall": summary, name: {label: summary}}``."""
-    x = np.asarray(scores, dtype=np.float64).reshape(-1)
-    out: dict = {"overall": summarise(x, n_boot, seed), "n_boot": n_boot, "seed": seed,
-                 "n_excluded": int((~np.isfinite(x)).sum())}
-    for name, labels in groups.items():
-        cols = labels if (len(labels) and isinstance(labels[0], (list, tuple, np.ndarray))) else [labels]
-        res: dict = {}
-        for col in cols:
-            col = np.asarray(col, dtype=object)
-            if len(col) != len(x):
-                raise ValueError(f"group {name!r}: {len(col)} labels for {len(x)} scores")
-            uniq = sorted({v for v in col if v is not None}, key=str)
-            for u in uniq:
-                res[str(u)] = summarise(x[col == u], n_boot, seed)
-        out[name] = dict(sorted(res.items()))
+def tag_label(key: str, value) -> str:
+    """The breakdown label of one tag: ``"key=value"`` (value spelled by :func:`_label`)."""
+    return f"{key}={_label(value)}"
+
+
+class _Summaries:
+    """:func:`summarise` with a memory: groups holding the same values in the same order (kind = source =
+    overall when a file has one kind and one source) share one bootstrap, whose result they would repeat."""
+
+    def __init__(self, n_boot: int, seed: int):
+        self.n_boot, self.seed, self.memo = n_boot, seed, {}
+
+    def __call__(self, x: np.ndarray) -> dict:
+        x = x[np.isfinite(x)]
+        if len(x) < 64:
+            return summarise(x, self.n_boot, self.seed)
+        key = (len(x), hashlib.blake2b(x.tobytes(), digest_size=16).digest())
+        hit = self.memo.get(key)
+        if hit is None or not np.array_equal(hit[0], x):
+            hit = self.memo[key] = (x, summarise(x, self.n_boot, self.seed))
+        return dict(hit[1])
+
+
+def _aggregate_codes(x: np.ndarray, columns, n_boot: int, seed: int, max_groups: int | None) -> dict:
+    """The engine of :func:`aggregate_arrays`. ``columns``: ``(name, key, codes, labels)`` with ``codes`` (n,)
+    ints indexing ``labels`` (−1: in no group of this column) and ``key`` the tag key of a tags column (else None).
+    Returns ``{"overall", name: {label: summary}, "skipped": {...}}``; a group's values keep the episode order."""
+    summ = _Summaries(n_boot, seed)
+    out: dict = {"overall": summ(x), "n_boot": n_boot, "seed": seed, "n_excluded": int((~np.isfinite(x)).sum())}
+    skipped: dict = {}
+    for name, key, codes, labels in columns:
+        res = out.setdefault(name, {})
+        codes = np.asarray(codes, dtype=np.int64)
+        if len(codes) != len(x):
+            raise ValueError(f"group {name!r}: {len(codes)} labels for {len(x)} scores")
+        inside = codes >= 0
+        sizes = np.bincount(codes[inside], minlength=len(labels))
+        present = np.flatnonzero(sizes)
+        if max_groups is not None and len(present) > max_groups:
+            skipped[name if key is None else f"{name}:{key}"] = int(len(present))
+            continue
+        order = np.argsort(np.where(inside, codes, -1), kind="stable")[int((~inside).sum()):]
+        ends = np.cumsum(sizes)
+        for c in present:
+            res[str(labels[c])] = summ(x[order[ends[c] - sizes[c]:ends[c]]])
+    for name, *_ in columns:
+        out[name] = dict(sorted(out[name].items()))
+    out["skipped"] = skipped
     return out
 
 
+def _codes_of(col) -> tuple[np.ndarray, list]:
+    """Labels per episode (None: no group) → (codes, distinct labels)."""
+    index: dict = {}
+    codes = np.fromiter((-1 if v is None else index.setdefault(v, len(index)) for v in col), dtype=np.int64,
+                        count=len(col))
+    return codes, list(index)
+
+
+def aggregate_arrays(scores, groups: Mapping[str, Sequence], n_boot: int = 1000, seed: int = 0,
+                     max_groups: int | None = MAX_GROUPS) -> dict:
+    """Array form of :func:`aggregate_episodes`. ``scores``: (n,) floats. ``groups``: name → a label per episode
+    (None = not in any group of that name), or name → a list of such label sequences (tags: one per tag key,
+    labels ``"key=value"``). Returns ``{"overall": summary, name: {label: summary}, "n_boot", "seed",
+    "n_excluded", "skipped"}``.
+
+    A column with more than ``max_groups`` distinct labels (a measurement such as a distance, not a category)
+    is left out of the breakdown and named in ``skipped`` (``"name"``, or ``"tags:key"`` for a tag key) with its
+    number of labels; ``max_groups=None`` keeps every column.
+    """
+    x = np.asarray(scores, dtype=np.float64).reshape(-1)
+    columns = []
+    for name, labels in groups.items():
+        if len(labels) and isinstance(labels[0], (list, tuple, np.ndarray)):
+            for col in labels:  # one column per tag key: the key is the labels' text before "="
+                codes, distinct = _codes_of(list(col))
+                key = str(distinct[0]).split("=", 1)[0] if distinct else None
+                columns.append((name, key, codes, distinct))
+        elif len(labels) == 0 and len(x):
+            columns.append((name, None, np.full(len(x), -1), []))  # no columns (e.g. no tags at all)
+        else:
+            codes, distinct = _codes_of(list(labels))
+            columns.append((name, None, codes, distinct))
+    return _aggregate_codes(x, columns, n_boot, seed, max_groups)
+
+
 def aggregate_episodes(records: Iterable[Mapping], score_key: str = "score", by: Sequence[str] = ("kind", "source", "tags"),
-                       n_boot: int = 1000, seed: int = 0) -> dict:
+                       n_boot: int = 1000, seed: int = 0, max_groups: int | None = MAX_GROUPS) -> dict:
     """Dataset score of episode records (dicts with ``score_key`` and the fields in ``by``).
 
     Returns ``{"overall": {"mean", "ci_low", "ci_high", "n"}, "<by>": {value: {...}}, "n_boot", "seed",
-    "n_excluded"}``. For ``tags`` (a dict per record) the groups are ``"key=value"``, one per tag key and value.
-    A missing or non-finite score is excluded and counted in ``n_excluded``; a record without a field is left out
-    of that field's groups.
+    "n_excluded", "skipped", "score_key"}``. For ``tags`` (a dict per record) the groups are ``"key=value"``, one
+    per tag key and value. A missing or non-finite score is excluded and counted in ``n_excluded``; a record
+    without a field is left out of that field's groups. A field or tag key with more than ``max_groups``
+    distinct values is not broken down (see :func:`aggregate_arrays`).
     """
     recs = list(records)
     x = np.array([_num(r.get(score_key)) for r in recs], dtype=np.float64)
-    groups: dict = {}
+    columns = []
     for name in by:
         if name == "tags":
-            keys = sorted({k for r in recs for k in (r.get("tags") or {})}, key=str)
-            groups["tags"] = [[f"{k}={_label((r.get('tags') or {})[k])}" if k in (r.get("tags") or {}) else None
-                               for r in recs] for k in keys]
+            tags = [r.get("tags") or {} for r in recs]
+            for k in sorted({k for t in tags for k in t}, key=str):
+                codes, distinct = _codes_of([tag_label(k, t[k]) if k in t else None for t in tags])
+                columns.append(("tags", str(k), codes, distinct))
+            if not any(c[0] == "tags" for c in columns):
+                columns.append(("tags", None, np.full(len(x), -1), []))
         else:
-            groups[name] = [None if r.get(name) is None else _label(r.get(name)) for r in recs]
-    out = aggregate_arrays(x, groups, n_boot, seed)
+            codes, distinct = _codes_of([None if r.get(name) is None else _label(r.get(name)) for r in recs])
+            columns.append((name, None, codes, distinct))
+    out = _aggregate_codes(x, columns, n_boot, seed, max_groups)
     out["score_key"] = score_key
     return out
 
@@ -234,31 +361,36 @@ def hierarchical_scores(records: Iterable[Mapping] | None = None, tree=None, sco
     sums: dict[str, list] = {}
     unmatched: dict[str, int] = {}
 
-    def add(leaf, vals):
-        vals = [v for v in (_num(x) for x in vals) if math.isfinite(v)]
-        if not vals:
+    def add(leaf, vals: np.ndarray):
+        vals = vals[np.isfinite(vals)]
+        if not len(vals):
             return
         key = _norm_name(leaf) if leaf else None
         if key in leaves:
-            sums.setdefault(key, []).extend(vals)
+            sums.setdefault(key, []).append(vals)
         else:
             unmatched[str(leaf)] = unmatched.get(str(leaf), 0) + len(vals)
 
-    for r in records or ():
-        add(leaf_of(r), [r.get(score_key)])
+    if records is not None:
+        per_leaf: dict = {}
+        for r in records:
+            per_leaf.setdefault(leaf_of(r), []).append(_num(r.get(score_key)))
+        for leaf, vals in per_leaf.items():
+            add(leaf, np.asarray(vals, dtype=np.float64))
     for leaf, vals in (leaf_values or {}).items():
-        add(leaf, np.asarray(vals, dtype=np.float64).reshape(-1).tolist())
+        add(leaf, np.asarray(vals, dtype=np.float64).reshape(-1))
+    sums = {k: np.concatenate(v) for k, v in sums.items()}
 
     nodes: dict = {}
 
     def visit(node, path):
         p = f"{path}/{node['name']}" if path else node["name"]
         if not node["children"]:
-            vals = sums.get(_norm_name(node["name"]), [])
-            s = float(np.mean(vals)) if vals else None
-            nodes[p] = {"score": s, "coverage": 1.0 if vals else 0.0, "weight": node["weight"], "n": len(vals),
-                        "leaf": True}
-            return s, (1.0 if vals else 0.0), len(vals), (s if s is not None else 0.0)
+            vals = sums.get(_norm_name(node["name"]), ())
+            s = float(np.mean(vals)) if len(vals) else None
+            nodes[p] = {"score": s, "coverage": 1.0 if len(vals) else 0.0, "weight": node["weight"],
+                        "n": len(vals), "leaf": True}
+            return s, (1.0 if len(vals) else 0.0), len(vals), (s if s is not None else 0.0)
         num = den = cov_num = z_num = w_sum = 0.0
         n = 0
         for c in node["children"]:

@@ -37,7 +37,9 @@ import re
 from typing import Any, Iterable, Mapping
 
 import numpy as np
-from scipy.spatial.transform import Rotation
+
+# scipy's Rotation is imported on first use (_rotation()), not here: `spatialact score` under profiles paper and
+# paper+rot never needs it, and importing scipy.spatial costs about a third of a second at start-up.
 
 __all__ = [
     "LMMS_EVAL_COMMIT",
@@ -175,14 +177,21 @@ def _step_increments(actions: Any, step_nums: Any, t_size: Any, r_size: Any) -> 
     return sums
 
 
-def _advance(pose, orientation: Rotation, sums: list) -> np.ndarray:
+def _rotation():
+    """scipy's ``Rotation`` class (imported on first use; then a dictionary look-up)."""
+    from scipy.spatial.transform import Rotation
+
+    return Rotation
+
+
+def _advance(pose, orientation, sums: list) -> np.ndarray:
     """One lmms-eval step from a 7-vector ``[x, y, z, qx, qy, qz, qw]`` whose quaternion was already read into
     ``orientation`` (lmms-eval reads it before the actions, which decides which error a bad input raises):
     translation added unrotated, rotation ``from_euler("zyx", [yaw, pitch, roll])`` multiplied on the left,
     quaternion renormalised (with its 1e-12)."""
     dx, dy, dz, yaw, pitch, roll = sums
     position = pose[:3] + np.array([dx, dy, dz])
-    q = (Rotation.from_euler("zyx", [yaw, pitch, roll]) * orientation).as_quat()
+    q = (_rotation().from_euler("zyx", [yaw, pitch, roll]) * orientation).as_quat()
     out = np.zeros(7)
     out[:3] = position
     out[3:] = q / (np.linalg.norm(q) + 1e-12)
@@ -220,7 +229,7 @@ def _replay_stepped(instructions: dict, start, extra_info: Mapping) -> list:
         if not isinstance(step, dict):
             continue
         actions, step_nums = step.get("actions", []), step.get("step_nums", [])
-        orientation = Rotation.from_quat(current[3:])
+        orientation = _rotation().from_quat(current[3:])
         current = _advance(current, orientation, _step_increments(actions, step_nums, t_size, r_size))
         poses.append(current)
     return poses
@@ -233,7 +242,7 @@ def _replay_flat(instructions: dict, start, extra_info: Mapping) -> np.ndarray:
     t_size, r_size = _step_sizes(extra_info[segments[-1]])
     actions, step_nums = instructions.get("actions", []), instructions.get("step_nums", [])
     current = start.copy()
-    orientation = Rotation.from_quat(current[3:])
+    orientation = _rotation().from_quat(current[3:])
     return _advance(current, orientation, _step_increments(actions, step_nums, t_size, r_size))
 
 
@@ -247,7 +256,7 @@ def lmms_replay(motions, start=None) -> np.ndarray:
     out = [current]
     for tx, ty, tz, tilt, pan, roll in m:
         sums = [float(tx), float(ty), float(tz), float(pan), float(tilt), -float(roll)]
-        current = _advance(current, Rotation.from_quat(current[3:]), sums)
+        current = _advance(current, _rotation().from_quat(current[3:]), sums)
         out.append(current)
     return np.stack(out)
 
@@ -257,7 +266,7 @@ def lmms_replay(motions, start=None) -> np.ndarray:
 # ----------------------------------------------------------------------------------------------------------
 def _turn_between(q_a, q_b) -> float:
     """Angle (rad) of ``inv(A) * B`` for quaternions given as xyzw (scipy ``magnitude``)."""
-    return (Rotation.from_quat(q_a).inv() * Rotation.from_quat(q_b)).magnitude()
+    return (_rotation().from_quat(q_a).inv() * _rotation().from_quat(q_b)).magnitude()
 
 
 def _path_turn(rows) -> float:
@@ -458,7 +467,7 @@ def to_lmms_answer(seq, kind: str = "nav") -> str:
 
 
 def _pose_row(T) -> list[float]:
-    q = Rotation.from_matrix(np.asarray(T)[:3, :3]).as_quat()
+    q = _rotation().from_matrix(np.asarray(T)[:3, :3]).as_quat()
     return [float(x) for x in np.asarray(T)[:3, 3]] + [float(x) for x in q]
 
 
@@ -494,7 +503,7 @@ def to_lmms_extra_info(task) -> dict:
         else:
             entry.update(_lmms_step_object(step))
             sums = _step_increments(entry["actions"], entry["step_nums"], t_size, r_size)
-        current = _advance(current, Rotation.from_quat(current[3:]), sums)
+        current = _advance(current, _rotation().from_quat(current[3:]), sums)
         rows.append(current)
         info[f"{k}->{k + 1}"] = entry
     info = {"optimal_rel_pose": [[float(x) for x in r] for r in rows], **info}
