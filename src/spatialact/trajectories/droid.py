@@ -27,12 +27,15 @@ gripper's approach axis. 15 Hz unless the dataset says otherwise.
 from __future__ import annotations
 
 import json
+import math
+import string
 from pathlib import Path
 
 import numpy as np
 
 from .. import geometry
-from .trajectory import FrameRef, Trajectory, TrajectoryError, check_timestamps, fail
+from .trajectory import FrameRef, Trajectory, check_fps, check_timestamps, describe_value, fail, read_json_file, \
+    read_text_file
 
 __all__ = ["read_droid", "CAMERA_ALIASES", "CARTESIAN", "GRIPPER"]
 
@@ -57,18 +60,106 @@ def _root_of(path) -> Path:
     return p
 
 
+# Placeholders each layout fills in its path templates (LeRobot's own names); a template naming anything else, or
+# with a format spec other than a zero-padded width, is refused before it is filled.
+_TEMPLATE_FIELDS = {
+    "v2": {"data_path": {"episode_chunk", "episode_index"},
+           "video_path": {"episode_chunk", "episode_index", "video_key"}},
+    "v3": {"data_path": {"chunk_index", "file_index"}, "video_path": {"chunk_index", "file_index", "video_key"}},
+}
+
+
+def _check_template(info_path: Path, key: str, template, allowed: set[str]) -> str:
+    if not isinstance(template, str) or not template:
+        raise fail(info_path, key, f"expected a path template, got {describe_value(template)}")
+    try:
+        parts = list(string.Formatter().parse(template))
+    except ValueError as e:
+        raise fail(info_path, key, f"not a valid path template {template!r} ({e})") from None
+    for _, name, spec, conv in parts:
+        if name is None:
+            continue
+        width = spec[:-1] if spec.endswith("d") else None
+        if name not in allowed or conv or not (spec == "" or (width is not None and width.isdigit()
+                                                                 and len(width) <= 2)):
+            raise fail(info_path, key, f"template {template!r}: placeholder {{{name}{':' + spec if spec else ''}}} "
+                                       f"is not one of {', '.join('{' + a + '}' for a in sorted(allowed))} "
+                                       "(optionally with a width such as :03d)")
+    return template
+
+
+def _int_value(v, path, field_name: str, frame: int | None = None, *, minimum: int = 0) -> int:
+    """An integer ≥ ``minimum`` from JSON or parquet (integral floats accepted; booleans, text and null refused)."""
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)) or \
+            (isinstance(v, (float, np.floating)) and not (math.isfinite(v) and float(v).is_integer())):
+        got = v if isinstance(v, (float, np.floating)) else describe_value(v)
+        raise fail(path, field_name, f"expected an integer, got {got}", frame)
+    if int(v) < minimum:
+        raise fail(path, field_name, f"must be at least {minimum}, got {int(v)}", frame)
+    return int(v)
+
+
 def _read_info(root: Path) -> dict:
+    """``meta/info.json``, checked: an object with ``codebase_version`` (v2.x / v3.x), path templates that fit the
+    layout, a positive ``chunks_size`` (v2), a valid ``fps`` and a ``features`` object. Adds ``"_layout"``."""
     info_path = root / "meta" / "info.json"
     if not info_path.is_file():
-        raise TrajectoryError(f"{root}: no meta/info.json (not a LeRobot dataset)")
-    try:
-        info = json.loads(info_path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise TrajectoryError(f"{info_path}: not valid JSON ({e.msg} at line {e.lineno})") from None
+        raise fail(root, "meta/info.json", "missing (not a LeRobot dataset)")
+    info = read_json_file(info_path)
+    if not isinstance(info, dict):
+        raise fail(info_path, "(file)", f"expected a JSON object, got {describe_value(info)}")
     for key in ("codebase_version", "data_path"):
         if key not in info:
             raise fail(info_path, key, "missing")
+    version = info["codebase_version"]
+    if not isinstance(version, str):
+        raise fail(info_path, "codebase_version", f"expected text such as 'v2.1', got {describe_value(version)}")
+    layout = version[:2]
+    if layout not in _TEMPLATE_FIELDS:
+        raise fail(info_path, "codebase_version", f"unsupported LeRobot layout {version!r} (expected v2.1 or v3.0)")
+    info = dict(info, _layout=layout)
+    _check_template(info_path, "data_path", info["data_path"], _TEMPLATE_FIELDS[layout]["data_path"])
+    if info.get("video_path") is not None:
+        _check_template(info_path, "video_path", info["video_path"], _TEMPLATE_FIELDS[layout]["video_path"])
+    if layout == "v2":
+        info["chunks_size"] = _int_value(info.get("chunks_size", 1000), info_path, "chunks_size", minimum=1)
+    if info.get("fps") is not None:
+        info["fps"] = check_fps(info["fps"], info_path, "fps")
+    features = info.get("features", {})
+    if not isinstance(features, dict):
+        raise fail(info_path, "features", f"expected an object of feature name to description, got "
+                                          f"{describe_value(features)}")
+    info["features"] = features
     return info
+
+
+def _fill(info: dict, key: str, **values) -> str:
+    # The template was checked in _read_info: only the layout's placeholders, only widths.
+    return info[key].format(**values)
+
+
+def _read_parquet(path: Path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.read_table(path)
+    except (pa.ArrowException, OSError, ValueError) as e:  # truncated, not parquet, unreadable
+        raise fail(path, "(file)", f"not a readable parquet file ({e or type(e).__name__})") from None
+
+
+def _int_column(table, name: str, path):
+    """An integer column without nulls as int64 numbers (checked type: text or floats are refused)."""
+    import pyarrow as pa
+
+    if name not in table.column_names:
+        raise fail(path, name, "missing")
+    col = table.column(name)
+    if not pa.types.is_integer(col.type):
+        raise fail(path, name, f"expected integers, got type {col.type}")
+    if col.null_count:
+        raise fail(path, name, "missing value (null)", int(np.argmax(np.asarray(col.is_null()))))
+    return col
 
 
 def _list_column(table, name: str, k: int, path, *, required: bool = True):
@@ -81,28 +172,31 @@ def _list_column(table, name: str, k: int, path, *, required: bool = True):
         return None
     col = table.column(name).combine_chunks()
     typ = col.type
-    if pa.types.is_fixed_size_list(typ):
-        if typ.list_size != k:
-            raise fail(path, name, f"expected {k} values per frame, got {typ.list_size}")
-        vals = col.flatten()
-    elif pa.types.is_list(typ) or pa.types.is_large_list(typ):
-        lengths = np.diff(np.asarray(col.offsets))
-        bad = lengths != k
-        if bad.any():
-            i = int(np.argmax(bad))
-            raise fail(path, name, f"expected {k} values per frame, got {int(lengths[i])}", i)
+    if col.null_count:
+        i = int(np.argmax(np.asarray(col.is_null())))
+        raise fail(path, name, "missing value (null)", i)
+    if pa.types.is_fixed_size_list(typ) or pa.types.is_list(typ) or pa.types.is_large_list(typ):
+        vt = typ.value_type
+        if not (pa.types.is_floating(vt) or pa.types.is_integer(vt)):
+            raise fail(path, name, f"expected a list of {k} numbers per frame, got type {typ}")
+        if pa.types.is_fixed_size_list(typ):
+            if typ.list_size != k:
+                raise fail(path, name, f"expected {k} values per frame, got {typ.list_size}")
+        else:
+            lengths = np.diff(np.asarray(col.offsets))
+            bad = lengths != k
+            if bad.any():
+                i = int(np.argmax(bad))
+                raise fail(path, name, f"expected {k} values per frame, got {int(lengths[i])}", i)
         vals = col.flatten()
     elif k == 1 and (pa.types.is_floating(typ) or pa.types.is_integer(typ)):
         vals = col
     else:
         raise fail(path, name, f"expected a list of {k} numbers per frame, got type {typ}")
-    if col.null_count:
-        i = int(np.argmax(np.asarray(col.is_null())))
-        raise fail(path, name, "missing value (null)", i)
     arr = np.asarray(vals.to_numpy(zero_copy_only=False), dtype=np.float64).reshape(-1, k)
     bad = ~np.isfinite(arr).all(axis=1)
     if bad.any():
-        raise fail(path, name, "not finite (NaN or inf)", int(np.argmax(bad)))
+        raise fail(path, name, "not finite (NaN, inf or null)", int(np.argmax(bad)))
     return arr
 
 
@@ -117,75 +211,103 @@ def _first_text(table, name: str) -> str | None:
     return None
 
 
+def _episodes_jsonl(meta: Path) -> list[dict]:
+    """v2.x ``meta/episodes.jsonl``: one object a line with an integer ``episode_index`` (and ``tasks``)."""
+    episodes = []
+    if not meta.is_file():
+        return episodes
+    for lineno, line in enumerate(read_text_file(meta).splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            e = json.loads(line)
+        except (json.JSONDecodeError, RecursionError, ValueError):
+            raise fail(meta, "(record)", f"line {lineno} is not valid JSON") from None
+        if not isinstance(e, dict):
+            raise fail(meta, "(record)", f"line {lineno}: expected a JSON object, got {describe_value(e)}")
+        if "episode_index" not in e:
+            raise fail(meta, "episode_index", f"line {lineno}: missing")
+        e["episode_index"] = _int_value(e["episode_index"], meta, "episode_index", None)
+        tasks = e.get("tasks")
+        if tasks is not None and not (isinstance(tasks, list) and all(isinstance(x, str) for x in tasks)):
+            raise fail(meta, "tasks", f"line {lineno}: expected a list of task texts, got {describe_value(tasks)}")
+        episodes.append(e)
+    return episodes
+
+
 def _episode_table_v2(root: Path, info: dict, episode: int | None):
     meta = root / "meta" / "episodes.jsonl"
-    episodes = []
-    if meta.is_file():
-        for lineno, line in enumerate(meta.read_text(encoding="utf-8").splitlines(), 1):
-            if line.strip():
-                try:
-                    episodes.append(json.loads(line))
-                except json.JSONDecodeError:
-                    raise fail(meta, "episode_index", f"line {lineno} is not valid JSON") from None
-    indices = [int(e["episode_index"]) for e in episodes]
+    info_path = root / "meta" / "info.json"
+    episodes = _episodes_jsonl(meta)
+    indices = [e["episode_index"] for e in episodes]
     if episode is None:
         if not indices:
             raise fail(meta, "episode_index", "no episodes listed; pass episode=")
         episode = indices[0]
-    ep_meta = next((e for e in episodes if int(e["episode_index"]) == int(episode)), {})
+    ep_meta = next((e for e in episodes if e["episode_index"] == int(episode)), {})
     if episodes and not ep_meta:
         raise fail(meta, "episode_index", f"episode {episode} not in the dataset ({len(indices)} episodes)")
-    chunk = int(episode) // int(info.get("chunks_size", 1000))
-    data = root / info["data_path"].format(episode_chunk=chunk, episode_index=int(episode))
+    chunk = int(episode) // info["chunks_size"]
+    data = root / _fill(info, "data_path", episode_chunk=chunk, episode_index=int(episode))
     if not data.is_file():
-        raise fail(root / "meta" / "info.json", "data_path", f"episode {episode}: no file {data}")
-    import pyarrow.parquet as pq
-
-    table = pq.read_table(data)
+        raise fail(info_path, "data_path", f"episode {episode}: no file {data}")
+    table = _read_parquet(data)
 
     def video(key):
         if not info.get("video_path"):
             return None, 0.0
-        return root / info["video_path"].format(episode_chunk=chunk, video_key=key, episode_index=int(episode)), 0.0
+        return root / _fill(info, "video_path", episode_chunk=chunk, video_key=key,
+                            episode_index=int(episode)), 0.0
 
     tasks = ep_meta.get("tasks") or []
     return int(episode), data, table, video, (tasks[0] if tasks else None)
 
 
+_V3_EPISODE_COLUMNS = ("episode_index", "data/chunk_index", "data/file_index", "dataset_from_index",
+                       "dataset_to_index")
+
+
 def _episode_table_v3(root: Path, info: dict, episode: int | None):
     import pyarrow as pa
     import pyarrow.compute as pc
-    import pyarrow.parquet as pq
 
+    info_path = root / "meta" / "info.json"
     files = sorted((root / "meta" / "episodes").glob("chunk-*/file-*.parquet"))
     if not files:
-        raise TrajectoryError(f"{root / 'meta' / 'episodes'}: no chunk-*/file-*.parquet episode files (LeRobot v3.0)")
-    eps = pa.concat_tables([pq.read_table(f) for f in files], promote_options="default")
-    for col in ("episode_index", "data/chunk_index", "data/file_index", "dataset_from_index", "dataset_to_index"):
-        if col not in eps.column_names:
-            raise fail(files[0], col, "missing")
+        raise fail(root / "meta" / "episodes", "chunk-*/file-*.parquet", "missing: LeRobot v3.0 lists its episodes "
+                                                                          "there")
     # Real datasets list tens of thousands of episodes (with per-episode stats columns): filter before converting.
-    ep_col = eps.column("episode_index")
+    tables = []
+    for f in files:
+        tb = _read_parquet(f)
+        for col in _V3_EPISODE_COLUMNS:
+            _int_column(tb, col, f)
+        tables.append(tb)
     if episode is None:
-        episode = int(pc.min(ep_col).as_py())
-    match = eps.filter(pc.equal(ep_col, int(episode)))
-    if match.num_rows == 0:
-        raise fail(files[0], "episode_index", f"episode {episode} not in the dataset ({eps.num_rows} episodes)")
-    row = match.slice(0, 1).to_pylist()[0]
-    data = root / info["data_path"].format(chunk_index=int(row["data/chunk_index"]),
-                                           file_index=int(row["data/file_index"]))
+        episode = min(int(pc.min(tb.column("episode_index")).as_py()) for tb in tables if tb.num_rows)
+    row = ep_file = None
+    for f, tb in zip(files, tables):
+        match = tb.filter(pc.equal(tb.column("episode_index"), int(episode)))
+        if match.num_rows:
+            row, ep_file = match.slice(0, 1).to_pylist()[0], f
+            break
+    if row is None:
+        raise fail(files[0].parent.parent, "episode_index", f"episode {episode} not in the dataset "
+                                                            f"({sum(t.num_rows for t in tables)} episodes)")
+    data = root / _fill(info, "data_path", chunk_index=row["data/chunk_index"],
+                        file_index=row["data/file_index"])
     if not data.is_file():
-        raise fail(root / "meta" / "info.json", "data_path", f"episode {episode}: no file {data}")
-    table = pq.read_table(data)
+        raise fail(info_path, "data_path", f"episode {episode}: no file {data}")
+    table = _read_parquet(data)
     if "episode_index" not in table.column_names:
         raise fail(data, "episode_index", "missing (v3.0 data files hold several episodes)")
-    table = table.filter(pc.equal(table.column("episode_index"), int(episode)))
-    lo, hi = int(row["dataset_from_index"]), int(row["dataset_to_index"])
+    table = table.filter(pc.equal(_int_column(table, "episode_index", data), int(episode)))
+    lo, hi = row["dataset_from_index"], row["dataset_to_index"]
     if table.num_rows != hi - lo:
         raise fail(data, "episode_index", f"episode {episode} has {table.num_rows} frames, the episode metadata "
                                           f"says {hi - lo} (dataset_from_index {lo} to dataset_to_index {hi})")
-    if "index" in table.column_names:
-        idx = np.asarray(table.column("index").to_numpy())
+    if "index" in table.column_names and table.num_rows:
+        idx = np.asarray(_int_column(table, "index", data).to_numpy())
         order = np.argsort(idx, kind="stable")
         table = table.take(pa.array(order))
         idx = idx[order]
@@ -195,12 +317,19 @@ def _episode_table_v3(root: Path, info: dict, episode: int | None):
     def video(key):
         if not info.get("video_path") or f"videos/{key}/chunk_index" not in row:
             return None, 0.0
-        p = root / info["video_path"].format(video_key=key, chunk_index=int(row[f"videos/{key}/chunk_index"]),
-                                             file_index=int(row[f"videos/{key}/file_index"]))
-        return p, float(row.get(f"videos/{key}/from_timestamp") or 0.0)
+        vals = {}
+        for part in ("chunk_index", "file_index"):
+            vals[part] = _int_value(row.get(f"videos/{key}/{part}"), ep_file, f"videos/{key}/{part}")
+        t0 = row.get(f"videos/{key}/from_timestamp")
+        t0 = 0.0 if t0 is None else t0
+        if isinstance(t0, bool) or not isinstance(t0, (int, float)) or not (math.isfinite(t0) and t0 >= 0):
+            got = t0 if isinstance(t0, float) else describe_value(t0)
+            raise fail(ep_file, f"videos/{key}/from_timestamp", f"episode {episode}: expected seconds ≥ 0, got {got}")
+        return root / _fill(info, "video_path", video_key=key, **vals), float(t0)
 
-    tasks = row.get("tasks") or []
-    return int(episode), data, table, video, (tasks[0] if len(tasks) else None)
+    tasks = row.get("tasks")
+    tasks = tasks if isinstance(tasks, list) else []
+    return int(episode), data, table, video, (str(tasks[0]) if tasks and tasks[0] is not None else None)
 
 
 def read_droid(path, *, episode: int | None = None, entity: str | None = None, fps: float | None = None,
@@ -211,18 +340,19 @@ def read_droid(path, *, episode: int | None = None, entity: str | None = None, f
     ``gripper`` is 1 where ``gripper_position`` > 0.5; ``camera_poses`` is that camera's pose (for
     ``extract_actions(frame="camera")``).
     """
-    if entity not in (None, "end_effector", "gripper", "ee"):
-        raise ValueError(f"DROID trajectories move the end effector; entity {entity!r} is not available")
     root = _root_of(path)
+    if entity not in (None, "end_effector", "gripper", "ee"):
+        raise fail(root, "entity", f"DROID trajectories move the end effector; entity {entity!r} is not available")
+    if episode is not None:
+        episode = _int_value(episode, root, "episode (option)")
+    if camera is not None and (not isinstance(camera, str) or not camera):
+        raise fail(root, "camera (option)", f"expected a camera name, got {describe_value(camera)}")
     info = _read_info(root)
-    version = str(info["codebase_version"])
-    if version.startswith("v2"):
+    version = info["codebase_version"]
+    if info["_layout"] == "v2":
         ep, data, table, video, task = _episode_table_v2(root, info, episode)
-    elif version.startswith("v3"):
-        ep, data, table, video, task = _episode_table_v3(root, info, episode)
     else:
-        raise fail(root / "meta" / "info.json", "codebase_version", f"unsupported LeRobot layout {version!r} "
-                                                                     "(expected v2.1 or v3.0)")
+        ep, data, table, video, task = _episode_table_v3(root, info, episode)
     if table.num_rows == 0:
         raise fail(data, CARTESIAN, f"episode {ep} has no frames")
     if CARTESIAN not in table.column_names:
@@ -233,7 +363,7 @@ def read_droid(path, *, episode: int | None = None, entity: str | None = None, f
     n = len(poses)
     g = _list_column(table, GRIPPER, 1, data, required=False)
     gripper = None if g is None else (g[:, 0] > GRIPPER_CLOSED_ABOVE).astype(np.int8)
-    rate = float(fps) if fps is not None else float(info.get("fps") or DROID_FPS)
+    rate = float(fps) if fps is not None else (info.get("fps") or DROID_FPS)
     if "timestamp" in table.column_names:
         t = check_timestamps(_list_column(table, "timestamp", 1, data)[:, 0], n, data, "timestamp")
     else:
@@ -243,7 +373,7 @@ def read_droid(path, *, episode: int | None = None, entity: str | None = None, f
     # Camera: video key and extrinsics, under either name set.
     cam = camera or "exterior_1_left"
     names = CAMERA_ALIASES.get(cam, (cam,))
-    features = info.get("features", {})
+    features = info["features"]
     video_key = next((f"observation.images.{c}" for c in names if f"observation.images.{c}" in features), None)
     images, meta_extra = None, {}
     if video_key is not None:
@@ -253,8 +383,9 @@ def read_droid(path, *, episode: int | None = None, entity: str | None = None, f
         elif vpath is not None:
             meta_extra["video_missing"] = str(vpath)
     elif camera is not None:
-        raise ValueError(f"{root}: no video 'observation.images.{cam}' (videos: "
-                         f"{', '.join(k for k, v in features.items() if v.get('dtype') == 'video') or 'none'})")
+        videos = [k for k, v in features.items() if isinstance(v, dict) and v.get("dtype") == "video"]
+        raise fail(root / "meta" / "info.json", "features", f"no video 'observation.images.{cam}' (videos: "
+                                                             f"{', '.join(videos) or 'none'})")
     cam_poses = None
     ext_col = next((f"camera_extrinsics.{c}" for c in names if f"camera_extrinsics.{c}" in table.column_names), None)
     if ext_col is not None:

@@ -22,12 +22,13 @@ above 4 cm, unchanged in between (starting closed when the first distance is und
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 
 from .. import geometry
-from .trajectory import FrameRef, Trajectory, TrajectoryError, check_poses, fail
+from .trajectory import FrameRef, Trajectory, as_numbers, check_intrinsics, check_poses, describe_value, fail
 
 __all__ = ["read_egodex", "grip_from_distance", "hand_frame", "ENTITIES", "GRIP_CLOSE_BELOW", "GRIP_OPEN_ABOVE"]
 
@@ -79,24 +80,60 @@ def hand_frame(wrist: np.ndarray, middle: np.ndarray, index: np.ndarray, little:
     return geometry.make_pose(np.stack([X, Y, Z], axis=-1), wrist)
 
 
+def _read(f, name: str, path, *, required: bool = True):
+    """The array stored at ``name`` (None when absent and not required); a group, a broken link, an empty or
+    unreadable dataset fails in one line naming it."""
+    import h5py
+
+    try:
+        obj = f.get(name)
+    except (KeyError, TypeError, ValueError, OSError, RuntimeError) as e:  # a damaged object header
+        raise fail(path, name, f"cannot open ({e or type(e).__name__})") from None
+    if obj is None:
+        if required:
+            raise fail(path, name, "missing" + (" (a link to nothing)" if name in f else ""))
+        return None
+    if not isinstance(obj, h5py.Dataset):
+        raise fail(path, name, f"expected a dataset, got a {type(obj).__name__.lower()}")
+    try:
+        arr = obj[()]
+    except (OSError, TypeError, ValueError, RuntimeError) as e:  # truncated data, a type NumPy cannot hold
+        raise fail(path, name, f"cannot read ({e or type(e).__name__})") from None
+    if isinstance(arr, h5py.Empty):
+        raise fail(path, name, "empty dataset (no data)")
+    return arr
+
+
 def _dataset(f, name: str, path, n: int | None):
-    if name not in f:
-        raise fail(path, name, "missing")
-    arr = np.asarray(f[name][()])
-    poses = check_poses(arr, path, name)
+    poses = check_poses(_read(f, name, path), path, name)
     if n is not None and len(poses) != n:
         raise fail(path, name, f"expected {n} frames (as transforms/camera), got {len(poses)}")
     return poses
 
 
 def _attr(v):
+    """A file attribute as a JSON-able value (text decoded, arrays as lists, anything else as text)."""
     if isinstance(v, bytes):
         return v.decode("utf-8", "replace")
     if isinstance(v, np.ndarray):
-        return v.tolist()
-    if isinstance(v, np.generic):
-        return v.item()
+        v = [_attr(x) for x in v.tolist()] if v.dtype.kind in "OS" else v.tolist()
+    elif isinstance(v, np.generic):
+        v = v.item()
+    try:
+        json.dumps(v, allow_nan=False)
+    except (TypeError, ValueError):
+        return str(v)
     return v
+
+
+def _attrs(f, path) -> dict:
+    out = {}
+    for k in f.attrs.keys():
+        try:
+            out[k] = _attr(f.attrs[k])
+        except (OSError, TypeError, ValueError, RuntimeError) as e:  # an attribute type h5py cannot read
+            raise fail(path, f"{k} (attribute)", f"cannot read ({e or type(e).__name__})") from None
+    return out
 
 
 def read_egodex(path, *, entity: str | None = None, fps: float | None = None, episode=None, **_) -> Trajectory:
@@ -107,22 +144,19 @@ def read_egodex(path, *, entity: str | None = None, fps: float | None = None, ep
     path = Path(path)
     entity = entity or "rightHand"
     if entity not in ENTITIES:
-        raise ValueError(f"EgoDex entity must be one of {', '.join(ENTITIES)}, got {entity!r}")
+        raise fail(path, "entity", f"EgoDex entity must be one of {', '.join(ENTITIES)}, got {entity!r}")
     try:
         f = h5py.File(path, "r")
-    except OSError as e:
-        raise TrajectoryError(f"{path}: not a readable HDF5 file ({e})") from None
+    except (OSError, ValueError) as e:
+        raise fail(path, "(file)", f"not a readable HDF5 file ({e or type(e).__name__})") from None
     with f:
         cam_raw = _dataset(f, "transforms/camera", path, None)
         n = len(cam_raw)
         camera = geometry.yup_to_zup(geometry.opengl_to_opencv(cam_raw))
-        K = None
-        if "camera/intrinsic" in f:
-            K = np.asarray(f["camera/intrinsic"][()], dtype=np.float64)
-            if K.shape != (3, 3) or not np.isfinite(K).all() or K[0, 0] <= 0 or K[1, 1] <= 0:
-                raise fail(path, "camera/intrinsic", f"expected a finite (3, 3) K with positive focal lengths, "
-                                                     f"got shape {K.shape}")
-        attrs = {k: _attr(v) for k, v in f.attrs.items()}
+        K = _read(f, "camera/intrinsic", path, required=False)
+        if K is not None:
+            K = check_intrinsics(K, path, "camera/intrinsic")
+        attrs = _attrs(f, path)
         gripper = conf = cams = None
         if entity == "camera":
             poses = camera
@@ -138,8 +172,9 @@ def read_egodex(path, *, entity: str | None = None, fps: float | None = None, ep
                                                         axis=1))
             cams = camera
             cname = f"confidences/{entity}"
-            if cname in f:
-                conf = np.asarray(f[cname][()], dtype=np.float64).reshape(-1)
+            conf = _read(f, cname, path, required=False)
+            if conf is not None:
+                conf = as_numbers(conf, path, cname).reshape(-1)
                 if conf.shape != (n,):
                     raise fail(path, cname, f"expected shape ({n},), got {conf.shape}")
                 bad = ~np.isfinite(conf)
@@ -150,6 +185,10 @@ def read_egodex(path, *, entity: str | None = None, fps: float | None = None, ep
     video = path.with_suffix(".mp4")
     images = tuple(FrameRef(str(video), float(ti)) for ti in t) if video.is_file() else None
     desc = attrs.get("llm_description")
+    if isinstance(desc, list) and len(desc) == 1:
+        desc = desc[0]
+    if desc is not None and not isinstance(desc, str):
+        raise fail(path, "llm_description (attribute)", f"expected text, got {describe_value(desc)}")
     meta = {"source": "egodex", "path": str(path), "entity": entity, "kind": "nav" if entity == "camera" else "hand",
             "metric": True, "world": "ARKit world turned to +Z up", "attrs": attrs}
     return Trajectory(poses, t, rate, gripper, K, images, cams, conf, str(desc) if desc else None, meta)

@@ -17,15 +17,17 @@ Frames and conversions (SPEC §2, §5.1):
 
 from __future__ import annotations
 
-import json
 import os
+import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
 
 from .. import geometry
-from .trajectory import FrameRef, Trajectory, TrajectoryError, check_poses, check_timestamps, fail, \
-    fps_from_timestamps
+from .trajectory import FrameRef, Trajectory, as_numbers, check_fps, check_intrinsics, check_poses, \
+    check_timestamps, describe_value, fail, fps_from_timestamps, read_json_file, \
+    read_text_file
 
 __all__ = ["read_npz", "read_json", "read_tum", "read_kitti", "read_realestate10k", "sniff_text_format"]
 
@@ -40,53 +42,61 @@ def _times_fps(path, n: int, timestamps, fps_file, fps_arg, default: float):
     if timestamps is not None:
         t = check_timestamps(timestamps, n, path)
         if fps is None:
-            fps = fps_from_timestamps(t, default)
+            fps = check_fps(fps_from_timestamps(t, default), path, "timestamps")
         return t, float(fps), False
     fps = float(fps) if fps is not None else default
     return np.arange(n) / fps, fps, fps_arg is None and fps_file is None
 
 
+def _text(value, path, field_name: str) -> str:
+    """One string from a JSON string or an ``.npz`` 0-d / one-element text array."""
+    if isinstance(value, np.ndarray) and value.dtype.kind in "US" and value.size == 1:
+        value = value.reshape(-1)[0]
+    if isinstance(value, (bytes, np.bytes_)):
+        return bytes(value).decode("utf-8", "replace")
+    if not isinstance(value, str):
+        raise fail(path, field_name, f"expected text, got {describe_value(value)}")
+    return str(value)
+
+
 def _from_mapping(path: Path, d, fps) -> Trajectory:
+    """A trajectory from the generic keys; every value is checked before use (JSON values may be anything)."""
     keys = set(d.keys())
     if "c2w" not in keys:
-        raise fail(path, "c2w", f"missing (keys present: {sorted(keys)})")
-    poses = check_poses(np.asarray(d["c2w"], dtype=np.float64) if not isinstance(d["c2w"], np.ndarray)
-                        else d["c2w"], path, "c2w")
+        raise fail(path, "c2w", f"missing (keys present: {', '.join(sorted(map(str, keys))[:20]) or 'none'})")
+    poses = check_poses(d["c2w"], path, "c2w")
     n = len(poses)
-    fps_file = None
-    if "fps" in keys and d["fps"] is not None:
-        fps_file = float(np.asarray(d["fps"]).reshape(-1)[0])
-    t, fps, assumed = _times_fps(path, n, d["timestamps"] if "timestamps" in keys and d["timestamps"] is not None
-                                 else None, fps_file, fps, DEFAULT_FPS)
-    gripper = None
-    if "gripper" in keys and d["gripper"] is not None:
-        g = np.asarray(d["gripper"])
-        if g.shape != (n,):
-            raise fail(path, "gripper", f"expected shape ({n},), got {g.shape}")
-        bad = ~np.isin(g, (0, 1))
-        if bad.any():
-            raise fail(path, "gripper", f"must be 0 or 1, got {g[int(np.argmax(bad))]!r}", int(np.argmax(bad)))
-        gripper = g.astype(np.int8)
-    K = None
-    if "intrinsics" in keys and d["intrinsics"] is not None:
-        K = np.asarray(d["intrinsics"], dtype=np.float64)
-        if K.shape != (3, 3) or not np.isfinite(K).all():
-            raise fail(path, "intrinsics", f"expected a finite (3, 3) matrix, got shape {K.shape}")
+
+    def get(k):
+        return d[k] if k in keys and d[k] is not None else None
+
+    fps_file = None if get("fps") is None else check_fps(d["fps"], path, "fps")
+    t, fps, assumed = _times_fps(path, n, get("timestamps"), fps_file, fps, DEFAULT_FPS)
+    gripper = None if get("gripper") is None else as_numbers(d["gripper"], path, "gripper", allow_bool=True)
+    if gripper is not None and gripper.shape != (n,):
+        raise fail(path, "gripper", f"expected shape ({n},), got {gripper.shape}")
+    K = None if get("intrinsics") is None else check_intrinsics(d["intrinsics"], path, "intrinsics")
     images = None
-    if "images" in keys and d["images"] is not None:
-        names = [str(x) for x in np.asarray(d["images"]).reshape(-1)]
+    if get("images") is not None:
+        raw = d["images"]
+        if isinstance(raw, np.ndarray) and raw.dtype.kind in "US":
+            names = [str(x) for x in raw.reshape(-1)]
+        elif isinstance(raw, list):
+            names = raw
+        else:
+            raise fail(path, "images", f"expected a list of {n} image paths, got {describe_value(raw)}")
         if len(names) != n:
             raise fail(path, "images", f"expected {n} image paths, got {len(names)}")
+        for i, p in enumerate(names):
+            if not isinstance(p, str) or not p:
+                raise fail(path, "images", f"expected an image path, got {describe_value(p)}", i)
         images = tuple(FrameRef(str(p if os.path.isabs(p) else path.parent / p)) for p in names)
     cams = None
-    if "camera_poses" in keys and d["camera_poses"] is not None:
-        cams = check_poses(np.asarray(d["camera_poses"], dtype=np.float64), path, "camera_poses")
+    if get("camera_poses") is not None:
+        cams = check_poses(d["camera_poses"], path, "camera_poses")
         if len(cams) != n:
-            raise fail(path, "camera_poses", f"expected {n} poses, got {len(cams)}")
-    instr = None
-    if "instruction" in keys and d["instruction"] is not None:
-        instr = str(np.asarray(d["instruction"]).reshape(-1)[0]) if isinstance(d["instruction"], np.ndarray) \
-            else str(d["instruction"])
+            raise fail(path, "camera_poses", f"expected {n} poses (as c2w), got {len(cams)}")
+    instr = None if get("instruction") is None else _text(d["instruction"], path, "instruction")
     meta = {"source": "generic", "path": str(path), "metric": True}
     if assumed:
         meta["fps_assumed"] = True
@@ -97,36 +107,33 @@ def read_npz(path, *, fps=None, **_) -> Trajectory:
     """Generic ``.npz``: key ``c2w`` (N, 4, 4) plus the optional keys of the module docstring."""
     path = Path(path)
     try:
-        with np.load(path, allow_pickle=False) as z:
-            d = {k: z[k] for k in z.files}
-    except (OSError, ValueError) as e:
-        raise TrajectoryError(f"{path}: not a readable .npz file ({e})") from None
+        z = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:  # empty, truncated, not a zip, a pickle
+        raise fail(path, "(file)", f"not a readable .npz archive ({e or type(e).__name__})") from None
+    if not isinstance(z, np.lib.npyio.NpzFile):
+        raise fail(path, "(file)", "a single .npy array, not an .npz archive with the key 'c2w'")
+    d = {}
+    with z:
+        for k in z.files:
+            try:
+                d[k] = z[k]
+            except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as e:  # a truncated member
+                raise fail(path, k, f"cannot read this array ({e or type(e).__name__})") from None
     return _from_mapping(path, d, fps)
 
 
 def read_json(path, *, fps=None, **_) -> Trajectory:
     """Generic ``.json``: an object with key ``c2w`` (N×4×4 nested lists) plus the optional keys."""
     path = Path(path)
-    try:
-        d = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as e:
-        raise TrajectoryError(f"{path}: not a readable JSON file ({e})") from None
+    d = read_json_file(path)
     if not isinstance(d, dict):
-        raise fail(path, "(record)", f"expected a JSON object, got {type(d).__name__}")
-    try:
-        if "c2w" in d:
-            d["c2w"] = np.asarray(d["c2w"], dtype=np.float64)
-    except (ValueError, TypeError):
-        raise fail(path, "c2w", "not a rectangular array of numbers") from None
+        raise fail(path, "(file)", f"expected a JSON object with the key 'c2w', got {describe_value(d)}")
     return _from_mapping(path, d, fps)
 
 
 def _numeric_lines(path: Path, comment: str = "#"):
     rows = []
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise TrajectoryError(f"{path}: cannot read ({e})") from None
+    text = read_text_file(path)
     for lineno, line in enumerate(text.splitlines(), 1):
         s = line.split(comment, 1)[0].strip()
         if not s:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .trajectory import Trajectory, TrajectoryError
+from .trajectory import Trajectory, check_fps, fail
 
 __all__ = ["load_trajectory", "guess_format", "FORMATS"]
 
@@ -23,7 +23,8 @@ def guess_format(path) -> str:
     if p.is_dir():
         if (p / "meta" / "info.json").is_file():
             return "droid"
-        raise TrajectoryError(f"{p}: a directory without meta/info.json (not a LeRobot dataset)")
+        raise fail(p, "meta/info.json", "missing (a directory is read as a LeRobot dataset; this is not a LeRobot "
+                                        "dataset)")
     if not p.exists():
         raise FileNotFoundError(f"{p}: no such file or directory")
     suffix = p.suffix.lower()
@@ -41,7 +42,7 @@ def guess_format(path) -> str:
 
     fmt = sniff_text_format(p)
     if fmt is None:
-        raise TrajectoryError(f"{p}: cannot tell the trajectory format; pass format= one of {', '.join(FORMATS)}")
+        raise fail(p, "(file)", f"cannot tell the trajectory format; pass format= one of {', '.join(FORMATS)}")
     return fmt
 
 
@@ -53,7 +54,8 @@ def load_trajectory(path: str | os.PathLike, format: str | None = None, *, episo
     (default: the first). ``entity``: what moves (EgoDex: ``camera``, ``rightHand`` (default), ``leftHand``;
     DROID: ``end_effector``). ``fps`` overrides the file's rate. ``options``: reader-specific, e.g. DROID's
     ``camera="exterior_1_left"`` (which video and extrinsics to attach).
-    Raises :class:`TrajectoryError` (a ValueError) naming the file, the field and the frame.
+    Raises :class:`TrajectoryError` (a ValueError), one line naming the file, the field and the frame;
+    :class:`FileNotFoundError` when ``path`` does not exist.
     """
     fmt = (format or guess_format(path)).lower()
     if fmt in ("re10k", "realestate"):
@@ -65,7 +67,9 @@ def load_trajectory(path: str | os.PathLike, format: str | None = None, *, episo
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path}: no such file or directory")
     if fmt in ("npz", "json", "tum", "kitti", "realestate10k") and entity not in (None, "camera"):
-        raise ValueError(f"{fmt} trajectories have one moving camera; entity {entity!r} is not available")
+        raise fail(path, "entity", f"{fmt} trajectories have one moving camera; entity {entity!r} is not available")
+    if fps is not None:
+        fps = check_fps(fps, path, "fps (option)")
     if fmt == "npz":
         from .generic import read_npz as reader
     elif fmt == "json":
@@ -80,7 +84,12 @@ def load_trajectory(path: str | os.PathLike, format: str | None = None, *, episo
         from .droid import read_droid as reader
     else:
         from .egodex import read_egodex as reader
-    traj = reader(path, episode=episode, entity=entity, fps=fps, **options)
+    try:
+        traj = reader(path, episode=episode, entity=entity, fps=fps, **options)
+    except (IsADirectoryError, PermissionError, EOFError) as e:  # a file the operating system will not hand over
+        raise fail(path, "(file)", f"cannot read ({getattr(e, 'strerror', None) or e or type(e).__name__})") from None
+    except MemoryError:
+        raise fail(path, "(file)", "too large to read into memory") from None
     if fmt in ("npz", "json", "tum", "kitti", "realestate10k") and "kind" not in traj.meta:
         traj.meta["kind"] = "nav"
     return traj

@@ -14,24 +14,35 @@ A trajectory is N frames of one moving body (a camera, an end effector, a wrist)
 * ``confidence`` (N,) float64 tracking confidence or None;
 * ``instruction`` the task description, ``meta`` a JSON-able dict (``source``, ``path``, ``metric``, ...).
 
-Readers fail with :class:`TrajectoryError`, one line naming the file, the field and the frame index.
+Readers fail with :class:`TrajectoryError`, one line naming the file, the field and the frame index. The checks
+every reader shares live here: :func:`as_numbers` (a rectangular array of real numbers, not text, null or bool),
+:func:`check_poses`, :func:`check_timestamps`, :func:`check_fps` (0 < fps ≤ :data:`MAX_FPS`) and
+:func:`check_intrinsics`. A field that names the whole file rather than one key is written ``(file)``.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
 from .. import geometry
 
-__all__ = ["Trajectory", "TrajectoryError", "FrameRef", "check_poses", "check_timestamps", "project_rotations",
-           "ORTHO_TOL"]
+__all__ = ["Trajectory", "TrajectoryError", "FrameRef", "check_poses", "check_timestamps", "check_fps",
+           "check_intrinsics", "as_numbers", "describe_value", "fail", "read_json_file", "read_text_file",
+           "project_rotations", "ORTHO_TOL", "MAX_FPS", "MAX_COORDINATE"]
 
 # Largest accepted max|RᵀR − I| + |det R − 1|. float32 storage gives ~1e-7; anything near 1e-3 is a broken file.
 ORTHO_TOL = 1e-3
+# Highest accepted frame rate: far above any camera or tracker; a larger number is a period, or microseconds.
+MAX_FPS = 10_000.0
+# Largest accepted |coordinate| of a position, metres (or the file's unit): 10⁶ km. Beyond it, squared distances
+# overflow float64 downstream; no trajectory a reader supports comes near.
+MAX_COORDINATE = 1e9
 
 
 class TrajectoryError(ValueError):
@@ -40,12 +51,148 @@ class TrajectoryError(ValueError):
 
 def _where(path, field_name: str, frame: int | None = None) -> str:
     at = f", frame {frame}" if frame is not None else ""
-    return f"{path}: field '{field_name}'{at}"
+    p = str(path)
+    if "\n" in p or "\r" in p:
+        p = repr(p)
+    return f"{p}: field '{field_name}'{at}"
 
 
-def fail(path, field_name: str, problem: str, frame: int | None = None) -> TrajectoryError:
-    """Build the one-line error every reader raises."""
-    return TrajectoryError(f"{_where(path, field_name, frame)}: {problem}")
+def fail(path, field_name: str, problem, frame: int | None = None) -> TrajectoryError:
+    """Build the one-line error every reader raises: ``<file>: field '<name>'[, frame <i>]: <problem>``.
+
+    ``problem`` may be an exception (a library's message); its whitespace, newlines included, is collapsed."""
+    text = " ".join(str(problem).split()) or type(problem).__name__
+    return TrajectoryError(f"{_where(path, field_name, frame)}: {text}")
+
+
+def describe_value(v) -> str:
+    """A short description of a value that was not what a field needs (for error messages; bounded length)."""
+    if v is None:
+        return "null"
+    if isinstance(v, (bool, np.bool_)):
+        return f"the boolean {bool(v)}"
+    if isinstance(v, (int, float, np.integer, np.floating)):
+        return f"the number {v:g}" if isinstance(v, (float, np.floating)) else f"the number {int(v)}"
+    if isinstance(v, (str, bytes, np.str_, np.bytes_)):
+        t = v if isinstance(v, str) else bytes(v).decode("utf-8", "replace")
+        return f"the text {t[:40]!r}" + ("..." if len(t) > 40 else "")
+    if isinstance(v, dict):
+        return f"an object with {len(v)} key{'' if len(v) == 1 else 's'}"
+    if isinstance(v, (list, tuple)):
+        return f"a list of {len(v)}"
+    if isinstance(v, np.ndarray):
+        return f"an array of shape {v.shape} ({v.dtype})"
+    return f"a value of type {type(v).__name__}"
+
+
+_DTYPE_WORDS = {"U": "text", "S": "bytes", "O": "null, text or rows of unequal length", "b": "booleans",
+                "c": "complex numbers", "V": "records", "M": "dates", "m": "time spans"}
+
+
+def _first_bad_row(value) -> tuple[int, str] | None:
+    """The first frame (index along the first axis) of nested lists that is not numbers of frame 0's shape."""
+    if not isinstance(value, (list, tuple, np.ndarray)) or len(value) == 0:
+        return None
+    shape = None
+    for i, row in enumerate(value):
+        try:
+            r = np.asarray(row)
+        except (ValueError, TypeError, OverflowError):
+            return i, "rows of unequal length"
+        if r.dtype.kind not in "iuf":
+            return i, (f"expected numbers, got {describe_value(r.item())}" if r.ndim == 0 else
+                       f"expected numbers, got {_DTYPE_WORDS.get(r.dtype.kind, str(r.dtype))}")
+        if shape is None:
+            shape = r.shape
+        elif r.shape != shape:
+            return i, f"shape {r.shape} differs from frame 0's {shape}"
+    return None
+
+
+def as_numbers(value, path, field_name: str, *, allow_bool: bool = False, framed: bool = True) -> np.ndarray:
+    """``value`` as a float64 array of real numbers, refusing text, null, booleans (unless ``allow_bool``) and
+    ragged nested lists with one line naming the field and, where the value has frames (a first axis), the first
+    bad frame (``framed=False``: the first axis is not frames, e.g. the rows of a matrix). Text is never parsed as
+    numbers."""
+    try:
+        a = np.asarray(value)
+    except (ValueError, TypeError, OverflowError):  # ragged nested lists (NumPy ≥ 1.24), unconvertible objects
+        a = None
+    if a is not None and (a.dtype.kind in "iuf" or (allow_bool and a.dtype.kind == "b")):
+        return a.astype(np.float64)
+    if a is not None and a.ndim == 0:
+        raise fail(path, field_name, f"expected numbers, got {describe_value(a.item())}")
+    if a is None or a.dtype.kind in "OUS":
+        bad = _first_bad_row(value)
+        if bad is not None:
+            if framed:
+                raise fail(path, field_name, bad[1], bad[0])
+            raise fail(path, field_name, f"row {bad[0]}: {bad[1]}")
+    kind = a.dtype.kind if a is not None else "O"
+    raise fail(path, field_name, f"expected numbers, got {_DTYPE_WORDS.get(kind, kind)}"
+               + (f" (shape {a.shape})" if a is not None else ""))
+
+
+def check_fps(value, path, field_name: str = "fps") -> float:
+    """A frame rate: one finite number with 0 < fps ≤ :data:`MAX_FPS` (a one-element list or array is accepted)."""
+    v = value
+    if isinstance(v, np.ndarray):
+        if v.size != 1:
+            raise fail(path, field_name, f"expected one number, got an array of shape {v.shape}")
+        v = v.reshape(-1)[0]
+    elif isinstance(v, (list, tuple)):
+        if len(v) != 1:
+            raise fail(path, field_name, f"expected one number, got {describe_value(v)}")
+        v = v[0]
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise fail(path, field_name, f"expected a number of frames per second, got {describe_value(v)}")
+    try:
+        f = float(v)
+    except OverflowError:  # an integer with hundreds of digits
+        f = math.inf
+    if not (math.isfinite(f) and f > 0):
+        raise fail(path, field_name, f"must be a positive number of frames per second, got {f:g}")
+    if f > MAX_FPS:
+        raise fail(path, field_name, f"{f:g} frames per second is above {MAX_FPS:g} (a period, or microseconds?)")
+    return f
+
+
+def check_intrinsics(K, path, field_name: str = "intrinsics") -> np.ndarray:
+    """A pinhole K (3, 3) float64: finite, positive focal lengths K[0, 0] and K[1, 1]."""
+    K = as_numbers(K, path, field_name, framed=False)
+    if K.shape != (3, 3):
+        raise fail(path, field_name, f"expected a (3, 3) matrix, got shape {K.shape}")
+    if not np.isfinite(K).all():
+        raise fail(path, field_name, "not finite (NaN or inf)")
+    if not (K[0, 0] > 0 and K[1, 1] > 0):
+        raise fail(path, field_name, f"focal lengths must be positive, got fx {K[0, 0]:g}, fy {K[1, 1]:g}")
+    return K
+
+
+def read_text_file(path, field_name: str = "(file)") -> str:
+    """A UTF-8 text file's contents (a leading BOM dropped); unreadable or not UTF-8 fails in one line."""
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as e:
+        raise fail(path, field_name, f"cannot read ({e.strerror or e})") from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise fail(path, field_name, f"not UTF-8 text (byte 0x{raw[e.start]:02x} at offset {e.start})") from None
+
+
+def read_json_file(path, field_name: str = "(file)"):
+    """Parse a JSON file; a file that cannot be read, is not UTF-8, is not JSON or is nested too deep fails in one
+    line naming ``field_name``."""
+    text = read_text_file(path, field_name)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise fail(path, field_name, f"not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})") from None
+    except RecursionError:
+        raise fail(path, field_name, "not valid JSON (nested too deeply)") from None
+    except ValueError as e:  # an integer with more digits than Python converts
+        raise fail(path, field_name, f"not valid JSON ({e})") from None
 
 
 def project_rotations(R: np.ndarray) -> np.ndarray:
@@ -63,17 +210,19 @@ def check_poses(poses, path, field_name: str, *, rows: bool = True) -> np.ndarra
     Returns float64 poses with rotations projected onto SO(3) and the last row exactly [0, 0, 0, 1].
     Raises :class:`TrajectoryError` naming the first bad frame.
     """
-    P = np.asarray(poses)
+    P = as_numbers(poses, path, field_name)
     if P.ndim != 3 or P.shape[1:] != (4, 4):
         raise fail(path, field_name, f"expected shape (N, 4, 4), got {P.shape}")
     if len(P) == 0:
         raise fail(path, field_name, "no frames")
-    if not np.issubdtype(P.dtype, np.number):
-        raise fail(path, field_name, f"expected numbers, got dtype {P.dtype}")
-    P = P.astype(np.float64)
     bad = ~np.isfinite(P).all(axis=(1, 2))
     if bad.any():
         raise fail(path, field_name, "not finite (NaN or inf)", int(np.argmax(bad)))
+    bad = np.abs(P[:, :3, 3]).max(axis=1) > MAX_COORDINATE
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise fail(path, field_name, f"position ({', '.join(f'{x:.6g}' for x in P[i, :3, 3])}) is beyond "
+                                     f"±{MAX_COORDINATE:g}", i)
     if rows:
         bad = np.abs(P[:, 3] - np.array([0.0, 0.0, 0.0, 1.0])).max(axis=1) > 1e-6
         if bad.any():
@@ -94,13 +243,12 @@ def check_poses(poses, path, field_name: str, *, rows: bool = True) -> np.ndarra
 
 
 def check_timestamps(t, n: int, path, field_name: str = "timestamps") -> np.ndarray:
-    """Validate (N,) timestamps in seconds: finite and strictly increasing."""
-    t = np.asarray(t)
+    """Validate (N,) timestamps in seconds: numbers, finite and strictly increasing."""
+    t = as_numbers(t, path, field_name)
     if t.ndim == 2 and t.shape[1] == 1:
         t = t[:, 0]
     if t.shape != (n,):
         raise fail(path, field_name, f"expected shape ({n},), got {t.shape}")
-    t = t.astype(np.float64)
     bad = ~np.isfinite(t)
     if bad.any():
         raise fail(path, field_name, "not finite", int(np.argmax(bad)))
@@ -158,25 +306,20 @@ class Trajectory:
         poses = check_poses(self.poses, src, "poses")
         n = len(poses)
         t = check_timestamps(self.timestamps, n, src)
-        if not (isinstance(self.fps, (int, float, np.floating, np.integer)) and math.isfinite(self.fps)
-                and self.fps > 0):
-            raise fail(src, "fps", f"must be a positive number, got {self.fps!r}")
+        fps = check_fps(self.fps, src)
         object.__setattr__(self, "poses", _frozen(poses))
         object.__setattr__(self, "timestamps", _frozen(t))
-        object.__setattr__(self, "fps", float(self.fps))
+        object.__setattr__(self, "fps", fps)
         if self.gripper is not None:
-            g = np.asarray(self.gripper)
+            g = as_numbers(self.gripper, src, "gripper", allow_bool=True)
             if g.shape != (n,):
                 raise fail(src, "gripper", f"expected shape ({n},), got {g.shape}")
             bad = ~np.isin(g, (0, 1))
             if bad.any():
-                raise fail(src, "gripper", f"must be 0 or 1, got {g[int(np.argmax(bad))]!r}", int(np.argmax(bad)))
+                raise fail(src, "gripper", f"must be 0 or 1, got {g[int(np.argmax(bad))]:g}", int(np.argmax(bad)))
             object.__setattr__(self, "gripper", _frozen(g.astype(np.int8)))
         if self.intrinsics is not None:
-            K = np.asarray(self.intrinsics, dtype=np.float64)
-            if K.shape != (3, 3) or not np.isfinite(K).all():
-                raise fail(src, "intrinsics", f"expected a finite (3, 3) matrix, got shape {K.shape}")
-            object.__setattr__(self, "intrinsics", _frozen(K))
+            object.__setattr__(self, "intrinsics", _frozen(check_intrinsics(self.intrinsics, src)))
         if self.images is not None:
             imgs = tuple(self.images)
             if len(imgs) != n:
@@ -188,9 +331,12 @@ class Trajectory:
                 raise fail(src, "camera_poses", f"expected {n} poses, got {len(C)}")
             object.__setattr__(self, "camera_poses", _frozen(C))
         if self.confidence is not None:
-            c = np.asarray(self.confidence, dtype=np.float64).reshape(-1)
+            c = as_numbers(self.confidence, src, "confidence").reshape(-1)
             if c.shape != (n,):
                 raise fail(src, "confidence", f"expected shape ({n},), got {c.shape}")
+            bad = ~np.isfinite(c)
+            if bad.any():
+                raise fail(src, "confidence", "not finite", int(np.argmax(bad)))
             object.__setattr__(self, "confidence", _frozen(c))
         object.__setattr__(self, "meta", dict(self.meta))
 
@@ -254,7 +400,8 @@ class Trajectory:
             return None
         from .video import read_frames
 
-        return read_frames([self.images[int(i)] for i in indices])
+        indices = [int(i) for i in indices]
+        return read_frames([self.images[i] for i in indices], frames=indices)
 
     def describe(self) -> dict[str, Any]:
         """A JSON-able summary: frames, duration, path length, what is present."""
