@@ -21,10 +21,14 @@ import numpy as np
 from .rendering import BulletWorld
 from .textures import texture_path
 
-__all__ = ["SceneInfo", "build_scene", "normalise_scene_spec", "ROOM_LAYOUTS", "GENERATORS"]
+__all__ = ["SceneInfo", "build_scene", "normalise_scene_spec", "load_scene_meshes", "ROOM_LAYOUTS", "GENERATORS",
+           "MESH_FORMATS"]
 
 ROOM_LAYOUTS = ("living", "kitchen", "office", "playroom")
 GENERATORS = ("room", "tabletop", "mesh")
+# Mesh files a scene may name: Habitat's scene formats (.glb/.gltf, .obj, .ply) and the two other triangle formats
+# trimesh reads without extra packages. Anything else (.fbx, .usd, .blend, ...) is refused by name.
+MESH_FORMATS = (".glb", ".gltf", ".obj", ".ply", ".stl", ".off")
 
 # Wall colours with clearly different hues, so each wall is a landmark of its own.
 _WALL_COLOURS = [(0.85, 0.80, 0.65), (0.62, 0.75, 0.85), (0.78, 0.62, 0.60), (0.66, 0.80, 0.62),
@@ -73,12 +77,23 @@ def normalise_scene_spec(spec) -> dict:
     gen = spec.get("generator") or ("mesh" if spec.get("mesh") else None)
     if gen not in GENERATORS:
         raise ValueError(f"scene.generator must be one of {GENERATORS}, got {spec.get('generator')!r}")
-    out = {"generator": gen, "seed": int(spec.get("seed", 0) or 0)}
+    seed = spec.get("seed", 0) or 0
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise ValueError(f"scene.seed must be an integer, got {seed!r}")
+    out = {"generator": gen, "seed": int(seed)}
     if gen == "mesh":
-        if not spec.get("mesh"):
-            raise ValueError("scene.mesh: a mesh scene needs the path of a .glb/.gltf/.obj/.ply file")
-        out["mesh"] = str(spec["mesh"])
+        mesh = spec.get("mesh")
+        if not mesh or not isinstance(mesh, (str, os.PathLike)):
+            raise ValueError("scene.mesh: a mesh scene needs the path of a "
+                             f"{'/'.join(MESH_FORMATS)} file, got {mesh!r}")
+        ext = os.path.splitext(str(mesh))[1].lower()
+        if ext not in MESH_FORMATS:
+            raise ValueError(f"scene.mesh: {str(mesh)!r}: format {ext or '(no extension)'} is not supported (use "
+                             f"{', '.join(MESH_FORMATS)}; convert other formats, e.g. with Blender)")
+        out["mesh"] = str(mesh)
     if spec.get("params"):
+        if not isinstance(spec["params"], dict):
+            raise ValueError(f"scene.params must be an object, got {type(spec['params']).__name__}")
         out["params"] = dict(spec["params"])
     return out
 
@@ -594,24 +609,28 @@ def look_at(eye, target, up=(0.0, 0.0, 1.0)) -> np.ndarray:
 
 # ----- mesh scenes -------------------------------------------------------------------------------------
 
-def _build_mesh(world: BulletWorld, spec: dict) -> SceneInfo:
-    """A scene from a mesh file (.glb/.gltf/.obj/.ply, Habitat's scene formats) loaded with trimesh.
+def load_scene_meshes(path: str) -> list:
+    """The non-empty triangle meshes of a scene file (trimesh), as stored (no up-axis turn).
 
-    glTF files are +Y up by their standard (Habitat scenes too) and are turned to +Z up; other formats are taken
-    as +Z up. ``params["up"] = "y" | "z"`` overrides. Faces are grouped by colour (vertex, face or material
-    colour) and each group becomes one static visual + collision body, exported as a temporary .obj.
+    Refuses, with one line starting ``scene.mesh:``, a missing file, a folder, a format not in
+    :data:`MESH_FORMATS`, a file trimesh cannot parse (whatever its parser raises), one with no triangles and one
+    with non-finite vertices.
     """
     import trimesh
 
-    path = spec["mesh"]
     if not os.path.exists(path):
         raise FileNotFoundError(f"scene.mesh: no such file {path!r}")
-    params = spec.get("params", {})
+    if not os.path.isfile(path):
+        raise ValueError(f"scene.mesh: {path!r} is not a file")
     ext = os.path.splitext(path)[1].lower()
-    up = params.get("up", "y" if ext in (".glb", ".gltf") else "z")
-    if up not in ("y", "z"):
-        raise ValueError(f"scene.params.up must be 'y' or 'z', got {up!r}")
-    loaded = trimesh.load(path)
+    if ext not in MESH_FORMATS:
+        raise ValueError(f"scene.mesh: {path!r}: format {ext or '(no extension)'} is not supported (use "
+                         f"{', '.join(MESH_FORMATS)})")
+    try:
+        loaded = trimesh.load(path)
+    except Exception as e:  # noqa: BLE001 - trimesh's parsers raise anything (IndexError, struct.error, KeyError, ...)
+        msg = " ".join(str(e).split())[:200] or type(e).__name__
+        raise ValueError(f"scene.mesh: {path!r} is not a readable {ext} file ({type(e).__name__}: {msg})") from None
     if isinstance(loaded, trimesh.Scene):
         meshes = list(loaded.dump()) if hasattr(loaded, "dump") else list(loaded.geometry.values())
     else:
@@ -619,6 +638,28 @@ def _build_mesh(world: BulletWorld, spec: dict) -> SceneInfo:
     meshes = [m for m in meshes if isinstance(m, trimesh.Trimesh) and len(m.faces)]
     if not meshes:
         raise ValueError(f"scene.mesh: {path!r} holds no triangle mesh")
+    for m in meshes:
+        if not np.isfinite(m.vertices).all():
+            raise ValueError(f"scene.mesh: {path!r} has vertices that are not finite (NaN or inf)")
+    return meshes
+
+
+def _build_mesh(world: BulletWorld, spec: dict) -> SceneInfo:
+    """A scene from a mesh file (.glb/.gltf/.obj/.ply, Habitat's scene formats) loaded with trimesh.
+
+    glTF files are +Y up by their standard (Habitat scenes too) and are turned to +Z up; other formats are taken
+    as +Z up. ``params["up"] = "y" | "z"`` overrides. Faces are grouped by colour (vertex, face or material
+    colour) and each group becomes one static visual + collision body, exported as a temporary .obj.
+    """
+    path = spec["mesh"]
+    params = spec.get("params", {})
+    ext = os.path.splitext(path)[1].lower()
+    up = params.get("up", "y" if ext in (".glb", ".gltf") else "z")
+    if up not in ("y", "z"):
+        raise ValueError(f"scene.params.up must be 'y' or 'z', got {up!r}")
+    meshes = load_scene_meshes(path)
+    import trimesh
+
     b = _Builder(world, np.random.default_rng([spec["seed"], 3]))
     p, cid = world.p, world.client
     R = np.eye(4)
