@@ -1,7 +1,12 @@
-"""The task schema and task-file I/O (SPEC §5.3). Light core: no simulator needed."""
+"""The task schema and task-file I/O (SPEC §5.3, docs/tasks.md). Light core: no simulator needed."""
 
-from .io import TaskFileError, file_sha256, load_tasks, save_tasks, task_schema, validate_record
-from .task import ANSWER_FORMATS, KINDS, SCHEMA_VERSION, Task, default_success
+from .io import (TaskFile, TaskFileError, clear_task_cache, file_sha256, load_task_file, load_tasks, save_tasks,
+                 task_cache_dir)
+from .task import (ANSWER_FORMATS, KINDS, READ_SCHEMA_VERSIONS, SCHEMA_VERSION, Task, counts_from_names,
+                   default_success, sequence_record)
+from .validation import schema_problems, semantic_problems, task_schema, validate_record
 
-__all__ = ["Task", "SCHEMA_VERSION", "KINDS", "ANSWER_FORMATS", "default_success", "TaskFileError", "load_tasks",
-           "save_tasks", "validate_record", "task_schema", "file_sha256"]
+__all__ = ["Task", "SCHEMA_VERSION", "READ_SCHEMA_VERSIONS", "KINDS", "ANSWER_FORMATS", "default_success",
+           "sequence_record", "counts_from_names", "TaskFile", "TaskFileError", "load_tasks", "load_task_file",
+           "clear_task_cache", "task_cache_dir", "save_tasks", "validate_record", "schema_problems", "semantic_problems", "task_schema",
+           "file_sha256"]

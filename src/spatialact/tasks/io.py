@@ -1,143 +1,345 @@
-"""Task files: JSON Lines, one task a line, validated on load against the shipped schema.
+"""Task files: JSON Lines, one task a line, validated on load (SPEC §5.3, docs/tasks.md).
 
-Every problem is reported as one line naming the file, the line, the field and what is wrong, e.g.
-``tasks.jsonl:3: field 'goal_pose': rotation is not orthonormal (error 0.2)``.
+Every problem is reported as one line naming the file, the line, the task (when its id is valid), the field and
+what is wrong, e.g. ``tasks.jsonl:3: task 'nav-0-0002': field 'goal_pose': rotation is not orthonormal (error
+0.2)``. Lines are strict JSON: ``NaN`` and ``Infinity`` are refused, as is a file without a single task.
+
+Loading is memoised in-process by the file's SHA-256 (and folder, which relative paths resolve against): scoring
+several models against one task file parses and validates it once. See :func:`load_task_file`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Iterable
 
 import numpy as np
 
-from .. import geometry
-from .task import SCHEMA_VERSION, Task
+from .task import Task
+from .validation import (ORTHO_TOL, VALIDATOR_VERSION, pose_problems, record_label, record_poses, schema_problems, schema_validator,
+                         semantic_problems, task_schema, validate_record)
 
-__all__ = ["TaskFileError", "load_tasks", "save_tasks", "validate_record", "task_schema", "file_sha256"]
+__all__ = ["TaskFileError", "TaskFile", "load_tasks", "load_task_file", "save_tasks", "validate_record", "task_schema",
+           "file_sha256", "clear_task_cache", "task_cache_dir", "ORTHO_TOL"]
 
-ORTHO_TOL = 1e-5
+MEMO_FILES = 4  # task files kept parsed in memory (least recently used dropped first)
 
 
 class TaskFileError(ValueError):
     """A task file that does not validate; the message names the file, the line and the field."""
 
 
-@lru_cache(maxsize=1)
-def task_schema() -> dict:
-    """The task JSON Schema shipped in the package (``spatialact/schemas/task.schema.json``)."""
-    text = resources.files("spatialact").joinpath("schemas/task.schema.json").read_text(encoding="utf-8")
-    return json.loads(text)
+@dataclass(frozen=True)
+class TaskFile:
+    """A loaded task file: its path, the SHA-256 of the bytes that were parsed, and the tasks in file order.
+
+    The tasks are shared between loads of the same file (they are immutable values: change one with
+    ``task.with_(...)``, never in place; their pose arrays are read-only).
+    """
+
+    path: Path
+    sha256: str
+    tasks: tuple[Task, ...]
+
+    def __len__(self) -> int:
+        return len(self.tasks)
 
 
-@lru_cache(maxsize=1)
-def _validator():
-    import jsonschema
-
-    return jsonschema.Draft202012Validator(task_schema())
+# ----- JSON ------------------------------------------------------------------------------------------------------
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is not JSON (numbers must be finite)")
 
 
-def _field(path) -> str:
-    return ".".join(str(p) for p in path) or "(record)"
+def _loads_std(raw: bytes):
+    return json.loads(raw, parse_constant=_refuse_constant)
 
 
-def validate_record(rec: dict) -> list[str]:
-    """Every problem with one task record, as ``field 'x': what`` strings (empty when valid)."""
-    if not isinstance(rec, dict):
-        return [f"record: expected a JSON object, got {type(rec).__name__}"]
-    problems = []
-    for err in sorted(_validator().iter_errors(rec), key=lambda e: list(map(str, e.absolute_path))):
-        problems.append(f"field '{_field(err.absolute_path)}': {err.message}")
-    if problems:
-        return problems
-    for name in ("start_pose", "goal_pose"):
-        T = np.asarray(rec[name], dtype=np.float64)
-        if not np.all(np.isfinite(T)):
-            problems.append(f"field '{name}': not finite")
-            continue
-        if not np.allclose(T[3], [0, 0, 0, 1]):
-            problems.append(f"field '{name}': last row must be [0, 0, 0, 1]")
-        err = float(geometry.orthonormality_error(T[:3, :3]))
-        if err > ORTHO_TOL:
-            problems.append(f"field '{name}': rotation is not orthonormal (error {err:.3g})")
-    if rec["n_steps"] != len(rec["gt"]["steps"]):
-        problems.append(f"field 'n_steps': {rec['n_steps']} but gt has {len(rec['gt']['steps'])} steps")
-    return problems
+try:  # a fast parser when installed; it refuses NaN/Infinity by itself
+    import orjson as _orjson
+
+    def _loads(raw: bytes):
+        try:
+            return _orjson.loads(raw)
+        except _orjson.JSONDecodeError:
+            return _loads_std(raw)  # the standard library's message says more; it raises too
+except ImportError:  # pragma: no cover - depends on the environment
+    _orjson = None
+    _loads = _loads_std
 
 
-def load_tasks(path: str | os.PathLike, *, ids: Iterable[str] | None = None) -> list[Task]:
-    """Read and validate a task file (JSONL). Raises :class:`TaskFileError` naming the file, line and field.
+def _json_error(e: Exception) -> str:
+    if isinstance(e, UnicodeDecodeError):
+        return f"not valid UTF-8 (byte {e.start})"
+    if isinstance(e, json.JSONDecodeError):
+        return f"not valid JSON ({e.msg} at column {e.colno})"
+    return f"not valid JSON ({e})"
 
-    Image paths in the file are relative to the file's folder and are returned as absolute paths. Duplicate
-    ids are an error.
+
+# ----- loading -----------------------------------------------------------------------------------------------------
+_MEMO: OrderedDict[tuple[str, str], tuple[Task, ...]] = OrderedDict()
+_MEMO_LOCK = threading.Lock()
+
+
+def clear_task_cache() -> None:
+    """Forget every memoised task file (the next load parses and validates again)."""
+    with _MEMO_LOCK:
+        _MEMO.clear()
+
+
+def load_task_file(path: str | os.PathLike, *, cache: bool = True) -> TaskFile:
+    """Read and validate a task file; raises :class:`TaskFileError` naming the file, line, task and field.
+
+    Relative paths in the file (images, meshes, trajectories) are relative to the file's folder and come back
+    absolute. Duplicate ids and an empty file are errors. With ``cache`` (the default) the result is memoised by
+    (SHA-256 of the bytes, absolute folder), so a second load of an unchanged file costs one read and one hash;
+    :func:`clear_task_cache` empties the memo.
     """
     path = Path(path)
-    if not path.is_file():
-        raise TaskFileError(f"{path}: no such task file")
-    want = set(ids) if ids is not None else None
-    tasks, seen = [], {}
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise TaskFileError(f"{path}:{lineno}: not valid JSON ({e.msg} at column {e.colno})") from None
-            problems = validate_record(rec)
-            if problems:
-                raise TaskFileError(f"{path}:{lineno}: {problems[0]}"
-                                    + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""))
-            if rec["id"] in seen:
-                raise TaskFileError(f"{path}:{lineno}: field 'id': {rec['id']!r} already used on line "
-                                    f"{seen[rec['id']]}")
-            seen[rec["id"]] = lineno
-            if want is not None and rec["id"] not in want:
-                continue
-            for key in ("start_image", "goal_image"):
-                if rec.get(key):
-                    rec[key] = _resolve(path, rec[key], lineno, key)
-            if rec.get("example") and rec["example"].get("start_image"):
-                rec["example"]["start_image"] = _resolve(path, rec["example"]["start_image"], lineno,
-                                                         "example.start_image")
-            try:
-                tasks.append(Task.from_record(rec))
-            except (ValueError, KeyError) as e:
-                raise TaskFileError(f"{path}:{lineno}: {e}") from None
-    return tasks
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise TaskFileError(f"{path}: no such task file") from None
+    except IsADirectoryError:
+        raise TaskFileError(f"{path}: is a folder, not a task file") from None
+    except OSError as e:
+        raise TaskFileError(f"{path}: cannot be read ({e.strerror or e})") from None
+    sha = hashlib.sha256(data).hexdigest()
+    folder = os.path.abspath(path.parent)
+    key = (sha, folder)
+    if cache:
+        with _MEMO_LOCK:
+            tasks = _MEMO.get(key)
+            if tasks is not None:
+                _MEMO.move_to_end(key)
+                return TaskFile(path, sha, tasks)
+    verdict = _verdict_path(sha) if cache else None
+    n_valid = _read_verdict(verdict, sha)
+    tasks = None
+    if n_valid is not None:
+        try:
+            tasks = _parse(path, data, folder, validate=False)
+        except TaskFileError:
+            tasks = None
+        if tasks is not None and len(tasks) != n_valid:
+            tasks = None  # the verdict does not describe this file: validate in full
+    if tasks is None:
+        tasks = _parse(path, data, folder)
+        if verdict is not None:
+            _write_verdict(verdict, sha, len(tasks))
+    if cache:
+        with _MEMO_LOCK:
+            _MEMO[key] = tasks
+            while len(_MEMO) > MEMO_FILES:
+                _MEMO.popitem(last=False)
+    return TaskFile(path, sha, tasks)
 
 
-def _resolve(task_file: Path, p: str, lineno: int, key: str) -> str:
-    q = Path(p)
-    if not q.is_absolute():
-        q = task_file.parent / q
-    return str(q)
+# ----- the on-disk cache of verdicts ---------------------------------------------------------------------------
+def task_cache_dir() -> Path | None:
+    """Where verdicts on task files are kept: ``$SPATIALACT_CACHE/tasks`` when that variable names a folder,
+    nowhere when it is empty, ``0``, ``off`` or ``none``, else ``$XDG_CACHE_HOME/spatialact/tasks`` (default
+    ``~/.cache/spatialact/tasks``)."""
+    env = os.environ.get("SPATIALACT_CACHE")
+    if env is not None:
+        if env.strip().lower() in ("", "0", "off", "none", "false"):
+            return None
+        return Path(env).expanduser() / "tasks"
+    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(xdg) / "spatialact" / "tasks"
 
 
+def _verdict_path(sha: str) -> Path | None:
+    d = task_cache_dir()
+    return None if d is None else d / f"{sha}.json"
+
+
+@lru_cache(maxsize=1)
+def _verdict_stamp() -> dict:
+    """What a verdict is only valid for: the package version and a digest of the rules themselves (the shipped
+    schema and the modules that check it), so that any change of a rule invalidates every cached verdict."""
+    from .. import __version__
+    from . import schema_check, task, validation
+
+    h = hashlib.sha256(json.dumps(task_schema(), sort_keys=True).encode())
+    for module in (schema_check, validation, task):
+        try:
+            h.update(Path(module.__file__).read_bytes())
+        except (OSError, TypeError):  # no source on disk (a zipped install): the version numbers must do
+            h.update(VALIDATOR_VERSION.encode())
+    return {"validator": f"{VALIDATOR_VERSION}:{h.hexdigest()[:16]}", "spatialact": __version__}
+
+
+def _read_verdict(verdict: Path | None, sha: str) -> int | None:
+    """The task count a valid verdict records for these bytes, or None (missing, corrupt or from other rules)."""
+    if verdict is None:
+        return None
+    try:
+        v = json.loads(verdict.read_text(encoding="utf-8"))
+        if (isinstance(v, dict) and v.get("sha256") == sha and v.get("valid") is True
+                and {k: v.get(k) for k in ("validator", "spatialact")} == _verdict_stamp()
+                and isinstance(v.get("n_tasks"), int) and not isinstance(v["n_tasks"], bool) and v["n_tasks"] > 0):
+            return v["n_tasks"]
+    except (OSError, ValueError):
+        pass
+    return None  # a corrupt entry is ignored; the full validation rewrites it
+
+
+def _write_verdict(verdict: Path, sha: str, n_tasks: int) -> None:
+    """Record "these bytes passed validation" (best effort: a cache that cannot be written is no error)."""
+    try:
+        verdict.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = verdict.with_name(f"{verdict.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(json.dumps({"sha256": sha, "valid": True, "n_tasks": n_tasks, **_verdict_stamp()}),
+                       encoding="utf-8")
+        os.replace(tmp, verdict)
+    except OSError:
+        pass
+
+
+def load_tasks(path: str | os.PathLike, *, ids: Iterable[str] | None = None, cache: bool = True) -> list[Task]:
+    """Read and validate a task file (JSONL): :func:`load_task_file`'s tasks, optionally only those in ``ids``.
+
+    Raises :class:`TaskFileError` naming the file, line and field. Every line is validated (and ids must be
+    unique) whatever ``ids`` selects.
+    """
+    tasks = load_task_file(path, cache=cache).tasks
+    if ids is None:
+        return list(tasks)
+    want = set(ids)
+    return [t for t in tasks if t.id in want]
+
+
+class _Poses:
+    """The poses of the lines read so far, checked in one vectorised call (the costliest semantic check)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.mats: list = []
+        self.owner: list[tuple[int, str, str]] = []  # (line, task id, field) per pose
+
+    def add(self, lineno: int, tid: str, rec: dict) -> None:
+        names, mats = record_poses(rec)
+        self.mats += mats
+        self.owner += [(lineno, tid, n) for n in names]
+
+    def check(self) -> None:
+        """Raise for the first bad pose, if any (called before reporting a later line's error, and at the end)."""
+        problems = pose_problems(np.array(self.mats, dtype=np.float64).reshape(-1, 4, 4))
+        if problems:
+            i, msg = problems[0]
+            lineno, tid, name = self.owner[i]
+            raise TaskFileError(f"{self.path}:{lineno}: task {tid!r}: field '{name}': {msg}")
+
+
+def _parse(path: Path, data: bytes, folder: str, *, validate: bool = True) -> tuple[Task, ...]:
+    """Parse (and, unless a verdict says these bytes passed already, validate) every line into a Task."""
+    tasks: list[Task] = []
+    seen: dict[str, int] = {}
+    poses = _Poses(path)
+    is_valid = schema_validator().is_valid if validate else (lambda rec: True)
+
+    def fail(lineno: int, what: str):
+        poses.check()  # an earlier line's bad pose is the first problem of the file
+        raise TaskFileError(f"{path}:{lineno}: {what}") from None
+
+    for lineno, raw in enumerate(data.split(b"\n"), 1):
+        if not raw.strip():
+            continue
+        try:
+            rec = _loads(raw)
+        except ValueError as e:  # json.JSONDecodeError, UnicodeDecodeError and NaN/Infinity are ValueErrors
+            fail(lineno, _json_error(e))
+        if not isinstance(rec, dict):
+            fail(lineno, f"record: expected a JSON object, got {type(rec).__name__}")
+        problems = (([] if is_valid(rec) else schema_problems(rec)) or semantic_problems(rec, poses=False)
+                    if validate else [])
+        if problems:
+            more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+            fail(lineno, f"{record_label(rec)}field '{problems[0][0]}': {problems[0][1]}{more}")
+        tid = rec["id"]
+        if tid in seen:
+            fail(lineno, f"field 'id': {tid!r} already used on line {seen[tid]}")
+        seen[tid] = lineno
+        if validate:
+            poses.add(lineno, tid, rec)
+        _resolve_paths(rec, folder)
+        try:
+            task = Task.from_record(rec)
+        except (ValueError, KeyError, TypeError) as e:  # validation should have caught it; still one line
+            raise TaskFileError(f"{path}:{lineno}: task {tid!r}: {e}") from None
+        task.start_pose.flags.writeable = False  # shared between loads (see TaskFile)
+        task.goal_pose.flags.writeable = False
+        tasks.append(task)
+    if not tasks:
+        raise TaskFileError(f"{path}: no tasks (the file is empty)")
+    poses.check()
+    return tuple(tasks)
+
+
+def _abs(folder: str, p: str) -> str:
+    return p if os.path.isabs(p) else os.path.join(folder, p)
+
+
+def _resolve_paths(rec: dict, folder: str) -> None:
+    """Make the record's relative paths absolute (they are relative to the task file's folder); in place."""
+    for key in ("start_image", "goal_image"):
+        if rec.get(key):
+            rec[key] = _abs(folder, rec[key])
+    ex = rec.get("example")
+    if ex and ex.get("start_image"):
+        ex["start_image"] = _abs(folder, ex["start_image"])
+    scene = rec.get("scene")
+    if scene:
+        for key in ("mesh", "trajectory"):
+            if scene.get(key):
+                scene[key] = _abs(folder, scene[key])
+
+
+# ----- saving ------------------------------------------------------------------------------------------------------
 def save_tasks(tasks: Iterable[Task], path: str | os.PathLike, *, relative_to: str | os.PathLike | None = None) -> Path:
-    """Write tasks as JSONL (atomically: a temporary file, then rename). Each record is validated first.
+    """Write tasks as JSONL, schema version 2 (atomically: a temporary file, then rename). Each record is
+    validated first; writing no task at all is refused (an empty task file does not load).
 
-    Image paths under the file's folder are written relative to it, so a task folder can be moved whole.
+    Paths under the file's folder (images, meshes, trajectories) are written relative to it, so a task folder can
+    be moved whole.
     """
     path = Path(path)
     base = Path(relative_to) if relative_to is not None else path.parent
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        for t in tasks:
-            rec = t.to_record()
-            for key in ("start_image", "goal_image"):
-                rec[key] = _relative(rec[key], base)
-            if rec.get("example") and rec["example"].get("start_image"):
-                rec["example"] = dict(rec["example"], start_image=_relative(rec["example"]["start_image"], base))
-            problems = validate_record(rec)
-            if problems:
-                raise TaskFileError(f"task {t.id!r}: {problems[0]}")
-            f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+    n = 0
+    seen: set[str] = set()
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            for t in tasks:
+                rec = t.to_record()
+                for key in ("start_image", "goal_image"):
+                    rec[key] = _relative(rec[key], base)
+                if rec.get("example") and rec["example"].get("start_image"):
+                    rec["example"] = dict(rec["example"], start_image=_relative(rec["example"]["start_image"], base))
+                if rec.get("scene"):
+                    rec["scene"] = {k: (_relative(v, base) if k in ("mesh", "trajectory") else v)
+                                    for k, v in rec["scene"].items()}
+                problems = validate_record(rec)
+                if problems:
+                    raise TaskFileError(f"task {t.id!r}: {problems[0]}")
+                if t.id in seen:
+                    raise TaskFileError(f"task {t.id!r}: field 'id': used twice (ids must be unique in a file)")
+                seen.add(t.id)
+                f.write(json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n")
+                n += 1
+        if n == 0:
+            raise TaskFileError(f"{path}: no tasks to write (an empty task file does not load)")
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     os.replace(tmp, path)
     return path
 
@@ -154,8 +356,6 @@ def _relative(p: str | None, base: Path) -> str | None:
 
 def file_sha256(path: str | os.PathLike) -> str:
     """Hex SHA-256 of a file's bytes (the task-file hash recorded with every result)."""
-    import hashlib
-
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):

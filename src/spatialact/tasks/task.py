@@ -9,13 +9,77 @@ from typing import Any
 import numpy as np
 
 from .. import geometry
-from ..action_space import ActionSequence, StepSizes
+from ..action_space import MOTION_PRIMITIVES, ActionSequence, Primitive, StepSizes
 
-__all__ = ["Task", "SCHEMA_VERSION", "default_success", "KINDS", "ANSWER_FORMATS"]
+__all__ = ["Task", "SCHEMA_VERSION", "READ_SCHEMA_VERSIONS", "default_success", "KINDS", "ANSWER_FORMATS",
+           "sequence_record", "counts_from_names", "names_agree"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # written by save_tasks / Task.to_record
+READ_SCHEMA_VERSIONS = (1, 2)  # read by load_tasks (a line without schema_version is version 1)
 KINDS = ("nav", "manip", "hand")
 ANSWER_FORMATS = ("flat", "stepped", "vector")
+
+_COLUMN = {p.value: k for k, p in enumerate(MOTION_PRIMITIVES)}  # "Truck Left" -> its column in Step.counts
+_STAY = Primitive.STAY.value
+
+
+def sequence_record(seq: ActionSequence) -> dict:
+    """``seq.to_dict()`` with every counts step also in words, as an answer would name it (schema version 2).
+
+    A step reads ``{"actions": ["Truck Left", "Pedestal Up"], "step_nums": [1, 4], "counts": [...],
+    "gripper": null}``: the names and step_nums for a person, the 12 counts for the machine (columns in
+    ``MOTION_PRIMITIVES`` order); a step that does not move is ``["Stay"]`` with ``[1]``. Vector steps keep only
+    their ``motion``. On load both forms must agree (:func:`counts_from_names`).
+    """
+    rec = seq.to_dict()
+    for step, d in zip(seq.steps, rec["steps"]):
+        if step.counts is None:
+            continue
+        acts = step.as_actions()
+        named = {"actions": [p.value for p, _ in acts] or [_STAY], "step_nums": [int(n) for _, n in acts] or [1]}
+        d_new = {**named, **d}
+        d.clear()
+        d.update(d_new)
+    return rec
+
+
+def names_agree(actions: list, step_nums: list, counts: list) -> bool:
+    """True when a named step says exactly its counts (the fast test; :func:`counts_from_names` says why not).
+
+    Names are unique within a step (the schema's ``uniqueItems``), so they agree when each names its own column's
+    count and no other column is non-zero.
+    """
+    if len(actions) != len(step_nums):
+        return False
+    if actions == [_STAY]:
+        return step_nums == [1] and not any(counts)
+    col = _COLUMN
+    for name, n in zip(actions, step_nums):
+        k = col.get(name)
+        if k is None or counts[k] != n:
+            return False
+    return len(counts) - counts.count(0) == len(actions)
+
+
+def counts_from_names(actions: list, step_nums: list) -> list[int]:
+    """The 12 counts a named step stands for (the inverse of :func:`sequence_record`'s names).
+
+    Raises ValueError for an unknown name, lists of different lengths, or "Stay" that is not alone with
+    step_num 1. Names are the canonical ones (``Primitive`` values), exactly: a task file is not a model answer.
+    """
+    if len(actions) != len(step_nums):
+        raise ValueError(f"{len(actions)} actions but {len(step_nums)} step_nums")
+    counts = [0] * len(MOTION_PRIMITIVES)
+    for name, n in zip(actions, step_nums):
+        if name == _STAY:
+            if len(actions) != 1 or n != 1:
+                raise ValueError('"Stay" stands alone with step_num 1')
+            continue
+        col = _COLUMN.get(name)
+        if col is None:
+            raise ValueError(f"unknown action {name!r}")
+        counts[col] += int(n)
+    return counts
 
 
 def default_success(kind: str) -> dict:
@@ -78,7 +142,7 @@ class Task:
 
     # ----- records ------------------------------------------------------------------------------------
     def to_record(self) -> dict:
-        """The JSON-able task line (schema version 1)."""
+        """The JSON-able task line (schema version 2: the ground truth also in named actions)."""
         rec = {
             "schema_version": SCHEMA_VERSION,
             "id": self.id,
@@ -89,11 +153,11 @@ class Task:
             "goal_pose": self.goal_pose.tolist(),
             "start_image": self.start_image,
             "goal_image": self.goal_image,
-            "example": self.example,
+            "example": _example_record(self.example),
             "answer_format": self.answer_format,
             "n_steps": self.n_steps,
             "sizes": self.sizes.to_dict(),
-            "gt": self.gt.to_dict(),
+            "gt": sequence_record(self.gt),
             "success": self.success,
             "instruction": self.instruction,
             "tags": dict(self.tags),
@@ -103,7 +167,7 @@ class Task:
 
     @classmethod
     def from_record(cls, rec: dict) -> "Task":
-        """From a task line already checked against the schema (see ``spatialact.tasks.io``)."""
+        """From a task line (schema version 1 or 2) already validated (``spatialact.tasks.validate_record``)."""
         return cls(
             id=rec["id"], kind=rec["kind"], source=rec["source"],
             start_pose=np.asarray(rec["start_pose"], dtype=np.float64),
@@ -113,3 +177,11 @@ class Task:
             start_image=rec.get("start_image"), goal_image=rec.get("goal_image"), example=rec.get("example"),
             instruction=rec.get("instruction"), tags=dict(rec.get("tags") or {}), meta=dict(rec.get("meta") or {}),
         )
+
+
+def _example_record(example: dict | None) -> dict | None:
+    """The example with its sequence's counts steps named too (schema version 2)."""
+    if not example or not isinstance(example.get("sequence"), dict):
+        return example
+    seq = ActionSequence.from_dict(example["sequence"])
+    return {**example, "sequence": sequence_record(seq)}
