@@ -6,16 +6,21 @@ Poses are camera-to-world (4, 4) float64 in metres, world +Z up, camera OpenCV a
 
 Renderers: ``"tiny"`` is PyBullet's software TinyRenderer (CPU, no GL needed); ``"egl"`` loads PyBullet's EGL
 plugin and renders with OpenGL through EGL — on an NVIDIA GPU when one is present, through Mesa's llvmpipe on a
-CPU; ``"auto"`` is EGL when an NVIDIA GPU is visible (and EGL loads), else tiny. The plugin must be loaded *before* any body is created or it renders an empty scene, so
-:class:`BulletWorld` loads it in its constructor, and records which GL renderer answered (``gl_renderer``).
+CPU; ``"auto"`` is EGL when an NVIDIA GPU is visible (and EGL loads), else tiny. The plugin must be loaded *before*
+any body is created or it renders an empty scene, so :class:`BulletWorld` loads it in its constructor, and records
+which GL renderer answered (``gl_renderer``). What PyBullet and the plugin print from C (the ``pybullet build time``
+banner, GL vendor/renderer lines, ``Destroy EGL OpenGL window``) is kept off the console (:func:`capture_c_output`);
+the GL renderer string is read from it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import pkgutil
 import re
+import sys
 import tempfile
 from dataclasses import dataclass
 
@@ -24,7 +29,7 @@ import numpy as np
 from .. import geometry
 
 __all__ = ["BulletWorld", "CameraSpec", "view_matrix", "projection_matrix", "intrinsics_matrix",
-           "EGLUnavailable", "RENDERERS"]
+           "EGLUnavailable", "RENDERERS", "capture_c_output", "import_pybullet"]
 
 RENDERERS = ("tiny", "egl", "auto")
 
@@ -79,26 +84,68 @@ def intrinsics_matrix(width: int, height: int, fov_deg: float) -> np.ndarray:
     return np.array([[fx, 0.0, (width - 1) / 2.0], [0.0, fy, (height - 1) / 2.0], [0.0, 0.0, 1.0]])
 
 
-def _capture_fd_output(fn):
-    """Run ``fn()`` and return (result, text it printed on the C-level stdout/stderr).
+_LIBC = None
 
-    PyBullet's EGL plugin prints ``GL_RENDERER=...`` from C; the only way to learn which GL renderer answered
-    is to read that text.
+
+def _flush_c_stdio() -> None:
+    """fflush(NULL): push out what C code left in stdio buffers (printf to a pipe or file is block-buffered)."""
+    global _LIBC
+    try:
+        if _LIBC is None:
+            import ctypes
+
+            _LIBC = ctypes.CDLL(None)
+        _LIBC.fflush(None)
+    except Exception:  # noqa: BLE001 - no libc symbol table (static builds): nothing buffered to flush either
+        pass
+
+
+@contextlib.contextmanager
+def capture_c_output(sink=None):
+    """Redirect the process's stdout and stderr *file descriptors* to a temporary file for the duration, so that
+    text C code prints (PyBullet's ``pybullet build time: ...``, the EGL plugin's GL info, ``Destroy EGL OpenGL
+    window``) does not reach the console. Yields a list that holds the captured text after the block.
+
+    C stdio buffers are flushed before the descriptors are restored, so buffered output is captured too. Where the
+    descriptors cannot be duplicated (closed by a daemon), the block runs unredirected. ``sink``: a binary file to
+    reuse (emptied first) instead of a new temporary file, for calls made often (EGL renders).
     """
-    with tempfile.TemporaryFile(mode="w+b") as tmp:
+    captured: list[str] = []
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 - a closed or replaced stream
+            pass
+    _flush_c_stdio()
+    try:
         saved = [os.dup(1), os.dup(2)]
+    except OSError:
+        yield captured
+        return
+    with (contextlib.nullcontext(sink) if sink is not None else tempfile.TemporaryFile(mode="w+b")) as tmp:
+        tmp.seek(0)
+        tmp.truncate()
         try:
             os.dup2(tmp.fileno(), 1)
             os.dup2(tmp.fileno(), 2)
-            result = fn()
+            yield captured
         finally:
+            _flush_c_stdio()
             os.dup2(saved[0], 1)
             os.dup2(saved[1], 2)
             for fd in saved:
                 os.close(fd)
-        tmp.seek(0)
-        text = tmp.read().decode("utf-8", "replace")
-    return result, text
+            tmp.seek(0)
+            captured.append(tmp.read().decode("utf-8", "replace"))
+
+
+def import_pybullet():
+    """``import pybullet`` without its ``pybullet build time: ...`` banner on the console."""
+    if "pybullet" in sys.modules:
+        return sys.modules["pybullet"]
+    with capture_c_output():
+        import pybullet
+    return pybullet
 
 
 class BulletWorld:
@@ -110,15 +157,17 @@ class BulletWorld:
     """
 
     def __init__(self, renderer: str = "tiny"):
-        import pybullet as p
-        import pybullet_data
-
         if renderer not in RENDERERS:
             raise ValueError(f"renderer must be one of {RENDERERS}, got {renderer!r}")
+        p = import_pybullet()
+        import pybullet_data
+
         self.p = p
         self.renderer = renderer
-        self.client = p.connect(p.DIRECT)
+        with capture_c_output():
+            self.client = p.connect(p.DIRECT)
         self._plugin = None
+        self._sink = None  # reused capture file for the EGL renders' C output
         self.gl_renderer = "TinyRenderer (CPU)"
         if renderer == "auto":  # EGL on a GPU when there is one (falling back quietly), else the software renderer
             renderer = "egl" if gpu_present() else "tiny"
@@ -144,8 +193,10 @@ class BulletWorld:
         loader = pkgutil.get_loader("eglRenderer")
         if loader is None:
             raise EGLUnavailable("this pybullet build has no eglRenderer plugin")
-        plugin, text = _capture_fd_output(
-            lambda: p.loadPlugin(loader.get_filename(), "_eglRendererPlugin", physicsClientId=self.client))
+        # The plugin prints its GL info from C: kept off the console, and read for the renderer string.
+        with capture_c_output() as captured:
+            plugin = p.loadPlugin(loader.get_filename(), "_eglRendererPlugin", physicsClientId=self.client)
+        text = captured[0] if captured else ""
         if plugin < 0:
             raise EGLUnavailable("pybullet could not load its EGL plugin (needs libEGL and a GL driver: Debian "
                                  "packages libegl1 libgl1-mesa-dri libegl-mesa0); output: " + text.strip()[-300:])
@@ -168,10 +219,16 @@ class BulletWorld:
                       projectionMatrix=projection_matrix(cam), flags=flags, physicsClientId=self.client)
         if self.renderer == "egl":
             kwargs["renderer"] = p.ER_BULLET_HARDWARE_OPENGL
+            # The EGL plugin prints "ven = <vendor>" from C when it (re)creates its context (first render after a
+            # reset): keep it off the console. Reusing one sink file keeps this to a few microseconds.
+            if self._sink is None:
+                self._sink = tempfile.TemporaryFile(mode="w+b")
+            with capture_c_output(self._sink):
+                _, _, rgba, zbuf, seg = p.getCameraImage(**kwargs)
         else:
             kwargs["renderer"] = p.ER_TINY_RENDERER
             kwargs.update(self.light)
-        _, _, rgba, zbuf, seg = p.getCameraImage(**kwargs)
+            _, _, rgba, zbuf, seg = p.getCameraImage(**kwargs)
         rgb = np.asarray(rgba, dtype=np.uint8).reshape(cam.height, cam.width, 4)[..., :3].copy()
         d = None
         if depth:
@@ -184,12 +241,17 @@ class BulletWorld:
     def close(self) -> None:
         if getattr(self, "client", None) is not None:  # also when __init__ failed before connecting
             try:
-                if self._plugin is not None:
-                    self.p.unloadPlugin(self._plugin, physicsClientId=self.client)
-                self.p.disconnect(self.client)
-            except Exception:  # already disconnected (interpreter shutdown)
+                # Unloading the EGL plugin prints "Destroy EGL OpenGL window." from C.
+                with capture_c_output():
+                    if self._plugin is not None:
+                        self.p.unloadPlugin(self._plugin, physicsClientId=self.client)
+                    self.p.disconnect(self.client)
+            except Exception:  # noqa: BLE001 - already disconnected (interpreter shutdown)
                 pass
             self.client = None
+        if getattr(self, "_sink", None) is not None:
+            self._sink.close()
+            self._sink = None
 
     def reset_world(self) -> None:
         """Remove every body (the EGL plugin stays loaded, so the next scene renders too)."""
