@@ -9,16 +9,18 @@ Light core only (numpy, scipy); torch is imported inside the torch backend of :f
 * :func:`aggregate_episodes`, :func:`hierarchical_scores` — dataset scores with bootstrap intervals (§4.2);
 * :func:`closed_loop_metrics` — final errors, success, path length, SPL (§4.4);
 * :func:`score_multiple_choice`, :func:`score_numeric` — question scores (§4.6);
-* :func:`score_lmms_eval`, :func:`to_lmms_extra_info` — profile ``lmms-eval`` (§4.3).
+* :func:`score_lmms_eval`, :func:`to_lmms_extra_info` — profile ``lmms-eval`` (§4.3);
+* :func:`score_file` — a file of answers against a task file, offline (§8; the pipeline of ``spatialact score``).
 """
 
-from .aggregate import (DEFAULT_TREE, SPATREE_L4, aggregate_arrays, aggregate_episodes, bootstrap_ci,
-                        hierarchical_scores, leaf_of, load_tree, summarise)
+from .aggregate import (DEFAULT_TREE, MAX_GROUPS, SPATREE_L4, aggregate_arrays, aggregate_episodes, bootstrap_ci,
+                        hierarchical_scores, leaf_of, load_tree, summarise, tag_label)
 from .batch import (KIND_CODES, rotations_from_motions, score_episodes_batch, score_steps_batch, sequence_arrays,
                     step_totals_batch)
 from .closed_loop import closed_loop_metrics
 from .episode import ANSWER_PROFILES, EpisodeScore, net_errors, score_answer, score_episode
 from .lmms_eval import score_lmms_eval, to_lmms_answer, to_lmms_extra_info
+from .offline import OFFLINE_PROFILES, score_file
 from .questions import MRA_THRESHOLDS, extract_choice, extract_number, score_multiple_choice, score_numeric
 from .step import DEFAULT_WEIGHTS, EPS, PROFILES, normalise_weights, parse_weights, score_step, step_total
 
@@ -28,9 +30,10 @@ __all__ = [
     "score_steps_batch", "step_totals_batch", "rotations_from_motions", "score_episodes_batch", "sequence_arrays",
     "KIND_CODES",
     "EpisodeScore", "score_episode", "score_answer", "net_errors",
-    "aggregate_episodes", "aggregate_arrays", "bootstrap_ci", "summarise",
+    "aggregate_episodes", "aggregate_arrays", "bootstrap_ci", "summarise", "tag_label", "MAX_GROUPS",
     "hierarchical_scores", "load_tree", "leaf_of", "DEFAULT_TREE", "SPATREE_L4",
     "closed_loop_metrics",
     "score_multiple_choice", "score_numeric", "extract_choice", "extract_number", "MRA_THRESHOLDS",
     "score_lmms_eval", "to_lmms_extra_info", "to_lmms_answer",
+    "score_file", "OFFLINE_PROFILES",
 ]

@@ -1,0 +1,622 @@
+"""Offline scoring (SPEC §4, §8, §10): a file of model answers against a task file, the pipeline behind
+``spatialact score``.
+
+    summary = score_file("answers.jsonl", "tasks.jsonl", profile="paper", out="answers.scores.jsonl")
+
+Answer lines are ``{"task_id": ..., "response": "<the model's raw text>"}``; lmms-eval ``--log_samples`` lines
+(``doc_id`` with ``filtered_resps`` / ``resps``) are read too, matched to a task by their own ``task_id``, their
+doc's ``task_id`` / ``id``, the ``spatialact.task_id`` in the doc's ``hint`` (written by ``to_lmms_extra_info``),
+or else ``doc_id`` as the 0-based line index into the task file. Each line is parsed leniently with its task's
+unit sizes and cap, scored in batch (:func:`~spatialact.scorers.score_episodes_batch`: the same numbers as the
+per-record :func:`~spatialact.scorers.score_answer`), and summarised (mean, bootstrap 95% interval, breakdown by
+kind, source and tag, hierarchical SpatialTree score).
+
+Pipeline, chunk by chunk (``chunk`` answer lines at a time, so memory is bounded whatever the file size; only
+one float and one task index per answer are kept for the summary):
+
+1. read the raw lines; 2. decode each line and match it to a task (a dictionary look-up); 3. parse the answer
+(:func:`~spatialact.action_space.parse_response`); 4. score the chunk's episodes in one batch call; 5. format
+the per-answer JSON lines from precomputed per-task fragments. With ``workers > 1`` steps 2–5 run in worker
+processes on pieces of the chunk, and the main process only reads, writes the returned text in line order and
+keeps the scores: the output is the same whatever the number of workers. 6. The summary at the end
+(:mod:`.aggregate`).
+
+Bad lines never stop a run: they score 0 with a reason (``invalid_json``, ``invalid_line``, ``unknown_task``,
+``parse_error``, ``lmms_error``) and count in the overall mean (kind / source ``unknown`` when no task matched).
+Light core only: numpy, and scipy for profile ``lmms-eval`` only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from .aggregate import MAX_GROUPS, _aggregate_codes, hierarchical_scores, leaf_of, load_tree, tag_label
+from .batch import KIND_CODES, score_episodes_batch
+from .step import normalise_weights
+
+__all__ = ["score_file", "OFFLINE_PROFILES", "REASONS", "CHUNK", "default_out"]
+
+#: Profiles of :func:`score_file`.
+OFFLINE_PROFILES = ("paper", "paper+rot", "lmms-eval")
+#: Reasons a line scores 0 (its ``reason`` field).
+REASONS = ("parse_error", "invalid_json", "invalid_line", "unknown_task", "lmms_error")
+#: Default answer lines per chunk: bounds memory whatever the file size.
+CHUNK = 20_000
+#: Lines per piece handed to a worker process (``workers > 1``).
+PIECE = 2_048
+
+_EP_FLOATS = ("total", "s_d", "s_theta", "s_step", "s_rot", "s_grip", "net_translation_error", "net_rotation_error")
+_ZERO12 = (0,) * 12
+_LMMS_KIND = {"agenticnaveval": "nav", "manipulateeval": "manip"}
+
+
+def default_out(answers) -> Path:
+    """Where ``spatialact score`` writes per-answer scores by default: ``<answers stem>.scores.jsonl`` beside it."""
+    a = Path(answers)
+    stem = a.name[:-len(a.suffix)] if a.suffix in (".jsonl", ".json", ".txt") else a.name
+    return a.with_name(stem + ".scores.jsonl")
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The task file in compact arrays
+# ------------------------------------------------------------------------------------------------------------
+class _TaskTable:
+    """What scoring needs from the tasks, in arrays: ground-truth step motions (concatenated), kinds, unit
+    sizes, caps, ids; the Task objects themselves only where a profile needs them (``lmms-eval``, per-step).
+    Picklable (sent once to each worker process)."""
+
+    def __init__(self, tasks: Sequence, keep_tasks: bool):
+        T = len(tasks)
+        self.n = T
+        self.ids = [t.id for t in tasks]
+        self.index = {tid: i for i, tid in enumerate(self.ids)}
+        self.tasks = list(tasks) if keep_tasks else None
+        sizes_index: dict = {}
+        self.sizes: list = []
+        sid = np.empty(T, dtype=np.int64)
+        self.caps = [t.gt.cap for t in tasks]
+        lengths = np.empty(T, dtype=np.int64)
+        counts: list = []
+        grips: list = []
+        vec: list = []
+        gt_units = np.empty((T, 6))
+        row = 0
+        for i, t in enumerate(tasks):
+            key = (t.sizes.translation, t.sizes.rotation)
+            if key not in sizes_index:
+                sizes_index[key] = len(self.sizes)
+                self.sizes.append(t.sizes)
+            sid[i] = sizes_index[key]
+            steps = t.gt.steps
+            lengths[i] = len(steps)
+            u = t.gt.sizes
+            gt_units[i] = (u.translation,) * 3 + (u.rotation,) * 3
+            for s in steps:
+                if s.counts is None:
+                    vec.append((row, s.motion))
+                    counts.extend(_ZERO12)
+                else:
+                    counts.extend(s.counts)
+                grips.append(-1 if s.gripper is None else s.gripper)
+                row += 1
+        self.size_id = sid
+        self.units = np.array([[s.translation] * 3 + [s.rotation] * 3 for s in self.sizes]).reshape(-1, 6)
+        self.lengths = lengths
+        self.offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64) if T else lengths
+        self.motions = _motions(counts, np.repeat(gt_units, lengths, axis=0), vec)
+        self.grippers = np.array(grips, dtype=np.int64)
+        self.kind = [t.kind for t in tasks]
+        self.kind_code = np.array([KIND_CODES[k] for k in self.kind], dtype=np.int64)
+        self.unit_t = gt_units[:, 0].copy()
+        self.source = [t.source for t in tasks]
+        self.tags = [t.tags for t in tasks]
+        self._head: list = [None] * T
+        self._lmms: dict = {}
+
+    def gt_rows(self, idx: np.ndarray):
+        L = self.lengths[idx]
+        start = np.repeat(self.offsets[idx], L)
+        within = np.arange(int(L.sum())) - np.repeat(np.cumsum(L) - L, L)
+        rows = start + within
+        return self.motions[rows], self.grippers[rows], L
+
+    def head(self, i: int, profile_json: str) -> str:
+        """The JSON fragment of an output line that depends only on the task (cached)."""
+        h = self._head[i]
+        if h is None:
+            h = self._head[i] = (f'"task_id": {_js(self.ids[i])}, "kind": "{self.kind[i]}", "source": '
+                                 f'{_js(self.source[i])}, "tags": {_js(self.tags[i])}, "profile": {profile_json}, ')
+        return h
+
+    def lmms_info(self, i: int) -> dict:
+        from .lmms_eval import to_lmms_extra_info
+
+        info = self._lmms.get(i)
+        if info is None:
+            info = self._lmms[i] = to_lmms_extra_info(self.tasks[i])
+        return info
+
+    def __getstate__(self):
+        d = dict(self.__dict__)
+        d["_head"], d["_lmms"] = [None] * self.n, {}
+        return d
+
+
+def _motions(counts: list, units: np.ndarray, vec: list) -> np.ndarray:
+    """Body-frame step motions (K, 6) from 12 counts per step (signed per axis × the step's units); the rows
+    in ``vec`` are continuous steps given as ``(row, motion)``. Same numbers as :func:`.batch.sequence_arrays`."""
+    if not len(units):
+        return np.zeros((0, 6))
+    c = np.array(counts, dtype=np.int64).reshape(-1, 6, 2)
+    m = (c[:, :, 0] - c[:, :, 1]) * units
+    for r, mo in vec:
+        m[r] = mo
+    return m
+
+
+def _js(x) -> str:
+    return json.dumps(x, ensure_ascii=False, allow_nan=False)
+
+
+def _fj(x: float) -> str:
+    """A float as JSON (what json.dumps writes); NaN and ±inf as null, so every line is strict JSON."""
+    return repr(x) if x - x == 0.0 else "null"
+
+
+def _finite_json(x):
+    """NaN / ±inf → None (recursively), so every output line is strict JSON whatever an answer produced."""
+    if isinstance(x, float):
+        return x if x - x == 0.0 else None
+    if isinstance(x, dict):
+        return {k: _finite_json(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_finite_json(v) for v in x]
+    return x
+
+
+# ------------------------------------------------------------------------------------------------------------
+# One piece of lines: decode, match, parse, score, format
+# ------------------------------------------------------------------------------------------------------------
+class _Config:
+    def __init__(self, table: _TaskTable, profile: str, weights: tuple, per_step: bool, write: bool):
+        self.table, self.profile, self.weights, self.per_step, self.write = table, profile, weights, per_step, write
+        self.profile_json = _js(profile)
+        self.weights_json = _js(list(weights))
+        self.batch_profile = "paper" if profile == "lmms-eval" else profile
+
+
+_STATE: _Config | None = None  # a worker process's configuration (set by _init_worker)
+
+
+def _init_worker(cfg: _Config) -> None:
+    global _STATE
+    _STATE = cfg
+
+
+def _work(lines: list, first: int):
+    return _score_lines(lines, first, _STATE)
+
+
+def _first_text(x):
+    """lmms-eval's resps / filtered_resps: a string, or lists of them (one per request / per filter)."""
+    depth = 0
+    while isinstance(x, list) and x and depth < 4:
+        x = x[0]
+        depth += 1
+    return x if isinstance(x, str) else None
+
+
+def _maybe_json(x):
+    if isinstance(x, str):
+        try:
+            return json.loads(x)
+        except (ValueError, RecursionError):
+            return None
+    return x if isinstance(x, dict) else None
+
+
+def _read_other(rec, table: _TaskTable):
+    """A decoded line that is not the plain ``{"task_id", "response"}`` form → (task id text or None, task index
+    or −1, response, reason, error, hint, lmms kind)."""
+    if not isinstance(rec, dict):
+        return None, -1, None, "invalid_line", f"expected a JSON object, got {type(rec).__name__}", None, None
+    tid = rec.get("task_id")
+    if not ("doc_id" in rec and ("filtered_resps" in rec or "resps" in rec)):
+        return (None if tid is None else str(tid)), -1, None, "invalid_line", \
+            "no 'response' field (nor lmms-eval 'doc_id' + 'resps')", None, None
+    # an lmms-eval sample log line
+    text = _first_text(rec.get("filtered_resps"))
+    if text is None:
+        text = _first_text(rec.get("resps"))
+    doc = rec.get("doc") if isinstance(rec.get("doc"), dict) else {}
+    hint = _maybe_json(doc.get("hint"))
+    use_hint = hint if isinstance(hint, dict) and "optimal_rel_pose" in hint else None
+    meta = _maybe_json(doc.get("extra_info"))
+    lmms_kind = _LMMS_KIND.get(meta.get("metricfunc")) if isinstance(meta, dict) else None
+    sp = hint.get("spatialact") if isinstance(hint, dict) else None
+    for cand in (tid, doc.get("task_id"), doc.get("id"), sp.get("task_id") if isinstance(sp, dict) else None):
+        if isinstance(cand, (str, int)) and str(cand) in table.index:
+            tid = str(cand)
+            break
+    else:
+        d = rec.get("doc_id")
+        if tid is None and isinstance(d, int) and not isinstance(d, bool) and 0 <= d < table.n:
+            tid = table.ids[d]  # lmms-eval's doc_id is the record's index in the split
+    if tid is None:
+        return None, -1, text, "invalid_line", "no 'task_id' field", None, None
+    i = table.index.get(str(tid), -1)
+    return str(tid), i, text, None, None, use_hint, lmms_kind
+
+
+def _score_lines(lines: list, first: int, cfg: _Config):
+    """Score raw answer lines (bytes) numbered from ``first``. Returns (output text or None, scores (m,), task
+    indices (m,) with −1 for no task, counts) for the m non-blank lines, in line order."""
+    from ..action_space import parse_response
+
+    table, profile = cfg.table, cfg.profile
+    index, sizes, size_id, caps = table.index, table.sizes, table.size_id, table.caps
+    lmms = profile == "lmms-eval"
+    lineno: list = []
+    tix: list = []
+    # per non-blank line: [tid, reason, error, ok, repairs, format, lmms result, per_step]
+    info: list = []
+    counts: list = []
+    grips: list = []
+    vec: list = []
+    lengths: list = []
+    matched: list = []  # positions (in info) of lines with a task
+    blank = 0
+    row = 0
+    for off, raw in enumerate(lines):
+        if not raw.strip():
+            blank += 1
+            continue
+        lineno.append(first + off)
+        try:
+            rec = json.loads(raw)
+        except (ValueError, UnicodeDecodeError, RecursionError) as e:
+            tix.append(-1)
+            info.append([None, "invalid_json", f"not JSON: {str(e)[:120]}", False, (), None, None, None])
+            continue
+        hint = lmms_kind = None
+        if type(rec) is dict and "response" in rec:
+            tid = rec.get("task_id")
+            response = rec["response"]
+            if tid is None:
+                tix.append(-1)
+                info.append([None, "invalid_line", "no 'task_id' field", False, (), None, None, None])
+                continue
+            tid = tid if type(tid) is str else str(tid)
+            i = index.get(tid, -1)
+        else:
+            tid, i, response, reason, error, hint, lmms_kind = _read_other(rec, table)
+            if reason is not None:
+                tix.append(-1)
+                info.append([tid, reason, error, False, (), None, None, None])
+                continue
+        if i < 0:
+            tix.append(-1)
+            info.append([tid, "unknown_task", f"task id {tid[:80]!r} is not in the task file", False, (), None,
+                         None, None])
+            continue
+        pr = parse_response(response, False, sizes[size_id[i]], caps[i])
+        steps = pr.sequence.steps
+        for s in steps:
+            c = s.counts
+            if c is None:
+                vec.append((row, s.motion))
+                counts.extend(_ZERO12)
+            else:
+                counts.extend(c)
+            g = s.gripper
+            grips.append(-1 if g is None else g)
+            row += 1
+        lengths.append(len(steps))
+        matched.append(len(info))
+        tix.append(i)
+        item = [tid, None if pr.ok else "parse_error", pr.error, pr.ok, pr.repairs, pr.format, None, None]
+        if lmms:
+            from .lmms_eval import INVALID_RESPONSE, score_lmms_eval
+
+            kind = lmms_kind or ("nav" if table.kind[i] == "nav" else "manip")
+            r = score_lmms_eval(response, hint if hint is not None else table.lmms_info(i), kind=kind)
+            err = r.get("error")
+            item[1] = None if err is None else ("parse_error" if err == INVALID_RESPONSE else "lmms_error")
+            item[2], item[3], item[6] = err, err is None, r
+        if cfg.per_step:
+            from .episode import score_answer
+
+            item[7] = score_answer(response, table.tasks[i], cfg.batch_profile, cfg.weights)["per_step"]
+        info.append(item)
+
+    m = len(info)
+    tix_a = np.array(tix, dtype=np.int64)
+    scores = np.zeros(m)
+    ep = None
+    if matched:
+        tidx = tix_a[matched]
+        L = np.array(lengths, dtype=np.int64)
+        pm = _motions(counts, np.repeat(table.units[table.size_id[tidx]], L, axis=0), vec)
+        gm, gg, gl = table.gt_rows(tidx)
+        ep = score_episodes_batch(pm, np.array(grips, dtype=np.int64), L, gm, gg, gl, table.kind_code[tidx],
+                                  table.unit_t[tidx], profile=cfg.batch_profile, weights=cfg.weights)
+        total = ep["total"]
+        for j, pos in enumerate(matched):
+            it = info[pos]
+            if lmms:
+                s = it[6].get("score", 0.0)
+                try:
+                    s = float(s)
+                except (TypeError, ValueError):
+                    s = 0.0
+            else:
+                s = float(total[j]) if it[3] else 0.0
+            scores[pos] = s if s == s else 0.0
+    cnt = {"lines": len(lines), "blank": blank, "scored": m, "ok": 0, "flagged_steps": 0,
+           **{r: 0 for r in REASONS}}
+    for it in info:
+        if it[3]:
+            cnt["ok"] += 1
+        if it[1] is not None:
+            cnt[it[1]] += 1
+    if ep is not None:
+        cnt["flagged_steps"] = int(ep["n_flagged"].sum())
+    text = _format(info, lineno, tix, scores, matched, ep, cfg) if cfg.write else None
+    return text, scores, tix_a, cnt
+
+
+def _format(info, lineno, tix, scores, matched, ep, cfg: _Config) -> str:
+    """The per-answer JSON lines (keys in a fixed order, strict JSON: non-finite numbers are null)."""
+    table = cfg.table
+    pj, wj = cfg.profile_json, cfg.weights_json
+    epos = {pos: j for j, pos in enumerate(matched)}
+    if ep is not None:
+        cols = [ep[k].tolist() for k in _EP_FLOATS]
+        n_pred, n_gt, n_fl = ep["n_pred"].tolist(), ep["n_gt"].tolist(), ep["n_flagged"].tolist()
+        nav = (table.kind_code[np.asarray(tix, dtype=np.int64)[matched]] == KIND_CODES["nav"]).tolist()
+    sc = scores.tolist()
+    out = []
+    for pos, (tid, reason, error, ok, repairs, fmt, lr, per_step) in enumerate(info):
+        i = tix[pos]
+        head = table.head(i, pj) if i >= 0 else \
+            f'"task_id": {"null" if tid is None else _js(tid)}, "kind": null, "source": null, "tags": {{}}, ' \
+            f'"profile": {pj}, '
+        line = (f'{{"line": {lineno[pos]}, {head}"score": {_fj(sc[pos])}, "ok": {"true" if ok else "false"}, '
+                f'"reason": {"null" if reason is None else _js(reason)}, '
+                f'"error": {"null" if error is None else _js(error)}, "n_repairs": {len(repairs)}, '
+                f'"repairs": {_js(list(repairs)) if repairs else "[]"}, '
+                f'"format": {"null" if fmt is None else _js(fmt)}, "weights": {wj}')
+        j = epos.get(pos)
+        if j is not None:
+            t, sd, sth, sst, sro, sgr, nte, nre = (c[j] for c in cols)
+            line += (f', "total": {_fj(t)}, "s_d": {_fj(sd)}, "s_theta": {_fj(sth)}, "s_step": {_fj(sst)}, '
+                     f'"s_rot": {_fj(sro)}, "s_grip": {"null" if nav[j] else _fj(sgr)}, '
+                     f'"net_translation_error": {_fj(nte)}, "net_rotation_error": {_fj(nre)}, '
+                     f'"n_pred": {n_pred[j]}, "n_gt": {n_gt[j]}, "n_flagged": {n_fl[j]}')
+        if lr is not None:
+            line += f', "lmms": {_js(_finite_json(lr))}'
+        if per_step is not None:
+            line += f', "per_step": {_js(_finite_json(per_step))}'
+        out.append(line + "}\n")
+    return "".join(out)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The whole file
+# ------------------------------------------------------------------------------------------------------------
+def _answer_lines(answers):
+    """(raw line iterator, its size in bytes or None, closer, label) for a path or an iterable of records."""
+    if isinstance(answers, (str, os.PathLike)):
+        p = Path(answers)
+        if not p.is_file():
+            raise FileNotFoundError(f"{p}: no such answers file")
+        f = open(p, "rb")
+        return f, p.stat().st_size, f.close, str(p)
+
+    def enc(r):
+        if isinstance(r, bytes):
+            return r
+        if isinstance(r, str):
+            return r.encode("utf-8", "surrogatepass")
+        return json.dumps(r, ensure_ascii=True, default=str).encode()
+
+    return (enc(r) for r in answers), None, (lambda: None), None
+
+
+def _chunks(lines, size: int, bar):
+    """Lists of at most ``size`` raw lines, with the 1-based number of each list's first line."""
+    first = 1
+    chunk: list = []
+    nbytes = 0
+    for raw in lines:
+        chunk.append(raw)
+        nbytes += len(raw)
+        if len(chunk) >= size:
+            bar(nbytes, len(chunk))
+            yield first, chunk
+            first += len(chunk)
+            chunk, nbytes = [], 0
+    if chunk:
+        bar(nbytes, len(chunk))
+        yield first, chunk
+
+
+def _load_table(tasks, keep: bool) -> tuple[_TaskTable, str | None]:
+    if isinstance(tasks, (str, os.PathLike)):
+        from ..tasks import load_tasks
+
+        return _TaskTable(load_tasks(tasks), keep), str(tasks)
+    from ..tasks import Task
+
+    tasks = list(tasks)
+    for k, t in enumerate(tasks):
+        if not isinstance(t, Task):
+            raise TypeError(f"tasks[{k}]: expected a spatialact Task, got {type(t).__name__}")
+    ids = set()
+    for t in tasks:
+        if t.id in ids:
+            raise ValueError(f"tasks: task id {t.id!r} appears twice")
+        ids.add(t.id)
+    return _TaskTable(tasks, keep), None
+
+
+def score_file(answers, tasks, *, profile: str = "paper", weights=None, workers: int = 1, out=None,
+               tree=None, per_step: bool = False, missing_as_zero: bool = False, n_boot: int = 1000, seed: int = 0,
+               chunk: int = CHUNK, max_groups: int | None = MAX_GROUPS, progress: bool = False) -> dict:
+    """Score a file of model answers against tasks, offline; returns the summary dict.
+
+    ``answers``: a JSONL path (``{"task_id", "response"}`` lines or lmms-eval sample logs), or an iterable of
+    such records (dicts, or JSON text lines). ``tasks``: a task file path (``spatialact.tasks.load_tasks``,
+    validated) or a list of :class:`~spatialact.tasks.Task`. ``profile``: ``paper`` | ``paper+rot`` |
+    ``lmms-eval``. ``weights``: (w_t, w_r, w_g) for manipulation and hand (normalised; default equal thirds).
+    ``workers``: processes that score in parallel (1: none; the output is the same for any number).
+    ``out``: where to write one JSON line per non-blank answer line (written to ``<out>.tmp`` and renamed);
+    None writes nothing. ``tree``: hierarchy (path, JSON text or dict; default SpatialTree L4).
+    ``per_step``: add each answer's per-step scores to its line (slower: the per-record scorer runs too).
+    ``missing_as_zero``: tasks without an answer count as 0 in the summary. ``n_boot``, ``seed``: the
+    bootstrap. ``chunk``: answer lines held in memory at once. ``max_groups``: the most groups in one breakdown
+    column (see :func:`~spatialact.scorers.aggregate_arrays`). ``progress``: a progress bar on stderr.
+
+    Summary keys: ``answers``, ``tasks``, ``out``, ``profile``, ``weights``, ``counts`` (``lines``, ``blank``,
+    ``scored``, ``ok``, one per reason, ``duplicates``, ``flagged_steps``, ``tasks``, ``missing``),
+    ``missing_task_ids`` (first 50), ``missing_as_zero``, ``overall`` / ``kind`` / ``source`` / ``tags``
+    (``{mean, ci_low, ci_high, n}``), ``n_boot``, ``seed``, ``n_excluded``, ``skipped``, ``hierarchy``.
+    Raises FileNotFoundError / ValueError (one line, naming the file, field or parameter) for bad input
+    files or parameters; a bad answer line is scored 0 with its reason, never raised.
+    """
+    if profile not in OFFLINE_PROFILES:
+        raise ValueError(f"profile must be one of {', '.join(OFFLINE_PROFILES)}, got {profile!r}")
+    weights = normalise_weights(weights)
+    for name, v, least in (("workers", workers, 1), ("chunk", chunk, 1), ("n_boot", n_boot, 0),
+                           ("max_groups", 1 if max_groups is None else max_groups, 1)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < least:
+            raise ValueError(f"{name} must be an integer of at least {least}, got {v!r}")
+    tree = load_tree(tree)
+    lines, size, close, answers_label = _answer_lines(answers)
+    try:
+        table, tasks_label = _load_table(tasks, keep=(profile == "lmms-eval" or per_step))
+        out_path = None if out is None else Path(out)
+        if out_path is not None:
+            inputs = [Path(x).resolve() for x in (answers_label, tasks_label) if x is not None]
+            if out_path.resolve() in inputs:
+                raise ValueError(f"out {out_path} would overwrite an input file")
+            out_path.parent.mkdir(parents=True, exist_ok=True)
+        cfg = _Config(table, profile, weights, per_step, out_path is not None)
+        scores, tix, counts = _run(lines, size, cfg, workers, chunk, out_path, progress)
+    finally:
+        close()
+    summary = _summarise(scores, tix, counts, table, tree, missing_as_zero, n_boot, seed, max_groups)
+    return {"answers": answers_label, "tasks": tasks_label, "out": None if out_path is None else str(out_path),
+            "profile": profile, "weights": list(weights), **summary}
+
+
+def _run(lines, size, cfg: _Config, workers: int, chunk: int, out_path, progress: bool):
+    """Stream the lines through :func:`_score_lines` (here, or in ``workers`` processes); write the output text
+    in line order; return the scores and task indices of all non-blank lines and the summed counts."""
+    scores: list = []
+    tix: list = []
+    counts: dict = {}
+
+    def keep(res, f):
+        text, s, t, c = res
+        if f is not None:
+            f.write(text)
+        scores.append(s)
+        tix.append(t)
+        for k, v in c.items():
+            counts[k] = counts.get(k, 0) + v
+
+    pool = None
+    bar = None
+    tmp = None if out_path is None else out_path.with_name(out_path.name + ".tmp")
+    f = None
+    try:
+        if workers > 1:
+            # Started before any progress-bar thread exists (fork with threads is unsafe).
+            from concurrent.futures import ProcessPoolExecutor
+
+            pool = ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(cfg,))
+        if progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=size, unit="B" if size is not None else "line", unit_scale=True, desc="score",
+                       leave=False)
+        tick = (lambda nb, nl: bar.update(nb if size is not None else nl)) if bar is not None else (lambda nb, nl: None)
+        if tmp is not None:
+            # Lone surrogates (a "\ud800" escape in an answer line) come back out as the same JSON escape.
+            f = open(tmp, "w", encoding="utf-8", errors="backslashreplace", newline="\n")
+        if pool is None:
+            for first, lines_ in _chunks(lines, chunk, tick):
+                keep(_score_lines(lines_, first, cfg), f)
+        else:
+            import collections
+
+            piece = max(1, min(chunk, PIECE))
+            pending: collections.deque = collections.deque()
+            for first, lines_ in _chunks(lines, piece, tick):
+                pending.append(pool.submit(_work, lines_, first))
+                while len(pending) > 2 * workers:
+                    keep(pending.popleft().result(), f)
+            while pending:
+                keep(pending.popleft().result(), f)
+        if f is not None:
+            f.close()
+            f = None
+            os.replace(tmp, out_path)
+    finally:
+        if bar is not None:
+            bar.close()
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+        if f is not None:
+            f.close()
+        if tmp is not None and tmp.exists():
+            tmp.unlink()
+    x = np.concatenate(scores) if scores else np.zeros(0)
+    ti = np.concatenate(tix) if tix else np.zeros(0, dtype=np.int64)
+    for k in ("lines", "blank", "scored", "ok", *REASONS, "flagged_steps"):
+        counts.setdefault(k, 0)
+    return x, ti, counts
+
+
+def _codes(values: list) -> tuple[np.ndarray, list]:
+    """Per-task labels (None: no group) → (codes, distinct labels)."""
+    index: dict = {}
+    return np.array([-1 if v is None else index.setdefault(v, len(index)) for v in values], dtype=np.int64), \
+        list(index)
+
+
+def _summarise(x, ti, counts, table: _TaskTable, tree, missing_as_zero, n_boot, seed, max_groups) -> dict:
+    T = table.n
+    answered = np.bincount(ti[ti >= 0], minlength=T)
+    missing = np.flatnonzero(answered == 0)
+    counts = {**counts, "duplicates": int(answered.sum() - np.count_nonzero(answered)), "tasks": T,
+              "missing": int(len(missing))}
+    if missing_as_zero and len(missing):
+        x = np.concatenate([x, np.zeros(len(missing))])
+        ti = np.concatenate([ti, missing])
+    sel = np.where(ti < 0, T, ti)  # row T: lines without a task
+    columns = []
+    for name, labels in (("kind", table.kind), ("source", table.source)):
+        codes, distinct = _codes(list(labels) + ["unknown"])
+        columns.append((name, None, codes[sel], distinct))
+    keys = sorted({k for tags in table.tags for k in tags}, key=str)
+    for k in keys:
+        codes, distinct = _codes([tag_label(k, tags[k]) if k in tags else None for tags in table.tags] + [None])
+        columns.append(("tags", str(k), codes[sel], distinct))
+    if not keys:
+        columns.append(("tags", None, np.full(len(x), -1), []))
+    agg = _aggregate_codes(x, columns, n_boot, seed, max_groups)
+    leaf_codes, leaves = _codes([leaf_of({"kind": table.kind[i], "tags": table.tags[i]}) for i in range(T)]
+                                + [None])
+    lc = leaf_codes[sel]
+    hier = hierarchical_scores(leaf_values={leaf: x[lc == c] for c, leaf in enumerate(leaves)}, tree=tree)
+    return {"counts": counts, "missing_task_ids": [table.ids[i] for i in missing[:50]],
+            "missing_as_zero": bool(missing_as_zero), **agg,
+            "hierarchy": {k: hier[k] for k in ("tree", "score", "coverage", "score_missing_as_zero", "n", "nodes")}}
+
