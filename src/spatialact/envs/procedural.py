@@ -13,6 +13,7 @@ import numpy as np
 
 from ..action_space import StepSizes
 from ..tasks import Task
+from ..tasks.tags import motion_tags
 from .rendering import CameraSpec
 
 __all__ = ["procedural_tasks", "sample_signed_counts", "view_overlap", "TASK_VARIANTS"]
@@ -109,7 +110,10 @@ def procedural_tasks(kind: str, n: int, seed: int = 0, *, n_steps=(1, 3), varian
                 objects = TASK_VARIANTS[kind][1:]
                 v = objects[(i // 3) % len(objects)] if (objects and i % 3 == 2) else "reach"
             task = base.sample_task(rng, n_steps=(lo, hi), sizes=sizes, variant=v)
-            tasks.append(task.with_(id=f"{kind}-{seed}-{i:04d}", meta={**task.meta, "index": i}))
+            # the same binned distance / turn categories as trajectory tasks; exact values in meta
+            motion, exact = motion_tags(kind, task.start_pose, task.goal_pose)
+            tasks.append(task.with_(id=f"{kind}-{seed}-{i:04d}", tags={**task.tags, **motion},
+                                    meta={**task.meta, **exact, "index": i}))
     finally:
         env.close()
     return tasks

@@ -4,9 +4,10 @@ from .io import (TaskFile, TaskFileError, clear_task_cache, file_sha256, load_ta
                  task_cache_dir)
 from .task import (ANSWER_FORMATS, KINDS, READ_SCHEMA_VERSIONS, SCHEMA_VERSION, Task, counts_from_names,
                    default_success, sequence_record)
+from .tags import bin_label, motion_tags, steps_tag
 from .validation import schema_problems, semantic_problems, task_schema, validate_record
 
 __all__ = ["Task", "SCHEMA_VERSION", "READ_SCHEMA_VERSIONS", "KINDS", "ANSWER_FORMATS", "default_success",
            "sequence_record", "counts_from_names", "TaskFile", "TaskFileError", "load_tasks", "load_task_file",
            "clear_task_cache", "task_cache_dir", "save_tasks", "validate_record", "schema_problems", "semantic_problems", "task_schema",
-           "file_sha256"]
+           "file_sha256", "bin_label", "motion_tags", "steps_tag"]

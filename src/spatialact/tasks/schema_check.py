@@ -64,7 +64,7 @@ def format_path(path: tuple) -> str:
 def _short(x: Any, n: int = 60) -> str:
     """A one-line, bounded ``ascii`` rendering of an untrusted value for a message."""
     if isinstance(x, (dict, list)):
-        return f"a JSON {'object' if isinstance(x, dict) else 'array'} of {len(x)}"
+        return f"a JSON object with {len(x)} fields" if isinstance(x, dict) else f"a JSON array of {len(x)} entries"
     if isinstance(x, str) and len(x) > n:
         return ascii(x[:n]) + f"... ({len(x)} characters)"
     if isinstance(x, float):

@@ -14,15 +14,14 @@ rotation.
 
 from __future__ import annotations
 
-import math
 import re
 from pathlib import Path
 
 import numpy as np
 
-from .. import geometry
 from ..action_space import ActionSequence, StepSizes
 from ..tasks import Task, default_success
+from ..tasks.tags import motion_tags, steps_tag
 from .extraction import extract_actions, quantisation_bound, replay
 from .trajectory import Trajectory
 
@@ -163,8 +162,8 @@ def tasks_from_trajectory(traj: Trajectory, n: int = 10, seed: int = 0, min_moti
     tasks = []
     for i, j, ex, e_idx, e_seq in chosen:
         seq = ex.sequence
-        d = float(np.linalg.norm(P[j] - P[i]))
-        rot = float(geometry.rotation_error(traj.poses[i], traj.poses[j]))
+        # tags are categories for the per-tag tables; the exact distance and turn go to meta
+        motion, exact = motion_tags(kind, traj.poses[i], traj.poses[j])
         ex_rec = None
         if e_seq is not None:
             ex_rec = {"start_pose": traj.poses[e_idx].tolist(), "start_image": images.get(e_idx),
@@ -173,9 +172,8 @@ def tasks_from_trajectory(traj: Trajectory, n: int = 10, seed: int = 0, min_moti
             id=f"{prefix}-{i:06d}-{j:06d}", kind=kind, source=src, start_pose=traj.poses[i], goal_pose=traj.poses[j],
             gt=seq, sizes=sizes, answer_format=answer_format, success=success, scene=None,
             start_image=images.get(i), goal_image=images.get(j), example=ex_rec, instruction=traj.instruction,
-            tags={"distance_m": round(d, 4), "rotation_deg": round(math.degrees(rot), 2), "n_steps": len(seq),
-                  "metric": traj.metric},
-            meta={"trajectory": str(traj.meta.get("path")), "start_frame": i, "goal_frame": j,
+            tags={**motion, "steps": steps_tag(len(seq)), "metric": traj.metric},
+            meta={**exact, "trajectory": str(traj.meta.get("path")), "start_frame": i, "goal_frame": j,
                   "example_frame": e_idx, "episode": traj.meta.get("episode"), "entity": traj.meta.get("entity"),
                   "fps": traj.fps, "bound_m": bt,
                   "gt_position_error": float(ex.position_errors[-1]),
