@@ -277,6 +277,19 @@ class SpatialActEnv(gym.Env):
         """Pinhole K (3, 3) in pixels of every camera of this environment."""
         return self.camera.K
 
+    @property
+    def camera_pose(self) -> np.ndarray:
+        """C2W pose (4, 4) of the camera the ``rgb`` observation — and ``depth`` — is rendered from: the controlled
+        camera itself in CameraNav, the static exterior camera in GripperManip / HandManip (not the end effector
+        or wrist, whose pose is ``pose``). Its intrinsics are :attr:`intrinsics`."""
+        return self.pose
+
+    def observation_depth(self) -> np.ndarray:
+        """Depth (H, W) float32, metres along the optical axis, of the current ``rgb`` observation's view: the same
+        camera (:attr:`camera_pose`), intrinsics and scene state, clipped at the far plane like ``obs["depth"]``.
+        For agents of an environment made without ``depth=True``."""
+        return np.minimum(self.render_depth(self.camera_pose), np.float32(self.camera.far))
+
     def render_view(self, T) -> np.ndarray:
         """RGB (H, W, 3) uint8 from C2W pose ``T`` in the current scene (state as it is now)."""
         return self.world.render(np.asarray(T, dtype=np.float64), self.camera, depth=False)[0]

@@ -54,7 +54,7 @@ class CameraNavEnv(SpatialActEnv):
 
     # ----- rendering ----------------------------------------------------------------------------------
     def _observe_rgb(self):
-        rgb, depth, _ = self.world.render(self._pose, self.camera, depth=self.use_depth)
+        rgb, depth, _ = self.world.render(self.camera_pose, self.camera, depth=self.use_depth)
         return rgb, depth
 
     def _goal_rgb(self) -> np.ndarray:

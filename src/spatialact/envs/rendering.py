@@ -32,6 +32,10 @@ __all__ = ["BulletWorld", "CameraSpec", "view_matrix", "projection_matrix", "int
            "EGLUnavailable", "RENDERERS", "capture_c_output", "import_pybullet"]
 
 RENDERERS = ("tiny", "egl", "auto")
+# TinyRenderer samples each pixel half a pixel away from where OpenGL (EGL) samples it, in x and (flipped) in y;
+# this shift of its frustum puts both on the same principal point ((W − 1)/2, (H − 1)/2) of intrinsics_matrix, so
+# depth unprojected with `intrinsics` lands on the surface rgb shows with either renderer.
+TINY_SHIFT_PX = (-0.5, 0.5)
 
 
 def gpu_present() -> bool:
@@ -65,13 +69,18 @@ def view_matrix(T_c2w: np.ndarray) -> list[float]:
     return V.flatten(order="F").tolist()
 
 
-def projection_matrix(cam: CameraSpec) -> list[float]:
-    """OpenGL perspective projection (column-major) for a vertical field of view and the image aspect."""
+def projection_matrix(cam: CameraSpec, shift_px: tuple[float, float] = (0.0, 0.0)) -> list[float]:
+    """OpenGL perspective projection (column-major) for a vertical field of view and the image aspect.
+
+    ``shift_px``: move the image content by (dx, dy) pixels (+x right, +y down in the image), an off-centre
+    frustum; used to make a renderer's pixel-sampling convention match :func:`intrinsics_matrix`.
+    """
     f = 1.0 / math.tan(math.radians(cam.fov_deg) / 2.0)
     aspect = cam.width / cam.height
     n, fa = cam.near, cam.far
-    P = np.array([[f / aspect, 0, 0, 0],
-                  [0, f, 0, 0],
+    # x_ndc = (P00·x + P02·z)/(−z): P02 = −2·dx/W moves the content dx pixels right; NDC y is up, image y down.
+    P = np.array([[f / aspect, 0, -2.0 * shift_px[0] / cam.width, 0],
+                  [0, f, 2.0 * shift_px[1] / cam.height, 0],
                   [0, 0, (fa + n) / (n - fa), 2 * fa * n / (n - fa)],
                   [0, 0, -1, 0]], dtype=np.float64)
     return P.flatten(order="F").tolist()
@@ -216,7 +225,8 @@ class BulletWorld:
         p = self.p
         flags = 0 if segmentation else p.ER_NO_SEGMENTATION_MASK
         kwargs = dict(width=cam.width, height=cam.height, viewMatrix=view_matrix(T_c2w),
-                      projectionMatrix=projection_matrix(cam), flags=flags, physicsClientId=self.client)
+                      projectionMatrix=projection_matrix(cam, (0.0, 0.0) if self.renderer == "egl" else TINY_SHIFT_PX),
+                      flags=flags, physicsClientId=self.client)
         if self.renderer == "egl":
             kwargs["renderer"] = p.ER_BULLET_HARDWARE_OPENGL
             # The EGL plugin prints "ven = <vendor>" from C when it (re)creates its context (first render after a

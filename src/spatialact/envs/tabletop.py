@@ -238,8 +238,13 @@ class TabletopEnv(SpatialActEnv):
         return info
 
     # ----- views --------------------------------------------------------------------------------------
+    @property
+    def camera_pose(self) -> np.ndarray:
+        """The exterior camera (C2W): ``rgb``, ``goal_rgb`` and ``depth`` are rendered from it."""
+        return np.asarray(self.scene.exterior_camera, dtype=np.float64).copy()
+
     def _observe_rgb(self):
-        rgb, depth, _ = self.world.render(self.scene.exterior_camera, self.camera, depth=self.use_depth)
+        rgb, depth, _ = self.world.render(self.camera_pose, self.camera, depth=self.use_depth)
         return rgb, depth
 
     def _snapshot(self):
@@ -279,7 +284,7 @@ class TabletopEnv(SpatialActEnv):
             self._home()
             self._drive_to(self.task.goal_pose)
             self._set_fingers(final_grip == 1)
-            return self.world.render(self.scene.exterior_camera, self.camera, depth=False)[0]
+            return self.world.render(self.camera_pose, self.camera, depth=False)[0]
         finally:
             self._restore(snap)
 

@@ -127,7 +127,7 @@ def _observation(task: Task, cfg: EpisodeConfig, env, obs: dict | None, info: di
     if obs is not None:
         u = env.unwrapped
         o["rgb"], o["goal_rgb"] = obs["rgb"], obs["goal_rgb"]
-        o["depth"] = obs["depth"] if "depth" in obs else u.render_depth(u.pose)
+        o["depth"] = obs["depth"] if "depth" in obs else u.observation_depth()  # the rgb camera's depth
         o["intrinsics"] = np.asarray(u.intrinsics, dtype=np.float64)
         o["pose"] = np.asarray(info["pose"], dtype=np.float64)
     else:
