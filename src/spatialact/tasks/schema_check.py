@@ -729,8 +729,7 @@ class _Codegen:
         addl = schema.get("additionalProperties", True)
         known = self.const(frozenset(props))
         if addl is False:
-            out.append(f"{inner}for k{d} in {o}:")
-            out.append(f"{inner}    if k{d} not in {known}: return False")
+            out.append(f"{inner}if not {o}.keys() <= {known}: return False")
         elif addl is not True:
             out.append(f"{inner}for k{d}, w{d} in {o}.items():")
             out.append(f"{inner}    if k{d} not in {known} and not {self.expr(addl, f'w{d}')}: return False")
@@ -753,12 +752,22 @@ class _Codegen:
             mn, mx = int(schema.get("minItems", 0)), schema.get("maxItems")
             test = f"{mn} <= len({a})" + (f" <= {int(mx)}" if mx is not None else "")
             out.append(f"{inner}if not ({test}): return False")
+        items = schema.get("items", True)
+        names = self.string_enum(items)
+        if names is not None:
+            # an array of names (the actions of a step): set operations in C when every entry is a string
+            out.append(f"{inner}if set(map(type, {a})) <= {self.const(frozenset({str}))}:")
+            out.append(f"{inner}    if not set({a}) <= {self.const(frozenset(names))}: return False")
+            if schema.get("uniqueItems"):
+                out.append(f"{inner}    if len(set({a})) != len({a}): return False")
+            out.append(f"{inner}else:")
+            inner += "    "
+            d += 1
         if schema.get("uniqueItems"):
-            out.append(f"{inner}if all(type(e) is str for e in {a}):")
+            out.append(f"{inner}if set(map(type, {a})) <= {self.const(frozenset({str}))}:")
             out.append(f"{inner}    if len(set({a})) != len({a}): return False")
             out.append(f"{inner}elif any(_json_equal({a}[i], {a}[j]) for i in range(len({a})) for j in range(i)):"
                        f" return False")
-        items = schema.get("items", True)
         fast = self.numeric_items(items)
         if fast is not None:
             # homogeneous numbers (poses, counts): type and bounds checked by C builtins, not element by element
@@ -782,6 +791,15 @@ class _Codegen:
                 self.emit(items, e, out, d + 1)
                 if len(out) == n_before:
                     out.append(f"{inner}    pass")
+
+    def string_enum(self, items: Any) -> list[str] | None:
+        """The names when ``items`` is exactly an enum of strings, else None."""
+        while isinstance(items, dict) and set(items) - _ANNOTATIONS == {"$ref"}:
+            items = self.resolver.resolve(items["$ref"])
+        if (isinstance(items, dict) and set(items) - _ANNOTATIONS == {"enum"}
+                and all(isinstance(o, str) for o in items["enum"])):
+            return list(items["enum"])
+        return None
 
     def numeric_items(self, items: Any):
         """(python types, lower test, upper test) when ``items`` is a plain bounded number, else None."""
