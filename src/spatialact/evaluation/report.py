@@ -4,7 +4,8 @@
 ``report.html`` (the same content with every image inlined as a base64 data URL: no external assets). Tables:
 overall (several runs side by side), per kind and per tag, each mean with its bootstrap 95% interval
 (:mod:`.stats`); plots (matplotlib, Agg): score distributions per run, final position error against start–goal
-distance, predicted against true paths in top view (world x–y, metres, from ``pred_poses`` and ``gt_poses``);
+distance (symmetric-log axes, with a note, when an outlier would squash the rest: :func:`error_distance_layout`),
+predicted against true paths in top view (world x–y, metres, from ``pred_poses`` and ``gt_poses``);
 start / goal / final frames of example episodes (best, median and worst score of each run); token and cost totals.
 
 Model answers, task ids, tags and every other string from a run are untrusted: each is escaped with
@@ -26,7 +27,7 @@ import numpy as np
 from .results import read_config, read_records, safe_name
 from .stats import Summary, bootstrap_ci
 
-__all__ = ["make_report", "load_runs", "RunData"]
+__all__ = ["make_report", "load_runs", "RunData", "error_distance_layout"]
 
 MAX_RESPONSE_CHARS = 2000
 N_PATH_EXAMPLES = 4
@@ -215,27 +216,76 @@ def _plot_scores(runs: list[RunData], path: Path) -> Path | None:
     return _save(fig, path)
 
 
-def _plot_error_distance(runs: list[RunData], path: Path) -> Path | None:
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(5, 3.4))
-    any_pts = False
+# Error-against-distance axes: linear, unless an outlier would squeeze the informative part (errors around the
+# no-progress line error = d0) into a sliver: then both axes are symmetric-log (linear below LOG_LINEAR_BELOW_M so
+# exact zeros still show) and a note under the plot says so and how far the largest value is.
+SPREAD_FOR_LOG = 5.0  # largest error beyond this many times the largest distance
+DECADES_FOR_LOG = 2.0  # or values spanning more than this many decades above LOG_LINEAR_BELOW_M
+LOG_LINEAR_BELOW_M = 0.01
+
+
+def error_distance_layout(d0, err) -> dict:
+    """How to draw final position errors ``err`` against start–goal distances ``d0`` (finite, metres).
+
+    Returns ``{"scale": "linear" | "symlog", "linthresh": m, "limit": m, "note": str | None}``: ``symlog`` when
+    the largest error exceeds :data:`SPREAD_FOR_LOG` × the largest distance, or when the values ≥ 1 cm span more
+    than :data:`DECADES_FOR_LOG` decades (kinds with centimetre and metre distances in one run).
+    """
+    x = np.asarray(d0, dtype=np.float64)
+    y = np.asarray(err, dtype=np.float64)
+    both = np.concatenate([x, y])
+    top = float(both.max()) if both.size else 0.0
+    xmax, ymax = (float(x.max()) if x.size else 0.0), (float(y.max()) if y.size else 0.0)
+    big = both[both >= LOG_LINEAR_BELOW_M]
+    decades = math.log10(top / float(np.percentile(big, 10))) if big.size >= 2 and top > 0 else 0.0
+    note = None
+    if xmax > 0 and ymax > SPREAD_FOR_LOG * xmax:
+        note = (f"log axes (linear below {LOG_LINEAR_BELOW_M * 100:g} cm): the largest error, {ymax:.3g} m, is "
+                f"{ymax / xmax:.1f}× the largest distance ({xmax:.3g} m)")
+    elif decades > DECADES_FOR_LOG:
+        note = (f"log axes (linear below {LOG_LINEAR_BELOW_M * 100:g} cm): values span {decades:.1f} decades, up "
+                f"to {top:.3g} m")
+    if note is None:
+        return {"scale": "linear", "linthresh": LOG_LINEAR_BELOW_M, "limit": top * 1.05, "note": None}
+    return {"scale": "symlog", "linthresh": LOG_LINEAR_BELOW_M, "limit": top * 1.5, "note": note}
+
+
+def _plot_error_distance(runs: list[RunData], path: Path) -> tuple[Path | None, str | None]:
+    """The scatter plot and its note (None on linear axes); (None, None) when no record has both values."""
+    per_run = []
     for run in runs:
         pts = [(_d0(r), _num(_get(r, "final_position_error"))) for r in run.records]
         pts = [(a, b) for a, b in pts if math.isfinite(a) and math.isfinite(b)]
         if pts:
-            any_pts = True
-            x, y = zip(*pts)
-            ax.scatter(x, y, s=10, alpha=0.6, label=run.label)
-    if not any_pts:
-        plt.close(fig)
-        return None
-    lim = ax.get_xlim()
-    ax.plot([0, lim[1]], [0, lim[1]], "k:", lw=0.8, label="error = distance (no progress)")
+            per_run.append((run.label, np.asarray(pts, dtype=np.float64)))
+    if not per_run:
+        return None, None
+    allp = np.concatenate([p for _, p in per_run])
+    lay = error_distance_layout(allp[:, 0], allp[:, 1])
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(5, 3.4))
+    for label, p in per_run:
+        ax.scatter(p[:, 0], p[:, 1], s=10, alpha=0.6, label=label)
+    lim = lay["limit"]
+    if lay["scale"] == "symlog":
+        for set_scale in (ax.set_xscale, ax.set_yscale):
+            set_scale("symlog", linthresh=lay["linthresh"], linscale=0.5)
+        ax.set_xlim(0, lim)
+        ax.set_ylim(0, lim)
+        # y = x is straight on equal symlog axes, but matplotlib joins points linearly: sample it densely.
+        line = np.concatenate([[0.0], np.geomspace(lay["linthresh"] / 10, lim, 200)])
+        ax.plot(line, line, "k:", lw=0.8, label="error = distance (no progress)")
+        ax.grid(True, which="major", lw=0.3, alpha=0.5)
+        fig.text(0.01, -0.07, f"log axes, linear below {lay['linthresh'] * 100:g} cm (see the note in the report)",
+                 fontsize=7, ha="left", va="top")
+    else:
+        xl = ax.get_xlim()
+        ax.plot([0, xl[1]], [0, xl[1]], "k:", lw=0.8, label="error = distance (no progress)")
     ax.set_xlabel("start–goal distance d0 (m)")
     ax.set_ylabel("final position error (m)")
     ax.set_title("Final position error against distance")
-    ax.legend(fontsize=7)
-    return _save(fig, path)
+    ax.legend(fontsize=7, loc="best")
+    return _save(fig, path), lay["note"]
 
 
 def _plot_paths(run: RunData, episodes: list[dict], path: Path) -> Path | None:
@@ -429,7 +479,10 @@ def make_report(run_dirs, out_dir) -> tuple[Path, Path]:
 
     heading(2, "Plots")
     image(_plot_scores(runs, figdir / "scores.png"), "score distribution per run")
-    image(_plot_error_distance(runs, figdir / "error_vs_distance.png"), "final position error against distance")
+    ed_path, ed_note = _plot_error_distance(runs, figdir / "error_vs_distance.png")
+    image(ed_path, "final position error against distance")
+    if ed_note:
+        para(f"Error against distance: {ed_note}.")
     for i, run in enumerate(runs):
         eps = [r for _, r in _examples(run, 3)]
         extra = [r for r in run.records if r not in eps][: max(0, N_PATH_EXAMPLES - len(eps))]
