@@ -35,7 +35,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from .aggregate import MAX_GROUPS, _aggregate_codes, hierarchical_scores, leaf_of, load_tree, tag_label
+from .aggregate import KIND_LEAVES, MAX_GROUPS, _aggregate_codes, hierarchical_scores, leaf_of, load_tree, tag_label
 from .batch import KIND_CODES, score_episodes_batch
 from .step import normalise_weights
 
@@ -53,6 +53,8 @@ PIECE = 2_048
 _EP_FLOATS = ("total", "s_d", "s_theta", "s_step", "s_rot", "s_grip", "net_translation_error", "net_rotation_error")
 _ZERO12 = (0,) * 12
 _LMMS_KIND = {"agenticnaveval": "nav", "manipulateeval": "manip"}
+# Characters JSON leaves raw that str.splitlines() takes for line ends (json escapes the ASCII ones itself).
+_LINE_SEPARATORS = {0x85: "\\u0085", 0x2028: "\\u2028", 0x2029: "\\u2029"}
 
 
 def default_out(answers) -> Path:
@@ -129,8 +131,10 @@ class _TaskTable:
         """The JSON fragment of an output line that depends only on the task (cached)."""
         h = self._head[i]
         if h is None:
-            h = self._head[i] = (f'"task_id": {_js(self.ids[i])}, "kind": "{self.kind[i]}", "source": '
-                                 f'{_js(self.source[i])}, "tags": {_js(self.tags[i])}, "profile": {profile_json}, ')
+            tags = self.tags[i]
+            h = self._head[i] = (f'"task_id": {_jstr(self.ids[i])}, "kind": "{self.kind[i]}", "source": '
+                                 f'{_jstr(self.source[i])}, "tags": {_js(tags) if tags else "{}"}, '
+                                 f'"profile": {profile_json}, ')
         return h
 
     def lmms_info(self, i: int) -> dict:
@@ -161,6 +165,13 @@ def _motions(counts: list, units: np.ndarray, vec: list) -> np.ndarray:
 
 def _js(x) -> str:
     return json.dumps(x, ensure_ascii=False, allow_nan=False)
+
+
+def _jstr(s: str) -> str:
+    """A string as JSON (what json.dumps(s, ensure_ascii=False) writes), without the encoder for plain text."""
+    if s.isprintable() and '"' not in s and "\\" not in s:
+        return f'"{s}"'
+    return json.dumps(s, ensure_ascii=False)
 
 
 def _fj(x: float) -> str:
@@ -366,7 +377,11 @@ def _score_lines(lines: list, first: int, cfg: _Config):
             cnt[it[1]] += 1
     if ep is not None:
         cnt["flagged_steps"] = int(ep["n_flagged"].sum())
-    text = _format(info, lineno, tix, scores, matched, ep, cfg) if cfg.write else None
+    text = None
+    if cfg.write:
+        text = _format(info, lineno, tix, scores, matched, ep, cfg)
+        if not text.isascii():  # U+0085, U+2028, U+2029 as JSON escapes: str.splitlines() would split there
+            text = text.translate(_LINE_SEPARATORS)
     return text, scores, tix_a, cnt
 
 
@@ -374,30 +389,36 @@ def _format(info, lineno, tix, scores, matched, ep, cfg: _Config) -> str:
     """The per-answer JSON lines (keys in a fixed order, strict JSON: non-finite numbers are null)."""
     table = cfg.table
     pj, wj = cfg.profile_json, cfg.weights_json
-    epos = {pos: j for j, pos in enumerate(matched)}
+    head = table.head
+    fmts = {None: "null"}
     if ep is not None:
-        cols = [ep[k].tolist() for k in _EP_FLOATS]
-        n_pred, n_gt, n_fl = ep["n_pred"].tolist(), ep["n_gt"].tolist(), ep["n_flagged"].tolist()
-        nav = (table.kind_code[np.asarray(tix, dtype=np.int64)[matched]] == KIND_CODES["nav"]).tolist()
+        cols = zip(*(ep[k].tolist() for k in _EP_FLOATS), ep["n_pred"].tolist(), ep["n_gt"].tolist(),
+                   ep["n_flagged"].tolist(),
+                   (table.kind_code[np.asarray(tix, dtype=np.int64)[matched]] == KIND_CODES["nav"]).tolist())
+        ep_of = dict(zip(matched, cols))
+    else:
+        ep_of = {}
     sc = scores.tolist()
     out = []
     for pos, (tid, reason, error, ok, repairs, fmt, lr, per_step) in enumerate(info):
         i = tix[pos]
-        head = table.head(i, pj) if i >= 0 else \
-            f'"task_id": {"null" if tid is None else _js(tid)}, "kind": null, "source": null, "tags": {{}}, ' \
+        h = head(i, pj) if i >= 0 else \
+            f'"task_id": {"null" if tid is None else _jstr(tid)}, "kind": null, "source": null, "tags": {{}}, ' \
             f'"profile": {pj}, '
-        line = (f'{{"line": {lineno[pos]}, {head}"score": {_fj(sc[pos])}, "ok": {"true" if ok else "false"}, '
-                f'"reason": {"null" if reason is None else _js(reason)}, '
-                f'"error": {"null" if error is None else _js(error)}, "n_repairs": {len(repairs)}, '
-                f'"repairs": {_js(list(repairs)) if repairs else "[]"}, '
-                f'"format": {"null" if fmt is None else _js(fmt)}, "weights": {wj}')
-        j = epos.get(pos)
-        if j is not None:
-            t, sd, sth, sst, sro, sgr, nte, nre = (c[j] for c in cols)
+        f = fmts.get(fmt)
+        if f is None:
+            f = fmts[fmt] = _jstr(fmt)
+        line = (f'{{"line": {lineno[pos]}, {h}"score": {_fj(sc[pos])}, "ok": {"true" if ok else "false"}, '
+                f'"reason": {"null" if reason is None else _jstr(reason)}, '
+                f'"error": {"null" if error is None else _jstr(error)}, "n_repairs": {len(repairs)}, '
+                f'"repairs": {_js(list(repairs)) if repairs else "[]"}, "format": {f}, "weights": {wj}')
+        e = ep_of.get(pos)
+        if e is not None:
+            t, sd, sth, sst, sro, sgr, nte, nre, n_pred, n_gt, n_fl, nav = e
             line += (f', "total": {_fj(t)}, "s_d": {_fj(sd)}, "s_theta": {_fj(sth)}, "s_step": {_fj(sst)}, '
-                     f'"s_rot": {_fj(sro)}, "s_grip": {"null" if nav[j] else _fj(sgr)}, '
+                     f'"s_rot": {_fj(sro)}, "s_grip": {"null" if nav else _fj(sgr)}, '
                      f'"net_translation_error": {_fj(nte)}, "net_rotation_error": {_fj(nre)}, '
-                     f'"n_pred": {n_pred[j]}, "n_gt": {n_gt[j]}, "n_flagged": {n_fl[j]}')
+                     f'"n_pred": {n_pred}, "n_gt": {n_gt}, "n_flagged": {n_fl}')
         if lr is not None:
             line += f', "lmms": {_js(_finite_json(lr))}'
         if per_step is not None:
@@ -591,6 +612,37 @@ def _codes(values: list) -> tuple[np.ndarray, list]:
         list(index)
 
 
+_ABSENT = object()
+
+
+def _tag_codes(tags: list, key) -> tuple[np.ndarray, list]:
+    """Codes of one tag key over the tasks (−1: no such tag; one more row, −1, for lines without a task) and the
+    labels ``"key=value"``. Each distinct value is spelled once; values with the same label share a group."""
+    by_value: dict = {}
+    by_label: dict = {}
+    labels: list = []
+    codes = np.full(len(tags) + 1, -1, dtype=np.int64)
+    for i, t in enumerate(tags):
+        v = t.get(key, _ABSENT)
+        if v is _ABSENT:
+            continue
+        try:
+            h = (type(v), v)
+            c = by_value.get(h)
+        except TypeError:  # unhashable (a list or dict value): by its label
+            h, c = None, None
+        if c is None:
+            lab = tag_label(key, v)
+            c = by_label.get(lab)
+            if c is None:
+                c = by_label[lab] = len(labels)
+                labels.append(lab)
+            if h is not None:
+                by_value[h] = c
+        codes[i] = c
+    return codes, labels
+
+
 def _summarise(x, ti, counts, table: _TaskTable, tree, missing_as_zero, n_boot, seed, max_groups) -> dict:
     T = table.n
     answered = np.bincount(ti[ti >= 0], minlength=T)
@@ -607,13 +659,16 @@ def _summarise(x, ti, counts, table: _TaskTable, tree, missing_as_zero, n_boot, 
         columns.append((name, None, codes[sel], distinct))
     keys = sorted({k for tags in table.tags for k in tags}, key=str)
     for k in keys:
-        codes, distinct = _codes([tag_label(k, tags[k]) if k in tags else None for tags in table.tags] + [None])
+        codes, distinct = _tag_codes(table.tags, k)
         columns.append(("tags", str(k), codes[sel], distinct))
     if not keys:
         columns.append(("tags", None, np.full(len(x), -1), []))
     agg = _aggregate_codes(x, columns, n_boot, seed, max_groups)
-    leaf_codes, leaves = _codes([leaf_of({"kind": table.kind[i], "tags": table.tags[i]}) for i in range(T)]
-                                + [None])
+    if any(str(k).startswith("spatree") for k in keys):
+        per_task = [leaf_of({"kind": table.kind[i], "tags": table.tags[i]}) for i in range(T)]
+    else:  # without spatree tags, leaf_of gives the kind's leaf
+        per_task = [KIND_LEAVES.get(k) for k in table.kind]
+    leaf_codes, leaves = _codes(per_task + [None])
     lc = leaf_codes[sel]
     hier = hierarchical_scores(leaf_values={leaf: x[lc == c] for c, leaf in enumerate(leaves)}, tree=tree)
     return {"counts": counts, "missing_task_ids": [table.ids[i] for i in missing[:50]],
