@@ -21,7 +21,7 @@ from spatialact.trajectories import Trajectory, load_trajectory, tasks_from_traj
 from traj_helpers import smooth_poses
 
 
-# ----- records the code really writes ----------------------------------------------------------------------------------
+# ----- records the code really writes ---------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def traj_file(tmp_path_factory):
     d = tmp_path_factory.mktemp("traj")
@@ -205,7 +205,7 @@ def test_schema_names_match_the_action_space():
     assert order.split(", ") == [p.value for p in MOTION_PRIMITIVES]
 
 
-# ----- absurd values and malformed lines, through the loader -----------------------------------------------------------
+# ----- absurd values and malformed lines, through the loader ----------------------------------------------------
 def _line(rec: dict) -> str:
     return json.dumps(rec)
 
@@ -418,8 +418,10 @@ def test_built_scene_shapes(corpus):
                   {"generator": "mesh", "mesh": "a.glb", "seed": 0, "params": {"scale": 1.0}}, None):
         rec["scene"] = scene
         assert validate_record(rec) == [], scene
-    for scene, field in (({"generator": "mesh"}, "scene.mesh"), ({}, "scene"), ({"generator": "castle"}, "scene.generator"),
-                         ({"generator": "room", "seed": -1}, "scene.seed"), ({"generator": "room", "size": 3}, "scene.size")):
+    for scene, field in (({"generator": "mesh"}, "scene.mesh"), ({}, "scene"),
+                         ({"generator": "castle"}, "scene.generator"),
+                         ({"generator": "room", "seed": -1}, "scene.seed"),
+                         ({"generator": "room", "size": 3}, "scene.size")):
         rec["scene"] = scene
         assert validate_record(rec)[0].startswith(f"field '{field}'"), (scene, validate_record(rec))
 

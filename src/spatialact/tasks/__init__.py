@@ -9,5 +9,5 @@ from .validation import schema_problems, semantic_problems, task_schema, validat
 
 __all__ = ["Task", "SCHEMA_VERSION", "READ_SCHEMA_VERSIONS", "KINDS", "ANSWER_FORMATS", "default_success",
            "sequence_record", "counts_from_names", "TaskFile", "TaskFileError", "load_tasks", "load_task_file",
-           "clear_task_cache", "task_cache_dir", "save_tasks", "validate_record", "schema_problems", "semantic_problems", "task_schema",
-           "file_sha256", "bin_label", "motion_tags", "steps_tag"]
+           "clear_task_cache", "task_cache_dir", "save_tasks", "validate_record", "schema_problems",
+           "semantic_problems", "task_schema", "file_sha256", "bin_label", "motion_tags", "steps_tag"]

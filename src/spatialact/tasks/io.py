@@ -5,7 +5,9 @@ what is wrong, e.g. ``tasks.jsonl:3: task 'nav-0-0002': field 'goal_pose': rotat
 0.2)``. Lines are strict JSON: ``NaN`` and ``Infinity`` are refused, as is a file without a single task.
 
 Loading is memoised in-process by the file's SHA-256 (and folder, which relative paths resolve against): scoring
-several models against one task file parses and validates it once. See :func:`load_task_file`.
+several models against one task file parses and validates it once. Across processes, a small on-disk verdict
+("these bytes passed these rules") lets a later load skip validation; see :func:`load_task_file` and
+:func:`task_cache_dir`.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ from typing import Iterable
 import numpy as np
 
 from .task import Task
-from .validation import (ORTHO_TOL, VALIDATOR_VERSION, pose_problems, record_label, record_poses, schema_problems, schema_validator,
-                         semantic_problems, task_schema, validate_record)
+from .validation import (ORTHO_TOL, VALIDATOR_VERSION, pose_problems, record_label, record_poses, schema_problems,
+                         schema_validator, semantic_problems, task_schema, validate_record)
 
 __all__ = ["TaskFileError", "TaskFile", "load_tasks", "load_task_file", "save_tasks", "validate_record", "task_schema",
            "file_sha256", "clear_task_cache", "task_cache_dir", "ORTHO_TOL"]
@@ -103,8 +105,9 @@ def load_task_file(path: str | os.PathLike, *, cache: bool = True) -> TaskFile:
 
     Relative paths in the file (images, meshes, trajectories) are relative to the file's folder and come back
     absolute. Duplicate ids and an empty file are errors. With ``cache`` (the default) the result is memoised by
-    (SHA-256 of the bytes, absolute folder), so a second load of an unchanged file costs one read and one hash;
-    :func:`clear_task_cache` empties the memo.
+    (SHA-256 of the bytes, absolute folder), so a second load of an unchanged file costs one read and one hash
+    (:func:`clear_task_cache` empties the memo), and a verdict is kept on disk (:func:`task_cache_dir`) so that
+    another process skips validation of the same bytes. ``cache=False`` bypasses both.
     """
     path = Path(path)
     try:
@@ -337,7 +340,10 @@ def save_tasks(tasks: Iterable[Task], path: str | os.PathLike, *, relative_to: s
     try:
         with open(tmp, "w", encoding="utf-8") as f:
             for t in tasks:
-                rec = t.to_record()
+                try:
+                    rec = t.to_record()
+                except (ValueError, KeyError, TypeError) as e:  # e.g. an example whose sequence is malformed
+                    raise TaskFileError(f"task {getattr(t, 'id', t)!r}: {e}") from None
                 for key in ("start_image", "goal_image"):
                     rec[key] = _relative(rec[key], base)
                 if rec.get("example") and rec["example"].get("start_image"):

@@ -29,9 +29,8 @@ from ..action_space import DEFAULT_CAP
 from .schema_check import CompiledSchema, compile_schema, format_path
 from .task import counts_from_names, names_agree
 
-__all__ = ["task_schema", "schema_validator", "schema_problems", "semantic_problems", "validate_record", "record_label", "record_poses",
-           "pose_problems",
-           "ORTHO_TOL", "VALIDATOR_VERSION"]
+__all__ = ["task_schema", "schema_validator", "schema_problems", "semantic_problems", "validate_record", "record_label",
+           "record_poses", "pose_problems", "ORTHO_TOL", "VALIDATOR_VERSION"]
 
 ORTHO_TOL = 1e-5
 # Bumped whenever a rule changes, so that a cached "this file validated" verdict from older rules is not reused.
