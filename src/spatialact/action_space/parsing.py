@@ -17,6 +17,7 @@ import ast
 import json
 import math
 import re
+import sys
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +25,8 @@ from typing import Any
 from .primitives import MOTION_PRIMITIVES, N_MOTION, PRIMITIVE_TABLE, Primitive, lookup_primitive
 from .sequence import DEFAULT_CAP, ActionSequence, Step, StepSizes
 
-__all__ = ["ParseError", "ParseResult", "parse_response", "parse_object", "extract_json_text", "load_json"]
+__all__ = ["ParseError", "ParseResult", "parse_response", "parse_response_reference", "parse_response_fast",
+           "parse_object", "extract_json_text", "load_json", "find_fences", "open_fence_body", "HUGE_DIGITS"]
 
 
 class ParseError(ValueError):
@@ -55,9 +57,13 @@ class ParseResult:
 # ------------------------------------------------------------------------------------------------------
 # Text level
 # ------------------------------------------------------------------------------------------------------
+# Linear time (docs/parsing.md, "Linear time"): no pattern here can backtrack over more than one run of its own
+# characters. A tag is a fixed string; a fence header is matched with quantifiers only, so the greedy path always
+# succeeds at once; a trailing comma's whitespace run is scanned once (runs after different commas are disjoint).
+# Bodies and closing fences are found with str.find, never with a lazy ``.*?`` (which made an unclosed fence
+# followed by a few thousand spaces take minutes: every split of the spaces between two ``[ \t]*`` was retried).
 _THINK_TAG = re.compile(r"<(/?)think>", re.IGNORECASE)
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\r?\n?(.*?)```", re.DOTALL)
-_OPEN_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[ \t]*\r?\n(.*)\Z", re.DOTALL)
+_FENCE_HEADER = re.compile(r"[ \t]*([A-Za-z0-9_+-]*)[ \t]*")
 _TRAILING_COMMA = re.compile(r",(\s*[}\]])")
 
 
@@ -81,19 +87,68 @@ def _strip_think(text: str) -> str:
     return "".join(pieces)
 
 
+def _fence_header(text: str, pos: int) -> tuple[str, int]:
+    """The language tag of a fence whose backticks end at ``pos``, and where its header ends: spaces, the tag
+    ``[A-Za-z0-9_+-]*``, spaces (the match cannot fail, so it never backtracks)."""
+    m = _FENCE_HEADER.match(text, pos)
+    return m.group(1), m.end()
+
+
+def find_fences(text: str) -> list[tuple[str, str]]:
+    """The closed ```` ``` ```` fences of ``text``, left to right, as ``(language, body)``.
+
+    A fence opens at ```` ``` ````, then a header (spaces, a language tag, spaces, an optional ``\r``, an optional
+    ``\n``); its body runs to the next ```` ``` ````; the next fence is looked for after that. One pass with
+    ``str.find``: linear in the length of the text (an opening fence that is never closed ends the search, since
+    no later fence can close either).
+    """
+    out: list[tuple[str, str]] = []
+    pos = 0
+    while True:
+        s = text.find("```", pos)
+        if s < 0:
+            return out
+        lang, p = _fence_header(text, s + 3)
+        if text.startswith("\r", p):
+            p += 1
+        if text.startswith("\n", p):
+            p += 1
+        e = text.find("```", p)
+        if e < 0:
+            return out
+        out.append((lang, text[p:e]))
+        pos = e + 3
+
+
+def open_fence_body(text: str) -> str | None:
+    """The body of the first ```` ``` ```` whose header ends a line, to the end of the text (an answer cut off
+    before its closing fence); None when there is none. Each header is read once: linear."""
+    pos = 0
+    while True:
+        s = text.find("```", pos)
+        if s < 0:
+            return None
+        _, p = _fence_header(text, s + 3)
+        if text.startswith("\r\n", p):
+            return text[p + 2:]
+        if text.startswith("\n", p):
+            return text[p + 1:]
+        pos = s + 1
+
+
 def _candidates(text: str) -> list[str]:
     """JSON candidates in the order of SPEC §3; the first that loads is used."""
     cands: list[str] = []
-    fences = _FENCE.findall(text)
-    json_fences = [body for lang, body in fences if lang.lower() == "json"]
+    found = find_fences(text)
+    json_fences = [body for lang, body in found if lang.lower() == "json"]
     if json_fences:
         cands.append(json_fences[-1])
-    if fences:
-        cands.append(fences[-1][1])
-    if not fences:
-        m = _OPEN_FENCE.search(text)  # an answer cut off before its closing fence
-        if m:
-            cands.append(m.group(2))
+    if found:
+        cands.append(found[-1][1])
+    else:
+        body = open_fence_body(text)  # an answer cut off before its closing fence
+        if body is not None:
+            cands.append(body)
     i, j = text.find("{"), text.rfind("}")
     if i != -1 and j > i:
         cands.append(text[i:j + 1])
@@ -120,7 +175,10 @@ def _literal(node: ast.AST) -> Any:
     if isinstance(node, ast.Expression):
         return _literal(node.body)
     if isinstance(node, ast.Constant) and isinstance(node.value, (str, int, float, bool, type(None))):
-        return node.value
+        v = node.value
+        if type(v) is int and not -_HUGE < v < _HUGE:  # as in JSON: more than HUGE_DIGITS digits is ±inf
+            return math.inf if v > 0 else -math.inf
+        return v
     if isinstance(node, ast.Name) and node.id in _LITERAL_NAMES:
         return _LITERAL_NAMES[node.id]
     if isinstance(node, (ast.List, ast.Tuple)):
@@ -151,26 +209,68 @@ class _JSONDict(dict):
 def _object_pairs(pairs) -> dict:
     d = _JSONDict(pairs)
     if len(d) != len(pairs):
-        seen, dups = set(), []
+        seen, dups = set(), {}  # dups: a dict as an ordered set (a list made this quadratic in the keys)
         for k, _ in pairs:
-            if k in seen and k not in dups:
-                dups.append(k)
+            if k in seen:
+                dups[k] = None
             seen.add(k)
         d.duplicates = tuple(dups)
     return d
 
 
+# An integer of more than HUGE_DIGITS digits is read as ±inf, by both loaders: Python refuses to convert more than
+# 4300 digits (sys.get_int_max_str_digits(); json.loads then failed on the whole answer) and the conversion is
+# quadratic below that. As a count it is clamped to the cap like any count over it ("infinite step_num ...");
+# shorter integers stay exact, are summed, then clamped ("Dolly In × 1e+400 clamped to the cap 10").
+HUGE_DIGITS = 1000
+_HUGE = 10 ** HUGE_DIGITS
+
+
 def _parse_int(s: str) -> int | float:
-    # Python refuses to convert integers of more than 4300 digits (and json.loads then fails on the whole
-    # answer); such a step_num is "huge", read as ±inf, which the content level reports and drops.
-    if len(s) > 1000:
-        return float("-inf") if s.startswith("-") else float("inf")
-    return int(s)
+    if len(s) - s.startswith("-") > HUGE_DIGITS:
+        return -math.inf if s.startswith("-") else math.inf
+    try:
+        return int(s)
+    except ValueError:  # PYTHONINTMAXSTRDIGITS set below HUGE_DIGITS (it may be as low as 640)
+        return -math.inf if s.startswith("-") else math.inf
+
+
+# One decoder built once (json.loads with keyword arguments builds a new one per call). strict=False: raw control
+# characters inside strings (a stray tab or NUL in a name) do not sink the answer.
+_DECODER = json.JSONDecoder(object_pairs_hook=_object_pairs, parse_int=_parse_int, strict=False)
 
 
 def _json_loads(s: str) -> Any:
-    # strict=False: raw control characters inside strings (a stray tab or NUL in a name) do not sink the answer.
-    return json.loads(s, object_pairs_hook=_object_pairs, parse_int=_parse_int, strict=False)
+    return _DECODER.decode(s)
+
+
+_DIGIT_RUN = re.compile(r"[0-9]+")
+_NUMBER_NEIGHBOURS = frozenset("0123456789_.xXoObBjJeE")
+
+
+def _cap_int_literals(s: str) -> str:
+    """``s`` with each integer literal of more than HUGE_DIGITS digits replaced by ``1e999`` (a float literal that
+    reads as inf), so that ``ast.parse`` does not refuse the whole text for one huge count (its limit is 4300
+    digits). A run of digits is an integer literal when no letter, digit, ``_`` or ``.`` touches it; runs are found
+    with ``[0-9]+`` (one pass). Only called when the text has such a run."""
+    lim = HUGE_DIGITS
+    max_digits = getattr(sys, "get_int_max_str_digits", lambda: 0)()
+    if max_digits:
+        lim = min(lim, max_digits)
+    out, pos = [], 0
+    for m in _DIGIT_RUN.finditer(s):
+        a, b = m.span()
+        if b - a > lim and (a == 0 or not (s[a - 1].isalnum() or s[a - 1] in _NUMBER_NEIGHBOURS)) and (
+                b == len(s) or not (s[b].isalnum() or s[b] in _NUMBER_NEIGHBOURS)):
+            out += (s[pos:a], "1e999")
+            pos = b
+    out.append(s[pos:])
+    return "".join(out)
+
+
+# The Python-literal reading (CPython's own parser) is tried on texts up to this length only: it is the one step that
+# is not a scanner written here, and no real answer in Python quoting is that long.
+_MAX_LITERAL = 200_000
 
 
 def load_json(s: str) -> Any:
@@ -184,8 +284,10 @@ def load_json(s: str) -> Any:
         return _json_loads(fixed)
     except (ValueError, RecursionError):
         pass
-    if len(s) > 200_000:
+    if len(s) > _MAX_LITERAL:
         raise ValueError("text too long to read as a Python literal")
+    if len(s) > 640:  # a digit run that long may exceed the int-conversion limit
+        s = _cap_int_literals(s)
     try:
         with warnings.catch_warnings():
             # compiling model text may warn ("invalid decimal literal", "invalid escape sequence"): not ours to show
@@ -273,21 +375,53 @@ class _Ctx:
         raise ParseError(f"{where}: {what}")
 
 
+def _text(v: Any, conv=str) -> str:
+    """``str(v)`` / ``repr(v)``, except that an integer too long for that (Python refuses more than 4300 digits) is
+    written short."""
+    if type(v) is int and not -_HUGE < v < _HUGE:
+        return _fmt(v)
+    return conv(v)
+
+
+_LONG = 10 ** 40
+
+
 def _short(v: Any, n: int = 60) -> str:
     """``repr(v)``, cut to ``n`` characters: a repair note names the value, it does not copy a huge one."""
+    if type(v) is int and not -_LONG < v < _LONG:
+        return _fmt(v)
     r = repr(v)
     return r if len(r) <= n else r[:n - 3] + "..."
 
 
 def _key(k: Any, n: int = 40) -> str:
     """A JSON key for a ``where`` path, cut to ``n`` characters."""
-    k = str(k)
+    k = _text(k)
     return k if len(k) <= n else k[:n - 3] + "..."
 
 
+_FLOATABLE = 10 ** 300
+
+
 def _fmt(x: float | int) -> str:
-    """A number for a repair note: exact when small, short when huge (a 300-digit count helps nobody)."""
-    return str(x) if abs(x) < 1e12 else f"{float(x):.3g}"
+    """A number for a repair note: exact when small, short when huge (a 300-digit count helps nobody).
+
+    Integers beyond a float (``float(10**400)`` overflows) and beyond ``str`` (4300 digits) are written from their
+    logarithm and leading digits: ``1e+400``, ``-9.99e+4999``."""
+    if abs(x) < 1e12:
+        return str(x)
+    if isinstance(x, float) or abs(x) < _FLOATABLE:
+        return f"{float(x):.3g}"
+    e = int(math.log10(abs(x)))  # may be one off for numbers next to a power of ten; fixed below
+    m = abs(x) / 10 ** (e - 2)    # exact integer division into a float: the 3 leading digits
+    while m >= 1000:
+        e, m = e + 1, m / 10
+    while m < 100:
+        e, m = e - 1, m * 10
+    lead = f"{m / 100:.3g}"
+    if lead == "10":  # 9.996 rounds up
+        lead, e = "1", e + 1
+    return f"{'-' if x < 0 else ''}{lead}e+{e}"
 
 
 def _check_duplicates(d: dict, where: str, ctx: "_Ctx") -> None:
@@ -306,7 +440,7 @@ def _actions_as_keys(d: dict) -> bool:
 
 
 def _norm_key(k: Any) -> str:
-    return str(k).strip().lower().replace(" ", "_")
+    return _text(k).strip().lower().replace(" ", "_")
 
 
 def _get(d: dict, keys: tuple[str, ...]) -> tuple[bool, Any, str | None]:
@@ -367,7 +501,7 @@ def _count(v: Any, where: str, ctx: _Ctx) -> int | None:
         return v
     if _is_infinite(v):
         # "huge" taken to its limit: clamped like any count over the cap (NaN, by contrast, is dropped)
-        n = ctx.cap if not str(v).strip().startswith("-") else -ctx.cap
+        n = ctx.cap if not _text(v).strip().startswith("-") else -ctx.cap
         ctx.repair(where, f"infinite step_num {_short(v)} read as {n}")
         return n
     x = _number(v, where, ctx)
@@ -580,23 +714,28 @@ def _any_step(v: Any, where: str, ctx: _Ctx) -> tuple[Step, bool, str]:
     return Step.stay(), False, "stepped"
 
 
+def _step_number(digits: str) -> int | float:
+    """The N of a ``step_N`` key; a number too long to convert (4300 digits) sorts after every other as inf."""
+    return int(digits) if len(digits) <= 600 else math.inf
+
+
 def _interpret(obj: Any, where: str, ctx: _Ctx, depth: int = 0) -> tuple[list[tuple[Step, bool]], str]:
     if depth > 3:
         ctx.fail(where, "no actions found")
     if isinstance(obj, dict):
         _check_duplicates(obj, where, ctx)
-        step_keys = [(int(m.group(1)), k) for k in obj for m in [_STEP_KEY.match(str(k))] if m]
+        step_keys = [(_step_number(m.group(1)), k) for k in obj for m in [_STEP_KEY.match(_text(k))] if m]
         if step_keys:
             step_keys.sort(key=lambda nk: nk[0])
             for k in obj:
-                if not _STEP_KEY.match(str(k)):
+                if not _STEP_KEY.match(_text(k)):
                     ctx.repair(_key(k), "key is not a step; ignored")
             nums = [n for n, _ in step_keys]
             if len(set(nums)) != len(nums):
                 ctx.repair(where, "repeated step numbers; kept in the order given")
             out, fmts = [], set()
             for _, k in step_keys:
-                step, ok, fmt = _any_step(obj[k], str(k), ctx)
+                step, ok, fmt = _any_step(obj[k], _key(k, 10 ** 9), ctx)
                 out.append((step, ok))
                 fmts.add(fmt)
             return out, "vector" if fmts == {"vector"} else "stepped"
@@ -617,7 +756,7 @@ def _interpret(obj: Any, where: str, ctx: _Ctx, depth: int = 0) -> tuple[list[tu
         nested = [(k, v) for k, v in obj.items() if isinstance(v, (dict, list))]
         if len(nested) == 1:
             ctx.repair(where, f"answer read from inside key {_short(nested[0][0])}")
-            return _interpret(nested[0][1], str(nested[0][0]), ctx, depth + 1)
+            return _interpret(nested[0][1], _key(nested[0][0], 10 ** 9), ctx, depth + 1)
         ctx.fail(where, "no 'actions', 'step_N' or vector entries found")
     if isinstance(obj, list):
         if not obj:
