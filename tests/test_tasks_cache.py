@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 
 import numpy as np
 import pytest
@@ -143,12 +145,21 @@ def test_invalid_file_leaves_no_verdict(tmp_path, tasks, cache_dir):
 def test_cache_location(monkeypatch, tmp_path):
     monkeypatch.setenv("SPATIALACT_CACHE", str(tmp_path / "c"))
     assert task_cache_dir() == tmp_path / "c" / "tasks"
-    for off in ("", "0", "off", "none"):
-        monkeypatch.setenv("SPATIALACT_CACHE", off)
-        assert task_cache_dir() is None
     monkeypatch.delenv("SPATIALACT_CACHE")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert task_cache_dir() == tmp_path / "xdg" / "spatialact" / "tasks"
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    assert task_cache_dir() == tmp_path / "tmp" / f"spatialact-{os.getuid()}" / "tasks"
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX permissions")
+def test_verdict_in_a_folder_others_can_write_is_not_trusted(tmp_path, tasks, cache_dir, monkeypatch):
+    p = save_tasks(tasks, tmp_path / "t.jsonl")
+    load_tasks(p)
+    assert (cache_dir.stat().st_mode & 0o777) == 0o700
+    os.chmod(cache_dir, 0o777)  # someone else could have planted the verdict
+    clear_task_cache()
+    n = _Counter(monkeypatch)
+    load_tasks(p)
+    assert (n.full, n.trusted) == (1, 0)
 
 
 def test_unwritable_cache_is_no_error(tmp_path, tasks, monkeypatch):

@@ -16,6 +16,7 @@ import gc
 import hashlib
 import json
 import os
+import tempfile
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -150,22 +151,30 @@ def load_task_file(path: str | os.PathLike, *, cache: bool = True) -> TaskFile:
 
 
 # ----- the on-disk cache of verdicts ---------------------------------------------------------------------------
-def task_cache_dir() -> Path | None:
-    """Where verdicts on task files are kept: ``$SPATIALACT_CACHE/tasks`` when that variable names a folder,
-    nowhere when it is empty, ``0``, ``off`` or ``none``, else ``$XDG_CACHE_HOME/spatialact/tasks`` (default
-    ``~/.cache/spatialact/tasks``)."""
-    env = os.environ.get("SPATIALACT_CACHE")
-    if env is not None:
-        if env.strip().lower() in ("", "0", "off", "none", "false"):
-            return None
-        return Path(env).expanduser() / "tasks"
-    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(xdg) / "spatialact" / "tasks"
+def task_cache_dir() -> Path:
+    """Where verdicts on task files are kept: ``<cache root>/tasks``, the cache root being ``$SPATIALACT_CACHE`` or
+    else ``<temp dir>/spatialact-<uid>`` (the root the texture cache of ``spatialact.envs`` uses too)."""
+    root = os.environ.get("SPATIALACT_CACHE")
+    if not root:
+        uid = os.getuid() if hasattr(os, "getuid") else "user"
+        root = os.path.join(tempfile.gettempdir(), f"spatialact-{uid}")
+    return Path(root).expanduser() / "tasks"
 
 
-def _verdict_path(sha: str) -> Path | None:
-    d = task_cache_dir()
-    return None if d is None else d / f"{sha}.json"
+def _verdict_path(sha: str) -> Path:
+    return task_cache_dir() / f"{sha}.json"
+
+
+def _trusted(p: Path) -> bool:
+    """A verdict is believed only in a folder, and from a file, that this user owns and others cannot write
+    (the default root lies in a shared temporary folder)."""
+    if not hasattr(os, "getuid"):
+        return True
+    for q in (p.parent, p):
+        st = q.stat()
+        if st.st_uid != os.getuid() or st.st_mode & 0o022:
+            return False
+    return True
 
 
 @lru_cache(maxsize=1)
@@ -189,6 +198,8 @@ def _read_verdict(verdict: Path | None, sha: str) -> int | None:
     if verdict is None:
         return None
     try:
+        if not _trusted(verdict):
+            return None
         v = json.loads(verdict.read_text(encoding="utf-8"))
         if (isinstance(v, dict) and v.get("sha256") == sha and v.get("valid") is True
                 and {k: v.get(k) for k in ("validator", "spatialact")} == _verdict_stamp()
