@@ -468,3 +468,25 @@ def test_gt_sizes_must_be_the_tasks(corpus):
 
 def teardown_module():
     clear_task_cache()
+
+
+def test_strings_agree_with_jsonschema(corpus, reference):
+    """Arbitrary text in the string fields (ids, labels, paths, tag names and values): both checkers agree."""
+    hypothesis = pytest.importorskip("hypothesis")
+    st = hypothesis.strategies
+    base = corpus[0]
+
+    @hypothesis.settings(max_examples=300, deadline=None)
+    @hypothesis.given(text=st.text(max_size=12) | st.sampled_from(["ok\n", "\nok", "a\x7f", "é", "-x", "a" * 201]),
+                      where=st.sampled_from(["id", "source", "instruction", "start_image", "tag_key", "tag_value"]))
+    def check(text, where):
+        rec = copy.deepcopy(base)
+        if where == "tag_key":
+            rec["tags"] = {text: "v"}
+        elif where == "tag_value":
+            rec["tags"] = {"k": text}
+        else:
+            rec[where] = text
+        assert schema_validator().is_valid(rec) == reference.is_valid(rec)
+        assert (schema_problems(rec) == []) == reference.is_valid(rec)
+    check()
