@@ -10,6 +10,7 @@ import json
 import re
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -169,7 +170,25 @@ def _tum_not_utf8(tmp):
     return tmp / "a.txt", r"a\.txt: field '\(file\)': not UTF-8 text \(byte 0xff at offset 0\)"
 
 
-GENERIC = [_npz_truncated, _npz_empty, _npz_member_corrupt, _npz_fps_text, _npz_fps_zero, _npz_fps_empty_array,
+def _npz_encrypted_flag(tmp):
+    # A flipped bit in the zip's central directory marks the member encrypted (zipfile raises RuntimeError).
+    P, _ = _poses()
+    np.savez(tmp / "a.npz", c2w=P)
+    b = bytearray((tmp / "a.npz").read_bytes())
+    cd = b.find(b"PK\x01\x02")
+    b[cd + 8] |= 1
+    (tmp / "a.npz").write_bytes(bytes(b))
+    return tmp / "a.npz", r"a\.npz: field 'c2w': cannot read this array \(File 'c2w\.npy' is encrypted"
+
+
+def _npz_huge_rotation(tmp):
+    P, _ = _poses()
+    P[11, 1, 2] = 1e308
+    np.savez(tmp / "a.npz", c2w=P)
+    return tmp / "a.npz", r"a\.npz: field 'c2w', frame 11: rotation is not orthonormal \(entry 1e\+308 > 1\)"
+
+
+GENERIC = [_npz_encrypted_flag, _npz_huge_rotation, _npz_truncated, _npz_empty, _npz_member_corrupt, _npz_fps_text, _npz_fps_zero, _npz_fps_empty_array,
            _npz_object_array, _npz_text_poses, _npz_huge_position, _json_fps_object, _json_fps_list, _json_fps_huge,
            _json_intrinsics_text, _json_intrinsics_text_rows, _json_intrinsics_zero_focal, _json_not_utf8,
            _json_too_deep, _json_not_object, _json_null_timestamp, _json_ragged_pose, _json_instruction_object,
@@ -309,7 +328,22 @@ def _droid_cartesian_null(tmp):
     return root, r"file-000\.parquet: field 'observation\.state\.cartesian_position', frame 9: missing value \(null\)"
 
 
-DROID = [_droid_chunks_zero, _droid_chunks_text, _droid_info_not_object, _droid_info_not_utf8, _droid_fps_text,
+def _droid_jsonl_huge_index(tmp):
+    root = _droid(tmp)
+    (root / "meta" / "episodes.jsonl").write_text('{"episode_index": 1e308, "tasks": ["x"], "length": 24}\n')
+    return root, r"droid/meta/episodes\.jsonl: field 'episode_index': 1e\+308 is beyond 1e\+09"
+
+
+def _droid_column_name_not_utf8(tmp):
+    # One byte of a column name in the parquet footer damaged: pyarrow cannot decode the schema's names.
+    root = _droid(tmp)
+    f = root / "data" / "chunk-000" / "episode_000000.parquet"
+    b = f.read_bytes()
+    f.write_bytes(b.replace(b"is_first", b"is_fir\xb0t"))
+    return root, r"episode_000000\.parquet: field '\(file\)': not a readable parquet file"
+
+
+DROID = [_droid_jsonl_huge_index, _droid_column_name_not_utf8, _droid_chunks_zero, _droid_chunks_text, _droid_info_not_object, _droid_info_not_utf8, _droid_fps_text,
          _droid_data_path_placeholder, _droid_data_path_huge_width, _droid_data_path_number, _droid_features_list,
          _droid_truncated_parquet, _droid_truncated_parquet_v3, _droid_jsonl_not_object, _droid_jsonl_index_text,
          _droid_v3_episode_index_text, _droid_cartesian_text, _droid_cartesian_null]
@@ -410,8 +444,10 @@ ALL = GENERIC + DROID + EGODEX
 @pytest.mark.parametrize("case", ALL, ids=[c.__name__.lstrip("_") for c in ALL])
 def test_reader_error_is_one_line_naming_file_and_field(tmp_path, case):
     path, message = case(tmp_path)
-    with pytest.raises(TrajectoryError) as ei:
-        load_trajectory(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RuntimeWarning (overflow) or ResourceWarning (a file left open) either
+        with pytest.raises(TrajectoryError) as ei:
+            load_trajectory(path)
     text = str(ei.value)
     assert "\n" not in text and "field '" in text
     assert text.startswith(str(path)) or text.startswith(str(path / "meta")) or str(path) in text

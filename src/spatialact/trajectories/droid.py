@@ -88,14 +88,22 @@ def _check_template(info_path: Path, key: str, template, allowed: set[str]) -> s
     return template
 
 
+# Largest index, chunk or count accepted from metadata: far above any dataset (DROID has ~92 000 episodes), and
+# small enough that the paths built from it stay short.
+MAX_INDEX = 10**9
+
+
 def _int_value(v, path, field_name: str, frame: int | None = None, *, minimum: int = 0) -> int:
-    """An integer ≥ ``minimum`` from JSON or parquet (integral floats accepted; booleans, text and null refused)."""
+    """An integer in [``minimum``, :data:`MAX_INDEX`] from JSON or parquet (integral floats accepted; booleans,
+    text and null refused)."""
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)) or \
             (isinstance(v, (float, np.floating)) and not (math.isfinite(v) and float(v).is_integer())):
         got = v if isinstance(v, (float, np.floating)) else describe_value(v)
         raise fail(path, field_name, f"expected an integer, got {got}", frame)
     if int(v) < minimum:
         raise fail(path, field_name, f"must be at least {minimum}, got {int(v)}", frame)
+    if int(v) > MAX_INDEX:
+        raise fail(path, field_name, f"{float(v):.3g} is beyond {MAX_INDEX:.0e}", frame)
     return int(v)
 
 
@@ -143,9 +151,11 @@ def _read_parquet(path: Path):
     import pyarrow.parquet as pq
 
     try:
-        return pq.read_table(path)
-    except (pa.ArrowException, OSError, ValueError) as e:  # truncated, not parquet, unreadable
+        table = pq.read_table(path)
+        table.column_names  # noqa: B018 - decodes the schema's names: a damaged footer fails here, not later
+    except (pa.ArrowException, OSError, ValueError) as e:  # truncated, not parquet, unreadable, names not UTF-8
         raise fail(path, "(file)", f"not a readable parquet file ({e or type(e).__name__})") from None
+    return table
 
 
 def _int_column(table, name: str, path):
@@ -294,6 +304,8 @@ def _episode_table_v3(root: Path, info: dict, episode: int | None):
     if row is None:
         raise fail(files[0].parent.parent, "episode_index", f"episode {episode} not in the dataset "
                                                             f"({sum(t.num_rows for t in tables)} episodes)")
+    for col in _V3_EPISODE_COLUMNS:  # integers by type; bounded here so that paths and ranges stay sane
+        row[col] = _int_value(row[col], ep_file, col)
     data = root / _fill(info, "data_path", chunk_index=row["data/chunk_index"],
                         file_index=row["data/file_index"])
     if not data.is_file():

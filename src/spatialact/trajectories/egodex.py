@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import geometry
-from .trajectory import FrameRef, Trajectory, as_numbers, check_intrinsics, check_poses, describe_value, fail
+from .trajectory import FrameRef, Trajectory, TrajectoryError, as_numbers, check_intrinsics, check_poses, describe_value, fail
 
 __all__ = ["read_egodex", "grip_from_distance", "hand_frame", "ENTITIES", "GRIP_CLOSE_BELOW", "GRIP_OPEN_ABOVE"]
 
@@ -90,9 +90,13 @@ def _read(f, name: str, path, *, required: bool = True):
     except (KeyError, TypeError, ValueError, OSError, RuntimeError) as e:  # a damaged object header
         raise fail(path, name, f"cannot open ({e or type(e).__name__})") from None
     if obj is None:
-        if required:
-            raise fail(path, name, "missing" + (" (a link to nothing)" if name in f else ""))
-        return None
+        if not required:
+            return None
+        try:
+            dangling = name in f
+        except (KeyError, TypeError, ValueError, OSError, RuntimeError):
+            dangling = False
+        raise fail(path, name, "missing" + (" (a link to nothing)" if dangling else ""))
     if not isinstance(obj, h5py.Dataset):
         raise fail(path, name, f"expected a dataset, got a {type(obj).__name__.lower()}")
     try:
@@ -136,6 +140,41 @@ def _attrs(f, path) -> dict:
     return out
 
 
+def _read_episode(f, path, entity: str):
+    """(n, poses, K, attrs, gripper, camera_poses, confidence) of one open EgoDex file (see read_egodex)."""
+    cam_raw = _dataset(f, "transforms/camera", path, None)
+    n = len(cam_raw)
+    camera = geometry.yup_to_zup(geometry.opengl_to_opencv(cam_raw))
+    K = _read(f, "camera/intrinsic", path, required=False)
+    if K is not None:
+        K = check_intrinsics(K, path, "camera/intrinsic")
+    attrs = _attrs(f, path)
+    gripper = conf = cams = None
+    if entity == "camera":
+        poses = camera
+    else:
+        side = "right" if entity == "rightHand" else "left"
+        pos = {}
+        for j in (entity, f"{side}MiddleFingerKnuckle", f"{side}IndexFingerKnuckle", f"{side}LittleFingerKnuckle",
+                  f"{side}ThumbTip", f"{side}IndexFingerTip"):
+            pos[j] = geometry.yup_to_zup(_dataset(f, f"transforms/{j}", path, n))[:, :3, 3]
+        poses = hand_frame(pos[entity], pos[f"{side}MiddleFingerKnuckle"], pos[f"{side}IndexFingerKnuckle"],
+                           pos[f"{side}LittleFingerKnuckle"], side, path, f"transforms/{entity}")
+        gripper = grip_from_distance(np.linalg.norm(pos[f"{side}ThumbTip"] - pos[f"{side}IndexFingerTip"],
+                                                    axis=1))
+        cams = camera
+        cname = f"confidences/{entity}"
+        conf = _read(f, cname, path, required=False)
+        if conf is not None:
+            conf = as_numbers(conf, path, cname).reshape(-1)
+            if conf.shape != (n,):
+                raise fail(path, cname, f"expected shape ({n},), got {conf.shape}")
+            bad = ~np.isfinite(conf)
+            if bad.any():
+                raise fail(path, cname, "not finite", int(np.argmax(bad)))
+    return n, poses, K, attrs, gripper, cams, conf
+
+
 def read_egodex(path, *, entity: str | None = None, fps: float | None = None, episode=None, **_) -> Trajectory:
     """One EgoDex episode as a :class:`Trajectory` of ``entity``: ``rightHand`` (default), ``leftHand`` or
     ``camera``. Hands carry the grip (``gripper``), their confidence and the head camera as ``camera_poses``."""
@@ -149,37 +188,13 @@ def read_egodex(path, *, entity: str | None = None, fps: float | None = None, ep
         f = h5py.File(path, "r")
     except (OSError, ValueError) as e:
         raise fail(path, "(file)", f"not a readable HDF5 file ({e or type(e).__name__})") from None
-    with f:
-        cam_raw = _dataset(f, "transforms/camera", path, None)
-        n = len(cam_raw)
-        camera = geometry.yup_to_zup(geometry.opengl_to_opencv(cam_raw))
-        K = _read(f, "camera/intrinsic", path, required=False)
-        if K is not None:
-            K = check_intrinsics(K, path, "camera/intrinsic")
-        attrs = _attrs(f, path)
-        gripper = conf = cams = None
-        if entity == "camera":
-            poses = camera
-        else:
-            side = "right" if entity == "rightHand" else "left"
-            pos = {}
-            for j in (entity, f"{side}MiddleFingerKnuckle", f"{side}IndexFingerKnuckle", f"{side}LittleFingerKnuckle",
-                      f"{side}ThumbTip", f"{side}IndexFingerTip"):
-                pos[j] = geometry.yup_to_zup(_dataset(f, f"transforms/{j}", path, n))[:, :3, 3]
-            poses = hand_frame(pos[entity], pos[f"{side}MiddleFingerKnuckle"], pos[f"{side}IndexFingerKnuckle"],
-                               pos[f"{side}LittleFingerKnuckle"], side, path, f"transforms/{entity}")
-            gripper = grip_from_distance(np.linalg.norm(pos[f"{side}ThumbTip"] - pos[f"{side}IndexFingerTip"],
-                                                        axis=1))
-            cams = camera
-            cname = f"confidences/{entity}"
-            conf = _read(f, cname, path, required=False)
-            if conf is not None:
-                conf = as_numbers(conf, path, cname).reshape(-1)
-                if conf.shape != (n,):
-                    raise fail(path, cname, f"expected shape ({n},), got {conf.shape}")
-                bad = ~np.isfinite(conf)
-                if bad.any():
-                    raise fail(path, cname, "not finite", int(np.argmax(bad)))
+    try:
+        with f:
+            n, poses, K, attrs, gripper, cams, conf = _read_episode(f, path, entity)
+    except TrajectoryError:
+        raise
+    except (OSError, RuntimeError, KeyError) as e:  # h5py's low-level errors in a damaged file, outside _read
+        raise fail(path, "(file)", f"damaged HDF5 file ({type(e).__name__}: {e})") from None
     rate = float(fps) if fps is not None else EGODEX_FPS
     t = np.arange(n) / rate
     video = path.with_suffix(".mp4")

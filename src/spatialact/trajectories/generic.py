@@ -106,19 +106,22 @@ def _from_mapping(path: Path, d, fps) -> Trajectory:
 def read_npz(path, *, fps=None, **_) -> Trajectory:
     """Generic ``.npz``: key ``c2w`` (N, 4, 4) plus the optional keys of the module docstring."""
     path = Path(path)
-    try:
-        z = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:  # empty, truncated, not a zip, a pickle
-        raise fail(path, "(file)", f"not a readable .npz archive ({e or type(e).__name__})") from None
-    if not isinstance(z, np.lib.npyio.NpzFile):
-        raise fail(path, "(file)", "a single .npy array, not an .npz archive with the key 'c2w'")
     d = {}
-    with z:
-        for k in z.files:
-            try:
-                d[k] = z[k]
-            except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as e:  # a truncated member
-                raise fail(path, k, f"cannot read this array ({e or type(e).__name__})") from None
+    with open(path, "rb") as fh:  # ours to close, also when NumPy's zip reader gives up half way
+        try:
+            z = np.load(fh, allow_pickle=False)
+        except (OSError, ValueError, EOFError, RuntimeError, zipfile.BadZipFile) as e:  # empty, truncated, not a zip
+            raise fail(path, "(file)", f"not a readable .npz archive ({e or type(e).__name__})") from None
+        if not isinstance(z, np.lib.npyio.NpzFile):
+            raise fail(path, "(file)", "a single .npy array, not an .npz archive with the key 'c2w'")
+        with z:
+            for k in z.files:
+                try:
+                    d[k] = z[k]
+                except (OSError, ValueError, EOFError, RuntimeError, zipfile.BadZipFile, zlib.error,
+                        NotImplementedError) as e:
+                    # a truncated or damaged member (flag bits flipped to "encrypted", an unknown compression)
+                    raise fail(path, k, f"cannot read this array ({e or type(e).__name__})") from None
     return _from_mapping(path, d, fps)
 
 

@@ -86,7 +86,9 @@ def load_trajectory(path: str | os.PathLike, format: str | None = None, *, episo
         from .egodex import read_egodex as reader
     try:
         traj = reader(path, episode=episode, entity=entity, fps=fps, **options)
-    except (IsADirectoryError, PermissionError, EOFError) as e:  # a file the operating system will not hand over
+    except FileNotFoundError:  # names the missing file (a DROID data file, an EgoDex video, ...)
+        raise
+    except (OSError, EOFError) as e:  # a file the operating system will not hand over (permissions, a folder, ...)
         raise fail(path, "(file)", f"cannot read ({getattr(e, 'strerror', None) or e or type(e).__name__})") from None
     except MemoryError:
         raise fail(path, "(file)", "too large to read into memory") from None

@@ -228,6 +228,11 @@ def check_poses(poses, path, field_name: str, *, rows: bool = True) -> np.ndarra
         if bad.any():
             raise fail(path, field_name, f"last row must be [0, 0, 0, 1], got {P[int(np.argmax(bad)), 3].tolist()}",
                        int(np.argmax(bad)))
+    # A rotation's entries lie in [−1, 1]; larger ones are refused before RᵀR could overflow.
+    big = np.abs(P[:, :3, :3]).max(axis=(1, 2)) > 1.0 + ORTHO_TOL
+    if big.any():
+        i = int(np.argmax(big))
+        raise fail(path, field_name, f"rotation is not orthonormal (entry {np.abs(P[i, :3, :3]).max():.3g} > 1)", i)
     err = geometry.orthonormality_error(P[:, :3, :3])
     bad = ~(err <= ORTHO_TOL)
     if bad.any():
