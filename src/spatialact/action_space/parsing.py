@@ -467,7 +467,7 @@ def _number(v: Any, where: str, ctx: _Ctx) -> float | None:
         ctx.repair(where, f"numeric string {_short(v)} read as {x:g}")
         return x
     if isinstance(v, int):
-        return float(v) if abs(v) < 1e18 else math.copysign(1e18, v)
+        return float(v) if -1e18 < v < 1e18 else (1e18 if v > 0 else -1e18)  # copysign(1e18, v) overflows
     if isinstance(v, float):
         if not math.isfinite(v):
             ctx.repair(where, f"{_short(v)} is not finite")
@@ -719,12 +719,22 @@ def _step_number(digits: str) -> int | float:
     return int(digits) if len(digits) <= 600 else math.inf
 
 
+def _actions_are_steps(obj: dict) -> bool:
+    """``{"actions": [{...}, [...]]}``: the actions are the steps."""
+    has_a, actions, _ = _get(obj, _ACTION_KEYS)
+    return has_a and isinstance(actions, list) and bool(actions) and all(isinstance(a, (list, dict)) for a in actions)
+
+
 def _interpret(obj: Any, where: str, ctx: _Ctx, depth: int = 0) -> tuple[list[tuple[Step, bool]], str]:
     if depth > 3:
         ctx.fail(where, "no actions found")
     if isinstance(obj, dict):
-        _check_duplicates(obj, where, ctx)
         step_keys = [(_step_number(m.group(1)), k) for k in obj for m in [_STEP_KEY.match(_text(k))] if m]
+        flat = not step_keys and (_get(obj, _ACTION_KEYS)[0] or _get(obj, _NUM_KEYS)[0] or _get(obj, _VECTOR_KEYS)[0]
+                                  or _actions_as_keys({k: v for k, v in obj.items()
+                                                       if _norm_key(k) not in _GRIPPER_KEYS}))
+        if not flat or _actions_are_steps(obj):
+            _check_duplicates(obj, where, ctx)  # a flat answer is one step: _count_step reports them (once)
         if step_keys:
             step_keys.sort(key=lambda nk: nk[0])
             for k in obj:
@@ -735,16 +745,14 @@ def _interpret(obj: Any, where: str, ctx: _Ctx, depth: int = 0) -> tuple[list[tu
                 ctx.repair(where, "repeated step numbers; kept in the order given")
             out, fmts = [], set()
             for _, k in step_keys:
-                step, ok, fmt = _any_step(obj[k], _key(k, 10 ** 9), ctx)
+                step, ok, fmt = _any_step(obj[k], _key(k), ctx)
                 out.append((step, ok))
                 fmts.add(fmt)
             return out, "vector" if fmts == {"vector"} else "stepped"
-        has_a, actions, akey = _get(obj, _ACTION_KEYS)
-        if has_a and isinstance(actions, list) and actions and all(
-                isinstance(a, (list, dict)) for a in actions):
+        if _actions_are_steps(obj):
+            _, actions, akey = _get(obj, _ACTION_KEYS)
             return _interpret(actions, akey, ctx, depth + 1)
-        if has_a or _get(obj, _NUM_KEYS)[0] or _get(obj, _VECTOR_KEYS)[0] or _actions_as_keys(
-                {k: v for k, v in obj.items() if _norm_key(k) not in _GRIPPER_KEYS}):
+        if flat:
             step, ok, fmt = _any_step(obj, where if where != "$" else "answer", ctx)
             return [(step, ok)], "flat" if fmt == "stepped" else fmt
         has_s, steps, skey = _get(obj, ("steps", "action_sequence", "sequence", "plan"))
@@ -756,7 +764,7 @@ def _interpret(obj: Any, where: str, ctx: _Ctx, depth: int = 0) -> tuple[list[tu
         nested = [(k, v) for k, v in obj.items() if isinstance(v, (dict, list))]
         if len(nested) == 1:
             ctx.repair(where, f"answer read from inside key {_short(nested[0][0])}")
-            return _interpret(nested[0][1], _key(nested[0][0], 10 ** 9), ctx, depth + 1)
+            return _interpret(nested[0][1], _key(nested[0][0]), ctx, depth + 1)
         ctx.fail(where, "no 'actions', 'step_N' or vector entries found")
     if isinstance(obj, list):
         if not obj:
