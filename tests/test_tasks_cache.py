@@ -179,5 +179,6 @@ def test_fast_parser_agrees_with_the_standard_one(tasks):
     for bad in (b'{"a": NaN}', b'{"a": Infinity}', b'{"a": 1,}', b'{"a": "\xff"}'):
         with pytest.raises(ValueError):
             task_io._loads(bad)
-    assert task_io._loads(b'{"a": 123456789012345678901234567890}') == {"a": 123456789012345678901234567890}
+    big = task_io._loads(b'{"a": 123456789012345678901234567890, "b": 18446744073709551616}')
+    assert big == {"a": 123456789012345678901234567890, "b": 2 ** 64} and type(big["a"]) is int
     assert np.isinf(task_io._loads(b'{"a": 1e999}')["a"])

@@ -16,6 +16,7 @@ import gc
 import hashlib
 import json
 import os
+import re
 import tempfile
 import threading
 from collections import OrderedDict
@@ -72,11 +73,17 @@ def _loads_std(raw: bytes):
 try:  # a fast parser when installed; it refuses NaN/Infinity by itself
     import orjson as _orjson
 
+    # orjson reads an integer beyond 64 bits as a float; a line with such a run of digits goes to the standard
+    # parser, so both give the same values (a float's repr has at most 17 significant digits)
+    _LONG_DIGITS = re.compile(rb"[0-9]{19}").search
+
     def _loads(raw: bytes):
+        if _LONG_DIGITS(raw):
+            return _loads_std(raw)
         try:
             return _orjson.loads(raw)
         except _orjson.JSONDecodeError:
-            return _loads_std(raw)  # the standard library's message says more; it raises too
+            return _loads_std(raw)  # the standard library refuses it too, and its message says more
 except ImportError:  # pragma: no cover - depends on the environment
     _orjson = None
     _loads = _loads_std
