@@ -215,7 +215,8 @@ def test_large_groups_resample_multinomial_counts_over_distinct_values():
 def test_large_groups_with_many_distinct_values_are_binned_within_a_bin_width(monkeypatch):
     import spatialact.scorers.aggregate as agg
 
-    x = np.random.default_rng(8).random(agg._EXACT_MAX + 1)
+    exact_max = agg._EXACT_MAX
+    x = np.random.default_rng(8).random(exact_max + 1)
     lo, hi = bootstrap_ci(x)
     # the index bootstrap of the same data (forced): same interval up to Monte Carlo error (~3% of the width)
     monkeypatch.setattr(agg, "_EXACT_MAX", 10**9)
@@ -223,7 +224,7 @@ def test_large_groups_with_many_distinct_values_are_binned_within_a_bin_width(mo
     width = hi_i - lo_i
     assert abs(lo - lo_i) < 0.1 * width and abs(hi - hi_i) < 0.1 * width
     # blocks do not change the draws of the counts resampling either
-    monkeypatch.setattr(agg, "_EXACT_MAX", 100_000)
+    monkeypatch.setattr(agg, "_EXACT_MAX", exact_max)
     monkeypatch.setattr(agg, "_MAX_DRAWS", 50_000)  # 3 resamples per block of 4 096 bins
     assert agg.bootstrap_ci(x) == (lo, hi)
 

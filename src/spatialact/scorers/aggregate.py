@@ -2,7 +2,7 @@
 
 Bootstrap: percentile interval of the mean over ``n_boot`` resamples (default 1000) drawn with
 ``numpy.random.default_rng(seed)`` (default seed 0); every group gets its own generator with the same seed, so a
-group's interval does not depend on which other groups exist. Up to 100 000 values a resample is
+group's interval does not depend on which other groups exist. Up to 50 000 values a resample is
 ``n`` index draws; larger groups draw multinomial counts over their distinct values (the same resampling
 distribution at O(distinct values) per resample: a million scores take about a second, not a minute). Resamples
 are drawn in blocks of bounded size, so a million episodes need a few tens of MB, not n_boot × n. This is the
@@ -51,7 +51,7 @@ DEFAULT_TREE = SPATREE_L4
 #: Default leaf of a task kind.
 KIND_LEAVES = {"nav": "Agentic Navigation", "manip": "Robotic Arm", "hand": "Robotic Arm"}
 _MAX_DRAWS = 4_000_000  # indices drawn per bootstrap block
-_EXACT_MAX = 100_000   # larger groups resample by multinomial counts (see bootstrap_ci)
+_EXACT_MAX = 50_000    # larger groups resample by multinomial counts (see bootstrap_ci)
 _MAX_BINS = 4_096      # distinct values kept in the counts resampling; more are pooled into bins
 #: Default most groups in one breakdown column (more: a measurement, not a category; see aggregate_arrays).
 MAX_GROUPS = 100
@@ -115,7 +115,7 @@ def _count_means(x: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
 def bootstrap_ci(values, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean of ``values`` (1-D). One value → (v, v); none → (nan, nan).
 
-    Up to 100 000 values, resample r is ``x[rng.integers(0, n, size=n)]`` with ``rng = default_rng(seed)``;
+    Up to 50 000 values, resample r is ``x[rng.integers(0, n, size=n)]`` with ``rng = default_rng(seed)``;
     beyond that the resamples are drawn as multinomial counts over the distinct values (same distribution,
     O(distinct values) per resample; more than 4 096 distinct values are pooled into equal-width bins).
     """
