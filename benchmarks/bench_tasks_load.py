@@ -9,8 +9,8 @@ written by ``save_tasks``; ~2 KB a line):
 * ``verdict``: a new process loading a file it validated before (the on-disk verdict cache; validation skipped);
 * ``memo``: a second load in the same process (read + SHA-256 of the file, the parsed tasks reused).
 
-Also the cost of each stage per task, so a regression can be located. Best of several passes each; the machine
-may be shared, so compare the ratios. Not part of the test suite.
+Also the cost of each stage per task, so a regression can be located. Best of several passes each, in CPU time of
+this process (the machine may be shared); compare the ratios. Not part of the test suite.
 
 Usage: python benchmarks/bench_tasks_load.py [--n 5000]
 """
@@ -49,12 +49,13 @@ def build_tasks(n: int) -> list[Task]:
 
 
 def best(fn, repeats: int) -> float:
-    """Seconds of the fastest of ``repeats`` calls."""
+    """CPU seconds of this process for the fastest of ``repeats`` calls (CPU time, not wall time: the machines
+    these run on are often shared, and another process's load would otherwise count as ours)."""
     times = []
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         fn()
-        times.append(time.perf_counter() - t0)
+        times.append(time.process_time() - t0)
     return min(times)
 
 
