@@ -490,3 +490,13 @@ def test_strings_agree_with_jsonschema(corpus, reference):
         assert schema_validator().is_valid(rec) == reference.is_valid(rec)
         assert (schema_problems(rec) == []) == reference.is_valid(rec)
     check()
+
+
+def test_loader_never_runs_jsonschema(tmp_path, nav_tasks, monkeypatch):
+    """The fast path is the compiled checker: jsonschema (milliseconds a record) is only the reference in tests."""
+    def refuse(*a, **k):
+        raise AssertionError("jsonschema used while loading")
+    monkeypatch.setattr(jsonschema, "Draft202012Validator", refuse)
+    monkeypatch.setattr(jsonschema, "validate", refuse)
+    p = save_tasks(nav_tasks, tmp_path / "t.jsonl")
+    assert [t.id for t in load_tasks(p, cache=False)] == [t.id for t in nav_tasks]
