@@ -98,3 +98,45 @@ def test_corpus_primitive_names_are_canonical():
     for entry in CORPUS:
         for exp in entry["steps"]:
             assert set(exp) <= names | {"vector"}, entry["id"]
+
+
+# ----- the fast path agrees with the full path (issue J) ---------------------------------------------------
+from spatialact.action_space.parsing import parse_response_fast, parse_response_reference  # noqa: E402
+
+
+def _strict_outcome(parse, text, sizes):
+    try:
+        return parse(text, strict=True, sizes=sizes)
+    except ParseError as e:
+        return str(e)
+
+
+def test_fast_path_equals_the_full_path_over_the_corpus_and_its_variants():
+    taken = n = 0
+    for entry in CORPUS:
+        sizes, t = _sizes(entry), entry["text"]
+        texts = [t] + [v for cut in range(0, len(t), 5) for v in (t[:cut], t[cut:], t.replace(t[cut:cut + 1], ""))]
+        for text in texts:
+            ref = parse_response_reference(text, sizes=sizes)
+            fast = parse_response_fast(text, sizes)
+            assert fast is None or fast == ref, (entry["id"], text)
+            assert parse_response(text, sizes=sizes) == ref
+            assert _strict_outcome(parse_response, text, sizes) == _strict_outcome(parse_response_reference, text,
+                                                                                  sizes)
+            taken += fast is not None
+            n += 1
+    assert n > 1500 and taken > 150, (n, taken)
+
+
+def test_fast_path_takes_the_well_formed_corpus_answers():
+    # every strictly valid answer in a shape the fast path reads; the others need a fallback (think blocks,
+    # trailing commas, Python quoting, two objects in prose, key spellings, a "steps" list)
+    needs_full_path = {"flat-think-block", "flat-orphan-think-close", "flat-trailing-commas", "flat-single-quotes",
+                       "flat-two-objects-in-prose", "stepped-key-spellings", "stepped-gripper-words",
+                       "stepped-steps-list"}
+    for entry in CORPUS:
+        fast = parse_response_fast(entry["text"], _sizes(entry))
+        if entry["strict"] is None and entry["id"] not in needs_full_path:
+            assert fast is not None, entry["id"]
+        if entry["strict"] is not None or not entry["ok"]:
+            assert fast is None, entry["id"]  # anything repaired or failed is the full path's

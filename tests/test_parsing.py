@@ -75,6 +75,19 @@ def test_outermost_braces_in_prose_and_several_objects():
     assert acts(parse_response(text, strict=True)) == {P.DOLLY_IN: 2}
 
 
+def test_outermost_container_first():
+    # a list of steps holding objects is read as the list (its first object used to be read alone, losing steps)
+    text = 'Steps: [{"actions": ["A"], "step_nums": [2]}, [], {"actions": ["W"], "step_nums": [1]}] done.'
+    res = parse_response(text, strict=True)
+    assert [dict(s.as_actions()) for s in res.sequence] == [{P.TRUCK_LEFT: 2}, {}, {P.DOLLY_IN: 1}]
+    assert res.format == "stepped" and res.json_text == text[7:-6]
+    res = parse_response('[{"actions": ["A"], "step_nums": [2]}, ""]', strict=True)
+    assert len(res.sequence) == 2 and res.sequence[1].is_stay()
+    # a bracket in the prose before an object does not enclose it: the object is read
+    res = parse_response('Answer [see below]: {"actions": ["W"], "step_nums": [3]}', strict=True)
+    assert acts(res) == {P.DOLLY_IN: 3} and res.format == "flat"
+
+
 def test_cut_off_answer_is_not_read_from_its_fragments():
     # The list inside a broken object must not be taken as a whole answer (it used to be).
     for text in ('{"actions": ["W", "S"], "step_nums": [1, 2',
@@ -315,6 +328,8 @@ def test_duplicate_keys_reported():
     assert acts(res) == {P.DOLLY_OUT: 2}
     res = lenient_and_strict_error('{"actions": ["W"], "step_nums": [2], "step_nums": [3]}', "more than once")
     assert acts(res) == {P.DOLLY_IN: 3}
+    # reported once (a flat answer's duplicates were reported twice: by the answer and by its one step)
+    assert res.repairs == ("step_nums: key given more than once; the last value is used",)
     res = parse_response("{'actions': ['W'], 'actions': ['S']}")
     assert any("more than once" in r for r in res.repairs)
 

@@ -26,7 +26,8 @@ from .primitives import MOTION_PRIMITIVES, N_MOTION, PRIMITIVE_TABLE, Primitive,
 from .sequence import DEFAULT_CAP, ActionSequence, Step, StepSizes
 
 __all__ = ["ParseError", "ParseResult", "parse_response", "parse_response_reference", "parse_response_fast",
-           "parse_object", "extract_json_text", "load_json", "find_fences", "open_fence_body", "HUGE_DIGITS"]
+           "parse_object", "extract_json_text", "load_json", "find_fences", "open_fence_body", "outermost_spans",
+           "HUGE_DIGITS"]
 
 
 class ParseError(ValueError):
@@ -136,6 +137,20 @@ def open_fence_body(text: str) -> str | None:
         pos = s + 1
 
 
+def outermost_spans(text: str) -> list[str]:
+    """The outermost ``{…}`` (first ``{`` to last ``}``) and the outermost ``[…]``, the one enclosing the other
+    first. The ``[…]`` only when it does not start inside the ``{…}``: otherwise a list inside a broken object (the
+    "actions" of an answer cut off mid-way) would be read as the whole answer. So ``[{A}, {B}]`` is read as the
+    list, and ``Answer [see below]: {...}`` as the object."""
+    i, j = text.find("{"), text.rfind("}")
+    k, m = text.find("["), text.rfind("]")
+    obj = text[i:j + 1] if i != -1 and j > i else None
+    lst = text[k:m + 1] if k != -1 and m > k and (i == -1 or k < i) else None
+    if obj is not None and lst is not None and m > j:
+        return [lst, obj]
+    return [c for c in (obj, lst) if c is not None]
+
+
 def _candidates(text: str) -> list[str]:
     """JSON candidates in the order of SPEC §3; the first that loads is used."""
     cands: list[str] = []
@@ -149,14 +164,7 @@ def _candidates(text: str) -> list[str]:
         body = open_fence_body(text)  # an answer cut off before its closing fence
         if body is not None:
             cands.append(body)
-    i, j = text.find("{"), text.rfind("}")
-    if i != -1 and j > i:
-        cands.append(text[i:j + 1])
-    # The outermost [...] only when it is not inside a {...}: otherwise a list inside a broken object
-    # (e.g. the "actions" of an answer cut off mid-way) would be read as the whole answer.
-    k, j = text.find("["), text.rfind("]")
-    if k != -1 and j > k and (i == -1 or k < i):
-        cands.append(text[k:j + 1])
+    cands += outermost_spans(text)
     cands.append(text)
     seen, out = set(), []
     for c in cands:
@@ -823,6 +831,247 @@ def parse_object(obj: Any, strict: bool = False, sizes: StepSizes | None = None,
     return ParseResult(seq, tuple(ctx.repairs), True, None, fmt, json_text)
 
 
+# ------------------------------------------------------------------------------------------------------
+# Fast path: well-formed answers (the common case)
+# ------------------------------------------------------------------------------------------------------
+# The fast path reads the answers that need no repair and no fallback, in the shapes models are asked for, and
+# returns exactly what the full path returns for them (ParseResult equal in every field); on anything else it
+# returns None and the full path runs. It accepts:
+#   text   no think tag; either closed fences (the body of the last ```json fence, else of the last fence), or no
+#          backtick at all (the outermost {...}, else the outermost [...], prose around it allowed); that JSON
+#          loads with json's C decoder and has no duplicate key;
+#   flat   {"actions": [names], "step_nums": [counts], "gripper": g?} (exactly these keys; both lists may be empty);
+#   stepped / vector   {"step_N": step, ...} (keys exactly "step_" + ASCII digits, distinct numbers), or a list of
+#          steps, or one vector; a step is a flat object as above, a vector of 6 or 7 numbers, or null/[]/"";
+#   values names the table knows (any spelling lookup_primitive accepts), counts ints in [0, cap] after summing,
+#          Grab/Release with count 1, gripper null/bool/0/1/0.0/1.0/a gripper word agreeing with any gesture,
+#          vector components finite and within ±cap·unit.
+# Everything else (prose around an unfenced object, an unclosed fence, trailing commas, Python quoting, any repair,
+# any failure) goes to the full path. Equality is tested over the corpus and on every fuzzed string.
+
+
+class _Duplicate(ValueError):
+    pass
+
+
+def _pairs_no_duplicates(pairs) -> dict:
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        raise _Duplicate("duplicate key")
+    return d
+
+
+_FAST_DECODER = json.JSONDecoder(object_pairs_hook=_pairs_no_duplicates)
+_FLAT_KEYS = frozenset(("actions", "step_nums", "gripper"))
+_MISSING = object()
+# name -> (column of the counts it adds to, or -1 for Stay, or -2 for a gesture; the gesture's gripper state)
+_NAME_MEMO: dict[str, tuple[int, int | None] | None] = {}
+_STEP_MEMO: dict[tuple, Step] = {}
+_MEMO_SIZE = 4096
+_OPEN_WORDS = frozenset(("open", "opened", "release", "released", "0"))
+_CLOSE_WORDS = frozenset(("close", "closed", "grab", "grip", "grasp", "1"))
+
+
+def _fast_name(name: str) -> tuple[int, int | None] | None:
+    """What a name does in a counts step, from the one table (lookup_primitive), memoised per spelling."""
+    hit = _NAME_MEMO.get(name, _MISSING)
+    if hit is not _MISSING:
+        return hit
+    p = lookup_primitive(name)
+    if p is None:
+        hit = None
+    else:
+        spec = PRIMITIVE_TABLE[p]
+        if spec.gripper is not None:
+            hit = (-2, spec.gripper)
+        elif p is Primitive.STAY:
+            hit = (-1, None)
+        else:
+            hit = (MOTION_PRIMITIVES.index(spec.motion_as or p), None)
+    if len(_NAME_MEMO) < _MEMO_SIZE and len(name) <= 40:
+        _NAME_MEMO[name] = hit
+    return hit
+
+
+def _fast_gripper(g: Any) -> int | None | object:
+    """A gripper value the full path reads without a repair, else _MISSING."""
+    t = type(g)
+    if g is None:
+        return None
+    if t is bool:
+        return int(g)
+    if (t is int or t is float) and (g == 0 or g == 1):
+        return int(g)
+    if t is str:
+        w = g.strip().lower()
+        if w in _OPEN_WORDS:
+            return 0
+        if w in _CLOSE_WORDS:
+            return 1
+    return _MISSING
+
+
+def _fast_step(counts: tuple | None, motion: tuple | None, gripper: int | None) -> Step:
+    """``Step(...)``, memoised: steps are immutable values and well-formed answers repeat a few of them."""
+    key = (counts, motion, gripper)
+    step = _STEP_MEMO.get(key)
+    if step is None:
+        step = Step(counts=counts, motion=motion, gripper=gripper)
+        if len(_STEP_MEMO) >= _MEMO_SIZE:
+            _STEP_MEMO.clear()
+        _STEP_MEMO[key] = step
+    return step
+
+
+def _fast_counts(d: dict, cap: int) -> Step | None:
+    if not d.keys() <= _FLAT_KEYS:
+        return None
+    actions, nums = d.get("actions"), d.get("step_nums")
+    if type(actions) is not list or type(nums) is not list or len(actions) != len(nums):
+        return None
+    counts = [0] * N_MOTION
+    gesture = None
+    for name, n in zip(actions, nums):
+        if type(name) is not str:
+            return None
+        what = _fast_name(name)
+        if what is None:
+            return None
+        col, grip = what
+        if col >= 0:
+            if type(n) is not int or n < 0:
+                return None
+            counts[col] += n
+        elif col == -2:
+            if not ((type(n) is int or type(n) is float) and n == 1):
+                return None
+            gesture = grip
+    if max(counts) > cap:
+        return None
+    gripper = gesture
+    if "gripper" in d:
+        g = _fast_gripper(d["gripper"])
+        if g is _MISSING or (g is not None and gesture is not None and g != gesture):
+            return None
+        if g is not None:
+            gripper = g
+    return _fast_step(tuple(counts), None, gripper)
+
+
+def _fast_vector(v: list, lim_t: float, lim_r: float) -> Step | None:
+    n = len(v)
+    if n != 6 and n != 7:
+        return None
+    comps = []
+    for i in range(6):
+        x = v[i]
+        t = type(x)
+        if t is int:
+            x = float(x) if -1e18 < x < 1e18 else math.inf
+        elif t is not float:
+            return None
+        if not abs(x) <= (lim_t if i < 3 else lim_r):  # also refuses NaN and inf
+            return None
+        comps.append(x)
+    g = None
+    if n == 7:
+        g = _fast_gripper(v[6])
+        if g is _MISSING:
+            return None
+    dx, dy, dz, roll, pitch, yaw = comps
+    return _fast_step(None, (dx, dy, dz, pitch, yaw, roll), g)
+
+
+def _fast_any_step(v: Any, cap: int, lim_t: float, lim_r: float) -> tuple[Step | None, bool]:
+    """(step or None, is a vector step)."""
+    t = type(v)
+    if t is dict:
+        return _fast_counts(v, cap), False
+    if t is list:
+        if not v:
+            return _fast_step((0,) * N_MOTION, None, None), False
+        return _fast_vector(v, lim_t, lim_r), True
+    if v is None or v == "":
+        return _fast_step((0,) * N_MOTION, None, None), False
+    return None, False
+
+
+def _is_numbers(v: list) -> bool:
+    for x in v:
+        t = type(x)
+        if t is not int and t is not float:
+            return False
+    return True
+
+
+def parse_response_fast(text: Any, sizes: StepSizes | None = None, cap: int = DEFAULT_CAP) -> ParseResult | None:
+    """The fast path alone: the :class:`ParseResult` of a well-formed answer (one that needs no repair and no
+    fallback, see the comment above), equal to :func:`parse_response_reference`'s; None for any other answer.
+    Its result is the same in strict mode (a well-formed answer is strictly valid)."""
+    _check_cap(cap)
+    if type(text) is not str or ("<" in text and _THINK_TAG.search(text)):
+        return None
+    if "```" in text:
+        found = find_fences(text)
+        if not found:
+            return None
+        body = next((b for lang, b in reversed(found) if lang.lower() == "json"), found[-1][1])
+        js = body.strip()
+        if not js:
+            return None
+    else:  # the first candidate of the full path
+        spans = outermost_spans(text)
+        if not spans:
+            return None
+        js = spans[0]
+    try:
+        obj, end = _FAST_DECODER.raw_decode(js)
+    except (ValueError, RecursionError):
+        return None
+    if end != len(js):
+        return None
+    sizes = sizes or StepSizes.navigation()
+    lim_t, lim_r = cap * sizes.translation, cap * sizes.rotation
+    if type(obj) is dict:
+        if "actions" in obj:
+            step = _fast_counts(obj, cap)
+            if step is None:
+                return None
+            return ParseResult(ActionSequence((step,), sizes, cap), (), True, None, "flat", js)
+        numbered = []
+        for k, v in obj.items():
+            digits = k[5:]
+            if not (k.startswith("step_") and 0 < len(digits) <= 9 and digits.isascii() and digits.isdigit()):
+                return None
+            numbered.append((int(digits), v))
+        if not numbered:
+            return None
+        numbered.sort(key=lambda nv: nv[0])
+        values = [v for _, v in numbered]
+        if len({n for n, _ in numbered}) != len(numbered):
+            return None
+    elif type(obj) is list and obj:
+        if _is_numbers(obj):
+            step = _fast_vector(obj, lim_t, lim_r)
+            if step is None:
+                return None
+            return ParseResult(ActionSequence((step,), sizes, cap), (), True, None, "vector", js)
+        if all(type(x) is str for x in obj):  # a list of names: one step without step_nums (repairs)
+            return None
+        values = obj
+    else:
+        return None
+    steps, all_vectors = [], True
+    for v in values:
+        step, is_vector = _fast_any_step(v, cap, lim_t, lim_r)
+        if step is None:
+            return None
+        steps.append(step)
+        all_vectors = all_vectors and is_vector
+    return ParseResult(ActionSequence(tuple(steps), sizes, cap), (), True, None,
+                       "vector" if all_vectors else "stepped", js)
+
+
 def parse_response(text: str, strict: bool = False, sizes: StepSizes | None = None,
                    cap: int = DEFAULT_CAP) -> ParseResult:
     """Parse a model's answer text into a :class:`ParseResult` ``(sequence, repairs, ok, error)``.
@@ -830,7 +1079,21 @@ def parse_response(text: str, strict: bool = False, sizes: StepSizes | None = No
     ``sizes`` are the task's unit step sizes (navigation defaults when None); ``cap`` the largest count of one
     primitive in one step. Strict mode raises :class:`ParseError`; lenient mode never raises on the answer (a
     negative or non-integer ``cap`` is the caller's error: ValueError in both modes).
+
+    Time is linear in the length of the text. A well-formed answer takes the fast path
+    (:func:`parse_response_fast`), any other the full path (:func:`parse_response_reference`); the result is the
+    same either way.
     """
+    res = parse_response_fast(text, sizes, cap)
+    if res is not None:
+        return res
+    return parse_response_reference(text, strict, sizes, cap)
+
+
+def parse_response_reference(text: str, strict: bool = False, sizes: StepSizes | None = None,
+                             cap: int = DEFAULT_CAP) -> ParseResult:
+    """The full lenient (or strict) path alone, every rule of docs/parsing.md: what :func:`parse_response`
+    returns, without the fast path. The reference the fast path is tested against."""
     _check_cap(cap)
     sizes = sizes or StepSizes.navigation()
     if not isinstance(text, str):
