@@ -165,33 +165,60 @@ def tag_label(key: str, value) -> str:
     return f"{key}={_label(value)}"
 
 
+def _summary_job(args) -> dict:
+    """One group's :func:`summarise` (module level: a worker process can run it)."""
+    x, n_boot, seed = args
+    return summarise(x, n_boot, seed)
+
+
 class _Summaries:
-    """:func:`summarise` with a memory: groups holding the same values in the same order (kind = source =
-    overall when a file has one kind and one source) share one bootstrap, whose result they would repeat."""
+    """The groups of a breakdown, summarised together: groups holding the same values in the same order (kind =
+    source = overall when a file has one kind and one source) share one bootstrap, whose result they would repeat
+    draw for draw; large groups can be summarised in worker processes (``mapper``, e.g. a pool's ``map``) — each
+    group has its own generator, so the results do not depend on where they are computed."""
+
+    PARALLEL_MIN = 5_000  # smaller groups are summarised here: shipping them would cost more than they do
 
     def __init__(self, n_boot: int, seed: int):
-        self.n_boot, self.seed, self.memo = n_boot, seed, {}
+        self.n_boot, self.seed = n_boot, seed
+        self.jobs: list = []
+        self.memo: dict = {}
 
-    def __call__(self, x: np.ndarray) -> dict:
+    def add(self, x: np.ndarray) -> int:
+        """Register a group's values; returns the index of its (possibly shared) summary."""
         x = x[np.isfinite(x)]
-        if len(x) < 64:
-            return summarise(x, self.n_boot, self.seed)
         key = (len(x), hashlib.blake2b(x.tobytes(), digest_size=16).digest())
-        hit = self.memo.get(key)
-        if hit is None or not np.array_equal(hit[0], x):
-            hit = self.memo[key] = (x, summarise(x, self.n_boot, self.seed))
-        return dict(hit[1])
+        for j in self.memo.get(key, ()):
+            if np.array_equal(self.jobs[j], x):
+                return j
+        self.memo.setdefault(key, []).append(len(self.jobs))
+        self.jobs.append(x)
+        return len(self.jobs) - 1
+
+    def run(self, mapper=None) -> list:
+        out: list = [None] * len(self.jobs)
+        big = [j for j, x in enumerate(self.jobs) if len(x) >= self.PARALLEL_MIN] if mapper is not None else []
+        if big:
+            big.sort(key=lambda j: -len(self.jobs[j]))  # the longest first: the workers finish together
+            for j, r in zip(big, mapper(_summary_job, [(self.jobs[j], self.n_boot, self.seed) for j in big])):
+                out[j] = r
+        for j, x in enumerate(self.jobs):
+            if out[j] is None:
+                out[j] = summarise(x, self.n_boot, self.seed)
+        return out
 
 
-def _aggregate_codes(x: np.ndarray, columns, n_boot: int, seed: int, max_groups: int | None) -> dict:
+def _aggregate_codes(x: np.ndarray, columns, n_boot: int, seed: int, max_groups: int | None, mapper=None) -> dict:
     """The engine of :func:`aggregate_arrays`. ``columns``: ``(name, key, codes, labels)`` with ``codes`` (n,)
     ints indexing ``labels`` (−1: in no group of this column) and ``key`` the tag key of a tags column (else None).
+    ``mapper``: a ``map`` to summarise large groups with (e.g. a process pool's), None: here, one by one.
     Returns ``{"overall", name: {label: summary}, "skipped": {...}}``; a group's values keep the episode order."""
     summ = _Summaries(n_boot, seed)
-    out: dict = {"overall": summ(x), "n_boot": n_boot, "seed": seed, "n_excluded": int((~np.isfinite(x)).sum())}
+    overall = summ.add(x)
+    groups: dict = {}
     skipped: dict = {}
     for name, key, codes, labels in columns:
-        res = out.setdefault(name, {})
+        res = groups.setdefault(name, {})
         codes = np.asarray(codes, dtype=np.int64)
         if len(codes) != len(x):
             raise ValueError(f"group {name!r}: {len(codes)} labels for {len(x)} scores")
@@ -204,9 +231,12 @@ def _aggregate_codes(x: np.ndarray, columns, n_boot: int, seed: int, max_groups:
         order = np.argsort(np.where(inside, codes, -1), kind="stable")[int((~inside).sum()):]
         ends = np.cumsum(sizes)
         for c in present:
-            res[str(labels[c])] = summ(x[order[ends[c] - sizes[c]:ends[c]]])
-    for name, *_ in columns:
-        out[name] = dict(sorted(out[name].items()))
+            res[str(labels[c])] = summ.add(x[order[ends[c] - sizes[c]:ends[c]]])
+    results = summ.run(mapper)
+    out: dict = {"overall": dict(results[overall]), "n_boot": n_boot, "seed": seed,
+                 "n_excluded": int((~np.isfinite(x)).sum())}
+    for name, res in groups.items():
+        out[name] = {label: dict(results[j]) for label, j in sorted(res.items())}
     out["skipped"] = skipped
     return out
 

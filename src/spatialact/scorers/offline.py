@@ -549,6 +549,7 @@ def score_file(answers, tasks, *, profile: str = "paper", weights=None, workers:
 
 def _score_file(lines, size, close, answers_label, tasks, profile, weights, workers, out, tree, per_step,
                 missing_as_zero, n_boot, seed, chunk, max_groups, progress) -> dict:
+    pool = None
     try:
         table, tasks_label = _load_table(tasks, keep=(profile == "lmms-eval" or per_step))
         out_path = None if out is None else Path(out)
@@ -558,17 +559,26 @@ def _score_file(lines, size, close, answers_label, tasks, profile, weights, work
                 raise ValueError(f"out {out_path} would overwrite an input file")
             out_path.parent.mkdir(parents=True, exist_ok=True)
         cfg = _Config(table, profile, weights, per_step, out_path is not None)
-        scores, tix, counts = _run(lines, size, cfg, workers, chunk, out_path, progress)
+        if workers > 1:
+            # Started before any progress-bar thread exists (fork with threads is unsafe); kept for the summary.
+            from concurrent.futures import ProcessPoolExecutor
+
+            pool = ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(cfg,))
+        scores, tix, counts = _run(lines, size, cfg, pool, workers, chunk, out_path, progress)
+        close()
+        summary = _summarise(scores, tix, counts, table, tree, missing_as_zero, n_boot, seed, max_groups,
+                             None if pool is None else pool.map)
     finally:
         close()
-    summary = _summarise(scores, tix, counts, table, tree, missing_as_zero, n_boot, seed, max_groups)
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
     return {"answers": answers_label, "tasks": tasks_label, "out": None if out_path is None else str(out_path),
             "profile": profile, "weights": list(weights), **summary}
 
 
-def _run(lines, size, cfg: _Config, workers: int, chunk: int, out_path, progress: bool):
-    """Stream the lines through :func:`_score_lines` (here, or in ``workers`` processes); write the output text
-    in line order; return the scores and task indices of all non-blank lines and the summed counts."""
+def _run(lines, size, cfg: _Config, pool, workers: int, chunk: int, out_path, progress: bool):
+    """Stream the lines through :func:`_score_lines` (here, or in the ``pool``'s ``workers`` processes); write the
+    output text in line order; return the scores and task indices of all non-blank lines and the summed counts."""
     scores: list = []
     tix: list = []
     counts: dict = {}
@@ -582,16 +592,10 @@ def _run(lines, size, cfg: _Config, workers: int, chunk: int, out_path, progress
         for k, v in c.items():
             counts[k] = counts.get(k, 0) + v
 
-    pool = None
     bar = None
     tmp = None if out_path is None else out_path.with_name(out_path.name + ".tmp")
     f = None
     try:
-        if workers > 1:
-            # Started before any progress-bar thread exists (fork with threads is unsafe).
-            from concurrent.futures import ProcessPoolExecutor
-
-            pool = ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(cfg,))
         if progress:
             from tqdm import tqdm
 
@@ -622,8 +626,6 @@ def _run(lines, size, cfg: _Config, workers: int, chunk: int, out_path, progress
     finally:
         if bar is not None:
             bar.close()
-        if pool is not None:
-            pool.shutdown(cancel_futures=True)
         if f is not None:
             f.close()
         if tmp is not None and tmp.exists():
@@ -673,7 +675,8 @@ def _tag_codes(tags: list, key) -> tuple[np.ndarray, list]:
     return codes, labels
 
 
-def _summarise(x, ti, counts, table: _TaskTable, tree, missing_as_zero, n_boot, seed, max_groups) -> dict:
+def _summarise(x, ti, counts, table: _TaskTable, tree, missing_as_zero, n_boot, seed, max_groups,
+               mapper=None) -> dict:
     T = table.n
     answered = np.bincount(ti[ti >= 0], minlength=T)
     missing = np.flatnonzero(answered == 0)
@@ -693,7 +696,7 @@ def _summarise(x, ti, counts, table: _TaskTable, tree, missing_as_zero, n_boot, 
         columns.append(("tags", str(k), codes[sel], distinct))
     if not keys:
         columns.append(("tags", None, np.full(len(x), -1), []))
-    agg = _aggregate_codes(x, columns, n_boot, seed, max_groups)
+    agg = _aggregate_codes(x, columns, n_boot, seed, max_groups, mapper)
     if any(str(k).startswith("spatree") for k in keys):
         per_task = [leaf_of({"kind": table.kind[i], "tags": table.tags[i]}) for i in range(T)]
     else:  # without spatree tags, leaf_of gives the kind's leaf
