@@ -1,11 +1,20 @@
-"""Answers parsed per second by ``parse_response`` (lenient) against ``json.loads`` on the same strings.
+"""Answer parsing speed, side by side in one run: json.loads, the fast path, the full (reference) path, and the
+worst case on 1 MB hostile answers.
 
-One run, side by side: the corpus answers (tests/parse_corpus.py) plus clean answers in the three formats,
-each timed over several repeats (best of 5), and the ratio printed. json.loads sees only the JSON part of each
-answer (it cannot read prose, fences or think blocks); parse_response sees the whole text, so the ratio is the
-cost of extraction, repairs and building the ActionSequence. Not part of the test suite.
+1. Well-formed answers (the common case): 600 answers generated in the flat, stepped and vector formats, half of
+   them in a ```json fence with a sentence before and after, names or symbols. Timed with
+   ``json.loads`` on the JSON part only (it cannot read prose or fences: the floor), ``parse_response`` (takes the
+   fast path on every one of them; checked), and ``parse_response_reference`` (the full lenient path alone, which
+   parse_response used for every answer before issue J). Best of 5 passes. "fresh" passes give every pass new
+   answers (new steps: the fast path's memo of Step objects helps only with exact repeats); "repeated" passes
+   parse the same 600 again (offline scoring sees the same ground-truth-like steps many times).
+2. The corpus (tests/parse_corpus.py: 56 answers as models write them, most of them needing repairs or
+   fallbacks): parse_response, whichever path each answer takes.
+3. Hostile answers of 1 MB (tests/parse_corpus.py HOSTILE: unclosed fences followed by spaces or letters, think
+   tags, braces, quotes, digits, duplicate keys, ...): the time of one parse_response each, and the ratio of the
+   time at 1 MB to the time at 125 kB (linear: about 8).
 
-Usage: python benchmarks/bench_parse.py
+Not part of the test suite. Usage: python benchmarks/bench_parse.py
 """
 
 from __future__ import annotations
@@ -18,9 +27,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from parse_corpus import CORPUS  # noqa: E402
+from parse_corpus import CORPUS, HOSTILE  # noqa: E402
 
 from spatialact.action_space import ActionSequence, StepSizes, extract_json_text, parse_response  # noqa: E402
+from spatialact.action_space.parsing import parse_response_fast, parse_response_reference  # noqa: E402
+
+SIZES = StepSizes.manipulation()
 
 
 def clean_answers(n: int, seed: int = 0) -> list[str]:
@@ -30,50 +42,89 @@ def clean_answers(n: int, seed: int = 0) -> list[str]:
     for i in range(n):
         k = 1 if i % 3 == 0 else rng.randint(1, 4)
         signed = [[rng.randint(-5, 5) if rng.random() < 0.4 else 0 for _ in range(6)] for _ in range(k)]
-        seq = ActionSequence.from_signed_counts(signed, StepSizes.manipulation(),
-                                                gripper=[rng.choice([-1, 0, 1]) for _ in range(k)])
+        seq = ActionSequence.from_signed_counts(signed, SIZES, gripper=[rng.choice([-1, 0, 1]) for _ in range(k)])
         fmt = ["flat", "stepped", "vector"][i % 3]
         body = seq.to_text(fmt, names=rng.choice(["name", "symbol"]))
-        out.append(f"Based on the two views, here is the plan.\n```json\n{body}\n```" if i % 2 else body)
+        out.append(f"Based on the two views, here is the plan.\n```json\n{body}\n```\nThis reaches the goal."
+                   if i % 2 else body)
     return out
 
 
-def rate(fn, items, repeats: int = 5) -> float:
-    """Items per second, best of ``repeats`` passes."""
+def rate(fn, batches: list[list], repeats: int = 5) -> float:
+    """Items per second, best of ``repeats`` passes; pass r parses ``batches[r % len(batches)]``."""
     best = float("inf")
-    for _ in range(repeats):
+    for r in range(repeats):
+        items = batches[r % len(batches)]
         t0 = time.perf_counter()
         for x in items:
             fn(x)
-        best = min(best, time.perf_counter() - t0)
-    return len(items) / best
+        best = min(best, (time.perf_counter() - t0) / len(items))
+    return 1 / best
+
+
+def line(label: str, r: float, ref: float | None = None) -> str:
+    extra = f"  {r / ref:5.1f}x the full path" if ref else ""
+    return f"  {label:44s} {r:10,.0f} answers/s  {1e6 / r:7.1f} µs{extra}"
 
 
 def main() -> None:
-    answers = [c["text"] for c in CORPUS] + clean_answers(600)
-    # json.loads gets the JSON each answer holds (what a caller would pass it after extraction); answers with
-    # no loadable JSON are left out of both sides so the two loops parse the same set.
-    pairs = []
-    for a in answers:
-        try:
-            js, _ = extract_json_text(a)
-            json.loads(js)
-        except ValueError:
-            continue
-        pairs.append((a, js))
-    texts = [a for a, _ in pairs]
-    jsons = [j for _, j in pairs]
+    # ----- 1. well-formed answers ------------------------------------------------------------------------
+    # Fresh batches are timed before anything else parses them (the check below fills the memo).
+    fresh = [clean_answers(600, seed) for seed in range(100, 105)]  # one batch per pass: nothing repeats
+    by_format = {fmt: [[a for i, a in enumerate(clean_answers(600, seed)) if i % 3 == k] for seed in range(k * 10 + 200,
+                                                                                                        k * 10 + 205)]
+                 for k, fmt in enumerate(("flat", "stepped", "vector"))}
+    same = [clean_answers(600, 0)]
+    jsons = {id(b): [extract_json_text(a)[0] for a in b] for b in fresh + same}
 
-    r_parse = rate(parse_response, texts)
-    r_json = rate(json.loads, jsons)
-    r_extract = rate(extract_json_text, texts)
-    print(f"answers: {len(texts)} ({len(CORPUS)} corpus answers offered, {len(answers) - len(CORPUS)} generated; "
-          f"those json.loads cannot read left out)")
-    print(f"{'json.loads (JSON part only)':34s} {r_json:12,.0f} answers/s")
-    print(f"{'extract_json_text (text level)':34s} {r_extract:12,.0f} answers/s")
-    print(f"{'parse_response (lenient, full)':34s} {r_parse:12,.0f} answers/s")
-    print(f"ratio json.loads / parse_response: {r_json / r_parse:.1f}x  "
-          f"(parse_response takes {1e6 / r_parse:.1f} µs per answer)")
+    def fast(a):
+        return parse_response(a, sizes=SIZES)
+
+    def full(a):
+        return parse_response_reference(a, sizes=SIZES)
+
+    rates = {}
+    for label, batches in (("fresh", fresh), ("repeated", same)):
+        rates[label] = (rate(json.loads, [jsons[id(b)] for b in batches]), rate(fast, batches), rate(full, batches))
+    fmt_rates = {fmt: (rate(fast, b), rate(full, b)) for fmt, b in by_format.items()}
+    for batch in fresh + same + [x for b in by_format.values() for x in b]:
+        assert all(parse_response_fast(a, SIZES) is not None for a in batch), "a clean answer missed the fast path"
+        assert all(parse_response(a, sizes=SIZES) == parse_response_reference(a, sizes=SIZES) for a in batch)
+
+    print("1. well-formed answers (600 per pass, 1/3 each flat, stepped, vector; half fenced in prose; best of 5)")
+    for label, (r_json, r_fast, r_full) in rates.items():
+        print(f" {label} answers:")
+        print(line("json.loads (the JSON part only)", r_json, r_full))
+        print(line("parse_response (fast path)", r_fast, r_full))
+        print(line("parse_response_reference (full path)", r_full, r_full))
+        print(f"  {'fast path / json.loads':44s} {r_json / r_fast:10.1f}x slower")
+    print("  by format (fresh): " + ", ".join(f"{fmt} {1e6 / f:.1f} µs (full {1e6 / r:.1f})"
+                                             for fmt, (f, r) in fmt_rates.items()))
+
+    # ----- 2. the corpus ---------------------------------------------------------------------------------
+    corpus = [[c["text"] for c in CORPUS]]
+    n_fast = sum(parse_response_fast(t) is not None for t in corpus[0])
+    print(f"2. the corpus ({len(CORPUS)} answers, {n_fast} on the fast path, the rest need repairs or fallbacks)")
+    print(line("parse_response", rate(parse_response, corpus, 20)))
+    print(line("parse_response_reference", rate(parse_response_reference, corpus, 20)))
+
+    # ----- 3. hostile answers ----------------------------------------------------------------------------
+    print("3. hostile answers: one parse_response at 1 MB, and the time ratio 1 MB / 125 kB (linear: about 8)")
+    total = 0.0
+    for name, (make, ok) in HOSTILE.items():
+        times = []
+        for n in (125_000, 1_000_000):
+            text = make(n)
+            best = float("inf")
+            for _ in range(2):
+                t0 = time.perf_counter()
+                res = parse_response(text)
+                best = min(best, time.perf_counter() - t0)
+            assert res.ok is ok, name
+            times.append(best)
+        total += times[1]
+        print(f"  {name:42s} {times[1] * 1e3:8.1f} ms   ratio {times[1] / max(times[0], 1e-6):5.1f}")
+    print(f"  all {len(HOSTILE)} families at 1 MB: {total:.2f} s")
 
 
 if __name__ == "__main__":

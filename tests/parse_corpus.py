@@ -286,3 +286,42 @@ CORPUS = [
          repairs=["actions[0]: missing step_num", "actions[1]: missing step_num"],
          strict=r"actions\[0\]: missing step_num"),
 ]
+
+
+# ----- hostile answers: the parser's worst case (issue I) -------------------------------------------------
+_W2 = '{"actions": ["W"], "step_nums": [2]}'
+
+# Hostile answers for the worst-case tests (test_parse_worst_case.py) and benchmarks/bench_parse.py:
+# name -> (a function n -> text of about n characters, whether lenient parsing finds a usable step). Each one is a
+# reproducer of a blow-up that existed (the fence regex, duplicate keys) or that a naive scanner would have: regex
+# backtracking over fence headers, many tags, nesting, long runs of one character.
+HOSTILE = {
+    "unclosed fence + spaces": (lambda n: "```" + " " * (n - 3), False),
+    "unclosed fence + letters": (lambda n: "```" + "a" * (n - 3), False),
+    "unclosed fence + spaces + letters": (lambda n: "```" + " " * (n // 2) + "a" * (n // 2), False),
+    "unclosed json fence + tabs": (lambda n: "```json" + " \t" * (n // 2), False),
+    "unclosed fence, spaces, then the answer": (lambda n: "```json" + " " * n + "\n" + _W2, True),
+    "many fence openers": (lambda n: "``` a" * (n // 5), False),
+    "backticks": (lambda n: "`" * n, False),
+    "think openers": (lambda n: "<think>" * (n // 7), False),
+    "think closers, then the answer": (lambda n: "</think>" * (n // 8) + _W2, True),
+    "open braces": (lambda n: "{" * n, False),
+    "open brackets": (lambda n: "[" * n, False),
+    "closing braces": (lambda n: "}" * n, False),
+    "empty objects": (lambda n: "{} " * (n // 3), False),
+    "unbalanced key chain": (lambda n: '{"a":' * (n // 5), False),
+    "nested then unbalanced": (lambda n: "{[" * 150 + "1," * (n // 2), False),
+    "double quotes": (lambda n: '"' * n, False),
+    "single quotes": (lambda n: "'" * n, False),
+    "digits": (lambda n: "1" * n, False),
+    "huge count": (lambda n: '{"actions": ["W"], "step_nums": [' + "9" * n + "]}", True),
+    "comma then spaces": (lambda n: "[1," + " " * n, False),
+    "many commas": (lambda n: "[" + ", " * (n // 2) + "]", False),
+    "step key with spaces": (lambda n: '{"step' + " " * n + 'x": 1}', False),
+    "step key with digits": (lambda n: '{"step_' + "1" * n + '": ["W"]}', True),
+    "duplicate keys": (lambda n: "{" + ",".join(f'"k{i}": 1, "k{i}": 2' for i in range(n // 22)) + "}", False),
+    "name full of brackets": (lambda n: '{"actions": ["' + "Truck Left (" * (n // 12) + '"], "step_nums": [1]}',
+                              True),
+    "backslashes in a name": (lambda n: '{"actions": ["' + "\\\\" * (n // 2) + '"]}', False),
+    "the answer many times": (lambda n: (_W2 + " ") * (n // 38), True),
+}

@@ -3,7 +3,8 @@ or thousands of digits are clamped like other out-of-range counts instead of sin
 
 Linearity is shown on the same run: each hostile family is parsed at n and at 8n characters (best of 3), and the
 time ratio must stay far below the 64 a quadratic parser gives (before the fix, an unclosed fence followed by
-2000 spaces took 16 s, 8x as many 1000 spaces 2 s: cubic). Then every family is parsed at 1 MB.
+1000 spaces took 2.2 s and by 2000 spaces 16 s: cubic). Then every family is parsed at 1 MB. The families are in
+tests/parse_corpus.py (HOSTILE), shared with benchmarks/bench_parse.py.
 """
 
 import random
@@ -15,43 +16,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from parse_corpus import HOSTILE as FAMILIES
 from spatialact.action_space import ParseError, Primitive, StepSizes, parse_object, parse_response
 from spatialact.action_space.parsing import HUGE_DIGITS, find_fences, open_fence_body
 
 W2 = '{"actions": ["W"], "step_nums": [2]}'
-
-# name -> (text of about n characters, expected ok). Each one is a reproducer of a blow-up that existed or that a
-# naive scanner would have: regex backtracking over fence headers, many tags, nesting, long runs of one character.
-FAMILIES = {
-    "unclosed fence + spaces": (lambda n: "```" + " " * (n - 3), False),
-    "unclosed fence + letters": (lambda n: "```" + "a" * (n - 3), False),
-    "unclosed fence + spaces + letters": (lambda n: "```" + " " * (n // 2) + "a" * (n // 2), False),
-    "unclosed json fence + tabs": (lambda n: "```json" + " \t" * (n // 2), False),
-    "unclosed fence, spaces, then the answer": (lambda n: "```json" + " " * n + "\n" + W2, True),
-    "many fence openers": (lambda n: "``` a" * (n // 5), False),
-    "backticks": (lambda n: "`" * n, False),
-    "think openers": (lambda n: "<think>" * (n // 7), False),
-    "think closers, then the answer": (lambda n: "</think>" * (n // 8) + W2, True),
-    "open braces": (lambda n: "{" * n, False),
-    "open brackets": (lambda n: "[" * n, False),
-    "closing braces": (lambda n: "}" * n, False),
-    "empty objects": (lambda n: "{} " * (n // 3), False),
-    "unbalanced key chain": (lambda n: '{"a":' * (n // 5), False),
-    "nested then unbalanced": (lambda n: "{[" * 150 + "1," * (n // 2), False),
-    "double quotes": (lambda n: '"' * n, False),
-    "single quotes": (lambda n: "'" * n, False),
-    "digits": (lambda n: "1" * n, False),
-    "huge count": (lambda n: '{"actions": ["W"], "step_nums": [' + "9" * n + "]}", True),
-    "comma then spaces": (lambda n: "[1," + " " * n, False),
-    "many commas": (lambda n: "[" + ", " * (n // 2) + "]", False),
-    "step key with spaces": (lambda n: '{"step' + " " * n + 'x": 1}', False),
-    "step key with digits": (lambda n: '{"step_' + "1" * n + '": ["W"]}', True),
-    "duplicate keys": (lambda n: "{" + ",".join(f'"k{i}": 1, "k{i}": 2' for i in range(n // 22)) + "}", False),
-    "name full of brackets": (lambda n: '{"actions": ["' + "Truck Left (" * (n // 12) + '"], "step_nums": [1]}',
-                              True),
-    "backslashes in a name": (lambda n: '{"actions": ["' + "\\\\" * (n // 2) + '"]}', False),
-    "the answer many times": (lambda n: (W2 + " ") * (n // 38), True),
-}
 
 
 def _best_time(text, repeats=3):
@@ -68,10 +37,16 @@ def test_time_grows_linearly(name):
     make, ok = FAMILIES[name]
     small, big = make(16_000), make(128_000)
     assert parse_response(small).ok is ok and parse_response(big).ok is ok
-    t_small, t_big = _best_time(small), _best_time(big)
     # linear: about 8; quadratic: 64; the cubic fence regex was ~500. Tiny timings are dominated by the fixed
-    # cost, which only lowers the ratio; 0.5 ms of slack absorbs timer jitter on the small input.
-    assert t_big / max(t_small, 5e-4) < 24, (name, t_small, t_big)
+    # cost, which only lowers the ratio; 0.5 ms of slack absorbs timer jitter on the small input. On a shared
+    # machine a burst of load can hit one measurement: a ratio over the bound is measured once more (a real
+    # blow-up fails both times).
+    for repeats in (3, 5):
+        t_small, t_big = _best_time(small, repeats), _best_time(big, repeats)
+        ratio = t_big / max(t_small, 5e-4)
+        if ratio < 24:
+            break
+    assert ratio < 24, (name, t_small, t_big)
 
 
 def test_one_megabyte_hostile_answers_finish():
