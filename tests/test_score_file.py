@@ -306,3 +306,24 @@ def test_lmms_sample_hint_and_metric_are_used(tmp_path, files):
     want = score_lmms_eval(text, hint, "nav")
     assert rec["score"] == want["score"] and rec["lmms"]["scores"] == want["scores"]
     assert not math.isclose(rec["score"], score_lmms_eval(text, to_lmms_extra_info(t), "manip")["score"])
+
+
+def test_line_decoding_matches_the_json_module(tmp_path):
+    """Lines are read with orjson where it agrees with the json module; where it would not (integers beyond 64
+    bits, NaN, a byte-order mark, lone surrogates, deep nesting) the json module decides."""
+    gt = ActionSequence((Step.from_signed([0, 0, 3, 0, 0, 0]),), NAV)
+    tid = "98765432109876543210"
+    tasks = [Task(id=tid, kind="nav", source="s", start_pose=np.eye(4), goal_pose=gt.to_poses()[-1], gt=gt,
+                  sizes=NAV)]
+    perfect = gt.to_text("stepped")
+    lines = [b'{"task_id": 98765432109876543210, "response": ' + json.dumps(perfect).encode() + b"}",  # int id
+             b'\xef\xbb\xbf{"task_id": "98765432109876543210", "response": ' + json.dumps(perfect).encode() + b"}",
+             b'{"task_id": "98765432109876543210", "response": NaN}',
+             b'{"task_id": "\\udc00", "response": "x"}',
+             b"[" * 5000 + b"]" * 5000]
+    score_file(lines, tasks, out=tmp_path / "dec.jsonl")
+    got = strict_lines(tmp_path / "dec.jsonl")
+    assert [r["score"] for r in got[:2]] == [1.0, 1.0] and got[0]["task_id"] == tid
+    assert got[2]["reason"] == "parse_error" and "not text" in got[2]["error"]
+    assert got[3]["reason"] == "unknown_task" and got[3]["task_id"] == "\udc00"
+    assert got[4]["reason"] in ("invalid_json", "invalid_line")
