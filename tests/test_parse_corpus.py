@@ -10,6 +10,7 @@ import pytest
 
 from parse_corpus import CORPUS
 from spatialact.action_space import ActionSequence, ParseError, ParseResult, Primitive, StepSizes, parse_response
+from spatialact.action_space.parsing import parse_response_fast, parse_response_reference
 
 IDS = [c["id"] for c in CORPUS]
 
@@ -101,9 +102,6 @@ def test_corpus_primitive_names_are_canonical():
 
 
 # ----- the fast path agrees with the full path (issue J) ---------------------------------------------------
-from spatialact.action_space.parsing import parse_response_fast, parse_response_reference  # noqa: E402
-
-
 def _strict_outcome(parse, text, sizes):
     try:
         return parse(text, strict=True, sizes=sizes)

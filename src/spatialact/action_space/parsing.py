@@ -9,6 +9,10 @@ Content level: lenient mode (the default) repairs what it can and records one no
 raises :class:`ParseError` on anything lenient mode would have to repair, naming what and where
 (``step_2.step_nums[1]: ...``). Lenient mode never raises: text with no usable step gives an empty sequence
 with ``ok=False`` and an ``error``.
+
+Time is linear in the length of the text, whatever it holds (no backtracking regex; docs/parsing.md, "Linear
+time"). A well-formed answer takes a fast path (:func:`parse_response_fast`) whose result equals the full path's
+(:func:`parse_response_reference`) in every field; :func:`parse_response` is the one entry point.
 """
 
 from __future__ import annotations
