@@ -668,35 +668,43 @@ def _codes(values: list) -> tuple[np.ndarray, list]:
         list(index)
 
 
-_ABSENT = object()
-
-
-def _tag_codes(tags: list, key) -> tuple[np.ndarray, list]:
-    """Codes of one tag key over the tasks (−1: no such tag; one more row, −1, for lines without a task) and the
-    labels ``"key=value"``. Each distinct value is spelled once; values with the same label share a group."""
-    by_value: dict = {}
-    by_label: dict = {}
-    labels: list = []
-    codes = np.full(len(tags) + 1, -1, dtype=np.int64)
+def _tag_columns(tags: list) -> list:
+    """One breakdown column per tag key over the tasks: ``(key, codes (T + 1,), labels)``, codes −1 where a task
+    has no such tag (and in row T, lines without a task), labels ``"key=value"``; values with the same label share
+    a group. Tasks with identical tags (the usual case: tags are categories) are handled once."""
+    T = len(tags)
+    sig_index: dict = {}
+    reps: list = []  # one tags dict per distinct signature
+    sig = np.empty(T + 1, dtype=np.int64)
     for i, t in enumerate(tags):
-        v = t.get(key, _ABSENT)
-        if v is _ABSENT:
-            continue
         try:
-            h = (type(v), v)
-            c = by_value.get(h)
-        except TypeError:  # unhashable (a list or dict value): by its label
-            h, c = None, None
+            key = tuple(t.items())
+            c = sig_index.get(key)
+        except TypeError:  # an unhashable value (a list): this task alone
+            key, c = None, None
         if c is None:
-            lab = tag_label(key, v)
-            c = by_label.get(lab)
-            if c is None:
-                c = by_label[lab] = len(labels)
-                labels.append(lab)
-            if h is not None:
-                by_value[h] = c
-        codes[i] = c
-    return codes, labels
+            c = len(reps)
+            reps.append(t)
+            if key is not None:
+                sig_index[key] = c
+        sig[i] = c
+    sig[T] = len(reps)  # lines without a task
+    keys = sorted({k for t in reps for k in t}, key=str)
+    columns = []
+    for k in keys:
+        by_label: dict = {}
+        labels: list = []
+        per_sig = np.full(len(reps) + 1, -1, dtype=np.int64)
+        for j, t in enumerate(reps):
+            if k in t:
+                lab = tag_label(k, t[k])
+                c = by_label.get(lab)
+                if c is None:
+                    c = by_label[lab] = len(labels)
+                    labels.append(lab)
+                per_sig[j] = c
+        columns.append((k, per_sig[sig], labels))
+    return columns
 
 
 def _summarise(x, ti, counts, table: _TaskTable, tree, missing_as_zero, n_boot, seed, max_groups,
@@ -714,12 +722,12 @@ def _summarise(x, ti, counts, table: _TaskTable, tree, missing_as_zero, n_boot, 
     for name, labels in (("kind", table.kind), ("source", table.source)):
         codes, distinct = _codes(list(labels) + ["unknown"])
         columns.append((name, None, codes[sel], distinct))
-    keys = sorted({k for tags in table.tags for k in tags}, key=str)
-    for k in keys:
-        codes, distinct = _tag_codes(table.tags, k)
+    tag_cols = _tag_columns(table.tags)
+    for k, codes, distinct in tag_cols:
         columns.append(("tags", str(k), codes[sel], distinct))
-    if not keys:
+    if not tag_cols:
         columns.append(("tags", None, np.full(len(x), -1), []))
+    keys = [k for k, _, _ in tag_cols]
     agg = _aggregate_codes(x, columns, n_boot, seed, max_groups, mapper)
     if any(str(k).startswith("spatree") for k in keys):
         per_task = [leaf_of({"kind": table.kind[i], "tags": table.tags[i]}) for i in range(T)]
