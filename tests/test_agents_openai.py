@@ -5,79 +5,17 @@ from __future__ import annotations
 import base64
 import io
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
 from PIL import Image
 
+from _chat_server import SECRET, FakeServer  # noqa: F401 - FakeServer is imported from here by other tests
 from _fabricate import make_task
 from spatialact.agents import AgentConfigError, make_agent
 
 pytest.importorskip("openai")
-
-SECRET = "sk-test-DO-NOT-LEAK-4f1c9a"
-
-
-class FakeServer:
-    """Answers from a script: each entry is ("ok", text) | ("status", code) | ("sleep", seconds, text)."""
-
-    def __init__(self):
-        self.script: list[tuple] = []
-        self.requests: list[dict] = []
-        self.headers: list[dict] = []
-        self.lock = threading.Lock()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *a):  # quiet
-                pass
-
-            def do_POST(self):
-                n = int(self.headers.get("content-length", 0))
-                body = json.loads(self.rfile.read(n))
-                with server.lock:
-                    server.requests.append({"path": self.path, "body": body})
-                    server.headers.append(dict(self.headers))
-                    action = server.script.pop(0) if server.script else ("ok", '{"actions": ["W"], "step_nums": [1]}')
-                if action[0] == "status":
-                    payload = json.dumps({"error": {"message": f"status {action[1]}", "type": "x"}}).encode()
-                    self.send_response(action[1])
-                    self.send_header("content-type", "application/json")
-                    self.send_header("retry-after", "0")
-                    self.send_header("content-length", str(len(payload)))
-                    self.end_headers()
-                    self.wfile.write(payload)
-                    return
-                if action[0] == "sleep":
-                    time.sleep(action[1])
-                text = action[-1]
-                payload = json.dumps({
-                    "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                 "finish_reason": "stop"}],
-                    "usage": {"prompt_tokens": 321, "completion_tokens": 12, "total_tokens": 333}}).encode()
-                try:
-                    self.send_response(200)
-                    self.send_header("content-type", "application/json")
-                    self.send_header("content-length", str(len(payload)))
-                    self.end_headers()
-                    self.wfile.write(payload)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self.thread.start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
 
 @pytest.fixture
 def server():
@@ -239,4 +177,6 @@ def test_configuration_errors(tmp_path, monkeypatch):
     with pytest.raises(AgentConfigError, match="timeout"):
         make_agent("openai", model="m", base_url="http://127.0.0.1:9/v1", timeout=0)
     with pytest.raises(AgentConfigError, match="may not set"):
+        make_agent("openai", model="m", base_url="http://127.0.0.1:9/v1", params={"model": "x"})
+    with pytest.raises(AgentConfigError, match="'params.api_key' looks like a secret"):
         make_agent("openai", model="m", base_url="http://127.0.0.1:9/v1", params={"api_key": "x"})

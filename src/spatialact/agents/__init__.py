@@ -1,22 +1,105 @@
 """Agents (SPEC §7): the ``Agent`` protocol, an MLLM agent for OpenAI-compatible endpoints, and baselines.
 
-``make_agent(name, **kwargs)`` builds one by name (``AGENT_NAMES``); a bad configuration raises
-``AgentConfigError``. The ``openai`` client library and OpenCV are imported only by the agents that use them.
+``make_agent(name, **kwargs)`` builds one by name (``AGENT_NAMES``, or an alias in ``AGENT_ALIASES``); a bad
+configuration raises ``AgentConfigError``. ``canonical_agent_name`` is the one place a name or alias becomes the
+canonical name that runs, records and resume keys carry. ``check_agent_args`` refuses secrets passed as agent
+arguments (an API key belongs in the environment or a key file). The ``openai`` client library and OpenCV are
+imported only by the agents that use them.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from .base import Agent, AgentConfigError, AgentTurn
 from .prompts import PROMPT_VERSION, PromptImage, build_prompt, png_data_url, prompt_text
 
-__all__ = ["Agent", "AgentTurn", "AgentConfigError", "AGENT_NAMES", "make_agent", "build_prompt", "PROMPT_VERSION",
-           "PromptImage", "png_data_url", "prompt_text"]
+__all__ = ["Agent", "AgentTurn", "AgentConfigError", "AGENT_NAMES", "AGENT_ALIASES", "make_agent",
+           "canonical_agent_name", "check_agent_args", "build_prompt", "PROMPT_VERSION", "PromptImage",
+           "png_data_url", "prompt_text"]
 
 AGENT_NAMES = ("random", "stay", "oracle", "noisy-oracle", "geometric", "openai")
+# alias (lower case, '_' read as '-') -> canonical name
+AGENT_ALIASES = {"noisy": "noisy-oracle", "noisyoracle": "noisy-oracle", "mllm": "openai", "api": "openai"}
+
+# Argument names that are allowed although they mention a key: they name where the key is, not the key.
+_KEY_POINTERS = frozenset({"apikeyenv", "apikeyfile"})
+_SECRET_NAMES = frozenset({"key", "token", "secret", "password", "passwd", "auth", "authorization", "bearer",
+                           "credential", "credentials", "cookie"})
+_SECRET_SUFFIXES = ("apikey", "secret", "secretkey", "privatekey", "password", "passwd", "accesstoken",
+                    "authtoken", "bearertoken", "apitoken", "sessiontoken", "refreshtoken", "authorization")
+
+
+def canonical_agent_name(name: Any) -> str:
+    """The canonical name of an agent (``"Oracle"`` → ``"oracle"``, ``"noisy"`` → ``"noisy-oracle"``,
+    ``"mllm"`` → ``"openai"``); an unknown name raises :class:`AgentConfigError`."""
+    key = str(name).strip().lower().replace("_", "-")
+    key = AGENT_ALIASES.get(key, AGENT_ALIASES.get(key.replace("-", ""), key))
+    if key not in AGENT_NAMES:
+        raise AgentConfigError(f"unknown agent {str(name)[:60]!r} (expected one of {', '.join(AGENT_NAMES)})")
+    return key
+
+
+def _secret_name(name: str) -> bool:
+    n = "".join(c for c in str(name).lower() if c.isalnum())
+    if n in _KEY_POINTERS:
+        return False
+    return n in _SECRET_NAMES or n.endswith(_SECRET_SUFFIXES) or (n.startswith("apikey") and n not in _KEY_POINTERS)
+
+
+def _secret_value(v: str) -> bool:
+    s = v.strip()
+    low = s.lower()
+    return ((low.startswith(("sk-", "sk_", "rk-")) and len(s) >= 20) or low.startswith("bearer ")
+            or low.startswith(("hf_", "gsk_", "xai-")) and len(s) >= 20)
+
+
+def check_agent_args(kwargs: dict, where: str = "agent argument") -> None:
+    """Refuse an argument that carries a secret: a key-like name (``api_key``, ``token``, ``Authorization``, …,
+    also nested inside dicts such as ``params``; ``api_key_env`` and ``api_key_file`` are fine), a value that
+    looks like a key (``sk-…``, ``Bearer …``), or a ``base_url`` with a user or password in it. The message
+    names the argument, never its value. Raises :class:`AgentConfigError`."""
+    def walk(obj, path):
+        if isinstance(obj, dict):
+            for k, v in obj.items():
+                p = f"{path}.{k}" if path else str(k)
+                if _secret_name(k):
+                    raise AgentConfigError(
+                        f"{where} {p[:80]!r} looks like a secret and is refused (it would be written to the run's "
+                        f"config): put the API key in an environment variable (api_key_env=NAME) or a file "
+                        f"(api_key_file=PATH)")
+                walk(v, p)
+        elif isinstance(obj, (list, tuple)):
+            for i, v in enumerate(obj):
+                walk(v, f"{path}[{i}]")
+        elif isinstance(obj, str) and _secret_value(obj):
+            raise AgentConfigError(f"{where} {path[:80]!r} holds what looks like an API key and is refused: use "
+                                   f"api_key_env=NAME or api_key_file=PATH")
+
+    walk(dict(kwargs), "")
+    url = kwargs.get("base_url")
+    if isinstance(url, str):
+        from urllib.parse import urlsplit
+
+        try:
+            parts = urlsplit(url)
+            has_user = parts.username is not None or parts.password is not None
+        except ValueError:
+            has_user = False
+        if has_user:
+            raise AgentConfigError(f"{where} 'base_url' carries a user name or password and is refused: use "
+                                   f"api_key_env=NAME or api_key_file=PATH for credentials")
+        from urllib.parse import parse_qsl
+
+        for qk, _ in parse_qsl(parts.query if not has_user else "", keep_blank_values=True):
+            if _secret_name(qk) or qk.lower() in ("key", "code", "sig"):
+                raise AgentConfigError(f"{where} 'base_url' carries a secret in its query ({qk[:40]!r}) and is "
+                                       f"refused: use api_key_env=NAME or api_key_file=PATH")
 
 
 def make_agent(name: str, **kwargs) -> Agent:
-    """An agent by name. Keyword arguments are the agent's parameters:
+    """An agent by name (or alias, see :func:`canonical_agent_name`). Keyword arguments are the agent's
+    parameters:
 
     * ``random``: ``seed``, ``p_move``, ``max_count``;  ``stay``: ``seed``;
     * ``oracle``: ``seed``;  ``noisy-oracle``: ``seed``, ``noise`` (count std), ``grip_flip``;
@@ -25,13 +108,11 @@ def make_agent(name: str, **kwargs) -> Agent:
       ``api_key_file``, ``timeout``, ``max_retries``, ``backoff``, ``cache_dir``, ``max_tokens``, ``params``,
       ``price_in``, ``price_out`` (USD per million tokens), ``seed``.
 
-    Unknown names or parameters raise :class:`AgentConfigError`.
+    Unknown names or parameters, and secrets passed as arguments (:func:`check_agent_args`), raise
+    :class:`AgentConfigError`.
     """
-    key = str(name).strip().lower().replace("_", "-")
-    if key in ("noisy", "noisyoracle"):
-        key = "noisy-oracle"
-    if key in ("mllm", "api"):
-        key = "openai"
+    key = canonical_agent_name(name)
+    check_agent_args(kwargs)
     try:
         if key == "random":
             from .baselines import RandomAgent as cls
@@ -43,14 +124,12 @@ def make_agent(name: str, **kwargs) -> Agent:
             from .baselines import NoisyOracleAgent as cls
         elif key == "geometric":
             from .geometric import GeometricAgent as cls
-        elif key == "openai":
-            from .openai_agent import OpenAIAgent as cls
         else:
-            raise AgentConfigError(f"unknown agent {name!r} (expected one of {', '.join(AGENT_NAMES)})")
+            from .openai_agent import OpenAIAgent as cls
     except ImportError as e:
-        raise AgentConfigError(f"agent {name!r} needs a missing package: {e} (pip install 'spatialact[agents]')") \
+        raise AgentConfigError(f"agent {key!r} needs a missing package: {e} (pip install 'spatialact[agents]')") \
             from None
     try:
         return cls(**kwargs)
     except TypeError as e:
-        raise AgentConfigError(f"agent {name!r}: bad parameters: {e}") from None
+        raise AgentConfigError(f"agent {key!r}: bad parameters: {e}") from None

@@ -24,10 +24,13 @@ import numpy as np
 from .. import geometry
 from ..action_space import ActionSequence, ParseResult, Step, StepSizes
 
-__all__ = ["Agent", "AgentTurn", "AgentConfigError", "MODES", "observation_mode", "observation_step",
+__all__ = ["Agent", "AgentTurn", "AgentConfigError", "MODES", "ERROR_KINDS", "observation_mode", "observation_step",
            "quantise_motion", "split_counts", "answer_text", "turn_from_sequence", "task_rng"]
 
 MODES = ("one-shot", "closed-loop")
+# Why an agent call failed: no connection; no answer in time; an HTTP error status; a reply that is not a
+# chat completion. (Text that does not parse is not a failure: it is an answer that scores 0.)
+ERROR_KINDS = ("connection", "timeout", "http", "malformed")
 
 
 class AgentConfigError(ValueError):
@@ -41,8 +44,10 @@ class AgentTurn:
     ``text`` is the raw answer (what is scored and stored), ``parse`` its ParseResult (with the task's sizes),
     ``latency_s`` the wall time of the call in seconds, ``usage`` ``{"prompt_tokens", "completion_tokens"}``
     (plus ``"cached": True`` on a response-cache hit), ``error`` why the call failed (timeout, HTTP error) or
-    None, ``cost_usd`` the price of the call when the agent knows its prices (0 for a cache hit), ``info``
-    agent-specific extras (e.g. the geometric baseline's match count and scale).
+    None, ``error_kind`` what kind of failure (one of :data:`ERROR_KINDS`), ``cost_usd`` the price of the call
+    when the agent knows its prices (0 for a cache hit), ``info`` agent-specific extras (e.g. the geometric
+    baseline's match count and scale). A turn with an ``error`` is a failure, not an answer: the runner records
+    it with reason ``api_error`` and no score.
     """
 
     text: str
@@ -52,10 +57,12 @@ class AgentTurn:
     error: str | None = None
     cost_usd: float = 0.0
     info: dict = field(default_factory=dict)
+    error_kind: str | None = None
 
     def to_dict(self) -> dict:
         return {"text": self.text, "parse": self.parse.to_dict(), "latency_s": self.latency_s,
-                "usage": dict(self.usage), "error": self.error, "cost_usd": self.cost_usd, "info": dict(self.info)}
+                "usage": dict(self.usage), "error": self.error, "error_kind": self.error_kind,
+                "cost_usd": self.cost_usd, "info": dict(self.info)}
 
 
 @runtime_checkable

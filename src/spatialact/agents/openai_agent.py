@@ -69,6 +69,28 @@ class ResponseCache:
         os.replace(tmp, p)
 
 
+def _check_base_url(url) -> None:
+    """An http(s) URL with a host and no credentials in it, else AgentConfigError (naming base_url)."""
+    from urllib.parse import urlsplit
+
+    if not isinstance(url, str) or not url.strip():
+        raise AgentConfigError(f"openai: base_url must be an http(s) URL such as http://localhost:8000/v1, "
+                               f"got {str(url)[:80]!r}")
+    try:
+        parts = urlsplit(url.strip())
+        host = parts.hostname
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError as e:
+        raise AgentConfigError(f"openai: base_url is not a URL ({e})") from None
+    if parts.scheme not in ("http", "https") or not host:
+        raise AgentConfigError(f"openai: base_url must be an http(s) URL with a host, such as "
+                               f"http://localhost:8000/v1 (got scheme {parts.scheme or 'none'!r}"
+                               f"{'' if host else ', no host'})")
+    if parts.username is not None or parts.password is not None:
+        raise AgentConfigError("openai: base_url must not carry a user name or password: use api_key_env=NAME "
+                               "or api_key_file=PATH")
+
+
 class OpenAIAgent:
     """An MLLM behind an OpenAI-compatible ``/v1/chat/completions`` endpoint.
 
@@ -88,8 +110,13 @@ class OpenAIAgent:
                  cache_dir: str | os.PathLike | None = None, max_tokens: int | None = 1024,
                  params: dict | None = None, price_in: float | None = None, price_out: float | None = None,
                  seed: int = 0):
-        if not model or not isinstance(model, str):
-            raise AgentConfigError("openai: a model name is required (model=...)")
+        if not model or not isinstance(model, str) or not model.strip():
+            raise AgentConfigError("openai: a model name is required (--agent-arg model=NAME)")
+        if len(model) > 256 or any(c.isspace() or not c.isprintable() for c in model):
+            raise AgentConfigError(f"openai: model {model[:60]!r} is not a model name (no spaces or control "
+                                   f"characters, at most 256 characters)")
+        if base_url is not None:
+            _check_base_url(base_url)
         if not (float(timeout) > 0):
             raise AgentConfigError(f"openai: timeout must be > 0 seconds, got {timeout!r}")
         if int(max_retries) < 0:
@@ -179,10 +206,14 @@ class OpenAIAgent:
         req.update(self.params)
         return req
 
+    def _scrub_text(self, text: str) -> str:
+        """``text`` with the API key replaced by ``***`` (model answers are stored; the key never is)."""
+        if self._secret and self._secret != "EMPTY" and self._secret in text:
+            text = text.replace(self._secret, "***")
+        return text
+
     def _scrub(self, msg: str) -> str:
-        if self._secret and self._secret != "EMPTY":
-            msg = msg.replace(self._secret, "***")
-        return msg[:500]
+        return self._scrub_text(msg)[:500]
 
     def _wait(self, attempt: int, err) -> float:
         wait = min(self.max_backoff, self.backoff * (2 ** attempt))
@@ -196,45 +227,61 @@ class OpenAIAgent:
                 pass
         return wait
 
-    def _call(self, request: dict) -> tuple[str | None, dict, str | None, int]:
-        """(text, usage, error, attempts) — never raises for HTTP or network trouble."""
+    def _call(self, request: dict) -> tuple[str | None, dict, str | None, str | None, int]:
+        """(text, usage, error, error kind, attempts) — never raises for HTTP or network trouble.
+
+        Retried (up to ``max_retries`` more attempts, with backoff): 429, 5xx, connection failures, malformed
+        replies (a body that is not a chat completion) and, with ``retry_on_timeout``, timeouts. Other 4xx
+        answers are returned at once. The error kind is one of ``ERROR_KINDS``."""
         oa = self._openai
         attempts = 0
+        err, kind = "retries exhausted", "http"
         for attempt in range(self.max_retries + 1):
             attempts += 1
             self.n_requests += 1
+            last = attempt >= self.max_retries
             try:
                 resp = self._client.chat.completions.create(**request)
             except oa.APITimeoutError:
-                err = f"timeout after {self.timeout:g} s"
-                if self.retry_on_timeout and attempt < self.max_retries:
+                err, kind = f"timeout after {self.timeout:g} s", "timeout"
+                if self.retry_on_timeout and not last:
                     time.sleep(min(self.max_backoff, self.backoff * (2 ** attempt)))
                     continue
-                return None, {}, err, attempts
+                return None, {}, err, kind, attempts
             except oa.APIStatusError as e:
                 status = e.status_code
-                err = f"HTTP {status}: {self._scrub(str(e))}"
-                if (status == 429 or status >= 500) and attempt < self.max_retries:
+                err, kind = f"HTTP {status}: {self._scrub(str(e))}", "http"
+                if (status == 429 or status >= 500) and not last:
                     time.sleep(self._wait(attempt, e))
                     continue
-                return None, {}, err, attempts
+                return None, {}, err, kind, attempts
             except oa.APIConnectionError as e:
-                err = f"connection error: {self._scrub(str(e))}"
-                if attempt < self.max_retries:
+                err, kind = f"connection error: {self._scrub(str(e))}", "connection"
+                if not last:
                     time.sleep(min(self.max_backoff, self.backoff * (2 ** attempt)))
                     continue
-                return None, {}, err, attempts
-            except Exception as e:  # a malformed reply body and the like: recorded, the run goes on
-                return None, {}, f"{e.__class__.__name__}: {self._scrub(str(e))}", attempts
+                return None, {}, err, kind, attempts
+            except Exception as e:  # a reply body that is not JSON, and the like
+                err, kind = f"malformed reply: {e.__class__.__name__}: {self._scrub(str(e))}", "malformed"
+                if not last:
+                    time.sleep(min(self.max_backoff, self.backoff * (2 ** attempt)))
+                    continue
+                return None, {}, err, kind, attempts
             try:
                 text = resp.choices[0].message.content or ""
+                if not isinstance(text, str):
+                    raise TypeError("content is not text")
             except (AttributeError, IndexError, TypeError):
-                return None, {}, "malformed reply: no choices[0].message.content", attempts
+                err, kind = "malformed reply: no choices[0].message.content", "malformed"
+                if not last:
+                    time.sleep(min(self.max_backoff, self.backoff * (2 ** attempt)))
+                    continue
+                return None, {}, err, kind, attempts
             u = getattr(resp, "usage", None)
             usage = {"prompt_tokens": int(getattr(u, "prompt_tokens", 0) or 0),
                      "completion_tokens": int(getattr(u, "completion_tokens", 0) or 0)}
-            return text, usage, None, attempts
-        return None, {}, "retries exhausted", attempts  # pragma: no cover - the loop always returns
+            return text, usage, None, None, attempts
+        return None, {}, err, kind, attempts  # pragma: no cover - the loop always returns
 
     def _cost(self, usage: dict) -> float:
         c = 0.0
@@ -251,15 +298,18 @@ class OpenAIAgent:
         key = request_key(request)
         info = {"request_key": key, "step_index": observation_step(observation)}
         cached = self.cache.get(key) if self.cache is not None else None
+        error_kind = None
         if cached is not None:
-            text = cached["text"]
+            text = self._scrub_text(cached["text"])
             usage = dict(cached.get("usage") or {}, cached=True)
             cost, error = 0.0, None
             info["cached"] = True
         else:
-            text, usage, error, attempts = self._call(request)
+            text, usage, error, error_kind, attempts = self._call(request)
             info["attempts"] = attempts
             cost = self._cost(usage) if error is None else 0.0
+            if text is not None:
+                text = self._scrub_text(text)  # a model (or a proxy) may echo the key: never store it
             if error is None and self.cache is not None:
                 self.cache.put(key, {"model": self.model, "prompt_version": PROMPT_VERSION, "text": text,
                                      "usage": usage,
@@ -270,4 +320,4 @@ class OpenAIAgent:
             self._history.append(first.to_text("vector" if first.has_vectors else "flat"))
         return AgentTurn(text=text or "", parse=parse, latency_s=time.perf_counter() - t0,
                          usage=usage or {"prompt_tokens": 0, "completion_tokens": 0}, error=error, cost_usd=cost,
-                         info=info)
+                         info=info, error_kind=error_kind)

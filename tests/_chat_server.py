@@ -1,0 +1,102 @@
+"""A real HTTP server on loopback speaking /v1/chat/completions, answering from a script (for the real client).
+
+Script entries, consumed one per request (when empty, a valid one-step answer):
+``("ok", text)``; ``("status", code)`` (an error status with a JSON error body, ``retry-after: 0``);
+``("sleep", seconds, text)``; ``("raw", body_bytes)`` (status 200, that body: a malformed reply);
+``("echo_auth",)`` (a valid answer whose text contains the request's Authorization header);
+``("drop",)`` (the connection is closed without a reply).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+SECRET = "sk-test-DO-NOT-LEAK-4f1c9a"
+DEFAULT_ANSWER = '{"actions": ["W"], "step_nums": [1]}'
+
+
+class FakeServer:
+    """Answers from ``script``; records every request (``requests``: path and JSON body) and its headers."""
+
+    def __init__(self, usage=(321, 12)):
+        self.script: list[tuple] = []
+        self.requests: list[dict] = []
+        self.headers: list[dict] = []
+        self.usage = usage
+        self.lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a):  # quiet
+                pass
+
+            def _send(self, code: int, payload: bytes, extra=()):
+                try:
+                    self.send_response(code)
+                    self.send_header("content-type", "application/json")
+                    for k, v in extra:
+                        self.send_header(k, v)
+                    self.send_header("content-length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def do_POST(self):
+                n = int(self.headers.get("content-length", 0))
+                body = json.loads(self.rfile.read(n))
+                with server.lock:
+                    server.requests.append({"path": self.path, "body": body})
+                    server.headers.append(dict(self.headers))
+                    action = server.script.pop(0) if server.script else ("ok", DEFAULT_ANSWER)
+                if action[0] == "status":
+                    payload = json.dumps({"error": {"message": f"status {action[1]}", "type": "x"}}).encode()
+                    self._send(action[1], payload, [("retry-after", "0")])
+                    return
+                if action[0] == "raw":
+                    self._send(200, action[1])
+                    return
+                if action[0] == "drop":
+                    self.close_connection = True
+                    try:
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+                    return
+                if action[0] == "sleep":
+                    time.sleep(action[1])
+                if action[0] == "echo_auth":
+                    auth = self.headers.get("Authorization", "")
+                    text = f'{{"actions": ["W"], "step_nums": [1]}} (your header was {auth})'
+                else:
+                    text = action[-1]
+                p, c = server.usage
+                payload = json.dumps({
+                    "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                 "finish_reason": "stop"}],
+                    "usage": {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}}).encode()
+                self._send(200, payload)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def closed_port_url() -> str:
+    """A loopback URL where nothing listens (a port bound, then released)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return f"http://127.0.0.1:{port}/v1"
