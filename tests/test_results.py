@@ -44,7 +44,8 @@ def test_append_and_resume_done_keys(tmp_path):
 
 
 def test_changed_config_refused_naming_the_key(tmp_path):
-    RunStore(tmp_path / "run", CFG).close()
+    with RunStore(tmp_path / "run", CFG) as s:
+        s.append(_rec(0))
     with pytest.raises(RunConfigError, match=r"mode \(\"one-shot\" → \"closed-loop\"\)"):
         RunStore(tmp_path / "run", dict(CFG, mode="closed-loop"))
     with pytest.raises(RunConfigError, match=r"profile\.weights"):
@@ -58,6 +59,17 @@ def test_changed_config_refused_naming_the_key(tmp_path):
     assert stored["config"]["limit"] == 50
     # tuples and lists are the same configuration
     RunStore(tmp_path / "run", dict(CFG, profile={"name": "paper", "weights": (1, 1, 1)})).close()
+
+
+def test_a_run_without_records_takes_the_new_configuration(tmp_path):
+    # A first attempt that stopped before its first episode must not block the corrected command.
+    RunStore(tmp_path / "run", CFG).close()
+    with RunStore(tmp_path / "run", dict(CFG, mode="closed-loop")) as s:
+        assert s.done_keys() == set()
+        s.append(_rec(0, mode="closed-loop"))
+    assert json.loads((tmp_path / "run" / "config.json").read_text())["config"]["mode"] == "closed-loop"
+    with pytest.raises(RunConfigError, match="mode"):  # now it has a record: the configuration is fixed
+        RunStore(tmp_path / "run", CFG)
 
 
 def test_truncated_last_line_dropped_and_reported(tmp_path):

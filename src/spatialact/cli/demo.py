@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 BASELINES = ("oracle", "noisy-oracle", "geometric", "random", "stay")
@@ -31,43 +32,67 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from spatialact.evaluation.episode import EpisodeConfig
+    from spatialact.agents import AgentConfigError
+    from spatialact.evaluation.episode import EpisodeConfig, is_failure
     from spatialact.evaluation.report import make_report
-    from spatialact.evaluation.results import read_records
-    from spatialact.evaluation.runner import AgentSpec, run_eval
+    from spatialact.evaluation.results import RunStoreError, read_records
+    from spatialact.evaluation.runner import AgentSpec, EndpointUnreachable, run_eval
     from spatialact.evaluation.suites import builtin_suite
 
+    from .eval import failure_summary
+    from .main import CLIError
     from .table import format_table
 
     out = Path(args.out)
-    agents = [a.strip() for a in args.agents.split(",") if a.strip()]
+    names = [a.strip() for a in args.agents.split(",") if a.strip()]
+    if not names:
+        raise CLIError("--agents: name at least one agent")
+    try:  # every agent is checked before the first run starts
+        specs = [AgentSpec(name) for name in names]
+        for spec in specs:
+            spec.validate()
+    except AgentConfigError as e:
+        raise CLIError(f"--agents: {e}") from None
     tasks = builtin_suite(args.suite, seed=args.seed)
     cfg = EpisodeConfig(mode=args.mode, seed=args.seed)
     source = f"suite:{args.suite}:seed={args.seed}"
-    run_dirs, table = [], []
-    for name in agents:
+    run_dirs, table, failures = [], [], {}
+
+    def mean(xs):
+        xs = [x for x in xs if x is not None]
+        return float(np.mean(xs)) if xs else None
+
+    for spec in specs:
+        name = spec.name
         run_dir = out / "runs" / f"{name}-{args.mode}"
-        run_eval(tasks, AgentSpec(name), cfg, run_dir, task_source=source, workers=args.workers,
-                 progress=not args.no_progress)
+        try:
+            summary = run_eval(tasks, spec, cfg, run_dir, task_source=source, workers=args.workers,
+                               progress=not args.no_progress)
+            recs = read_records(run_dir)
+        except (RunStoreError, EndpointUnreachable) as e:
+            raise CLIError(str(e)) from None
+        for k, v in summary.failures.items():
+            failures[k] = failures.get(k, 0) + v
         run_dirs.append(run_dir)
-        recs = read_records(run_dir)
-        row = {"agent": name, "episodes": len(recs), "score": float(np.mean([r["score"] for r in recs]))}
+        row = {"agent": name, "episodes": len(recs), "score": mean(r.get("score") for r in recs)}
         for kind in ("nav", "manip", "hand"):
-            rs = [r["score"] for r in recs if r["kind"] == kind]
-            row[kind] = float(np.mean(rs)) if rs else None
-        succ = [bool(r["success"]) for r in recs if r.get("success") is not None]
-        row["success"] = float(np.mean(succ)) if succ else None
-        spl = [r["spl"] for r in recs if r.get("spl") is not None]
-        row["SPL"] = float(np.mean(spl)) if spl else None
+            row[kind] = mean(r.get("score") for r in recs if r["kind"] == kind)
+        row["success"] = mean(float(bool(r["success"])) for r in recs if r.get("success") is not None)
+        row["SPL"] = mean(r.get("spl") for r in recs)
+        row["failed"] = sum(1 for r in recs if is_failure(r))
         table.append(row)
     md, html = make_report(run_dirs, out / "report")
     headers = ["agent", "episodes", "score", "nav", "manip", "hand", "success", "SPL"]
     if args.json:
-        print(json.dumps({"table": table, "report_md": str(md), "report_html": str(html)}))
+        print(json.dumps({"table": table, "report_md": str(md), "report_html": str(html), "failures": failures}))
     else:
         print()
         print(format_table([[r[h] for h in headers] for r in table], headers,
-                           title=f"spatialact demo · {len(tasks)} tasks × {len(agents)} agents · {args.mode}"
+                           title=f"spatialact demo · {len(tasks)} tasks × {len(specs)} agents · {args.mode}"
                                  f" · mean step score (paper profile), closed-loop success and SPL"))
         print(f"\nreport: {html}\n        {md}")
+    line = failure_summary(failures)
+    if line:
+        print(f"spatialact demo: {line}", file=sys.stderr)
+        return 1
     return 0

@@ -8,7 +8,16 @@ until it answers Stay or --max-steps run out.
 
 The run directory (--out) holds config.json, results.jsonl (one record per episode, fsynced as each finishes)
 and the start/goal/final frames. Rerunning the same command resumes: finished episodes are skipped; a run
-directory made with a different configuration is refused, naming what differs.
+directory made with a different configuration is refused, naming what differs. The agent, its arguments and
+every task are checked before anything is written; an API key is never an --agent-arg (use api_key_env=NAME or
+api_key_file=PATH).
+
+Failures are not results. An episode whose agent call failed (connection, timeout, HTTP error, malformed reply,
+after the agent's retries) is recorded with reason api_error, printed as it happens, and the command exits 1;
+rerunning the same command retries those episodes (an answer that did not parse is a result and stays);
+--retry-errors retries every failed episode (also reason "error": an exception inside the episode). Three
+connection failures in a row at the start stop the run. Exit status: 0 all episodes have results, 1 some
+failed, 2 bad input or a refused run directory.
 
 Examples:
   spatialact eval --suite default --agent oracle --out runs/oracle
@@ -20,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 
@@ -28,10 +38,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     src.add_argument("--tasks", metavar="FILE", help="task file (JSONL)")
     src.add_argument("--suite", metavar="NAME[:N]", help="built-in procedural suite (default: default)")
     p.add_argument("--agent", default="oracle",
-                   help="random | stay | oracle | noisy-oracle | geometric | openai (default: oracle)")
+                   help="random | stay | oracle | noisy-oracle | geometric | openai (default: oracle); aliases "
+                        "noisy, mllm and any capitalisation name the same agent")
     p.add_argument("--agent-arg", action="append", default=[], metavar="KEY=VALUE",
                    help="agent keyword argument, repeatable (e.g. model=gpt-4o, base_url=http://localhost:8000/v1,"
-                        " api_key_env=OPENAI_API_KEY); values are read as JSON when they parse, else as text")
+                        " api_key_env=OPENAI_API_KEY); values are read as JSON when they parse, else as text;"
+                        " a secret (api_key=..., token=...) is refused")
     p.add_argument("--mode", choices=["one-shot", "closed-loop"], default="one-shot")
     p.add_argument("--env", choices=["pybullet", "habitat", "none"], default="pybullet",
                    help="simulator for tasks with a scene; 'none' scores one-shot without simulating")
@@ -39,7 +51,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="PyBullet renderer: auto (EGL on an NVIDIA GPU when there is one, else tiny; default),"
                         " tiny (CPU) or egl (GPU, or Mesa on a CPU); the GL that answered is in each record")
     p.add_argument("--size", type=int, default=128, help="image width and height in pixels (default 128)")
-    p.add_argument("--max-steps", type=int, default=20, help="closed-loop step limit (default 20)")
+    p.add_argument("--max-steps", type=int, default=20,
+                   help="closed-loop step limit (default 20); a one-shot answer is executed up to "
+                        "max(--max-steps, ground-truth steps) and scored in full")
     p.add_argument("--profile", choices=["paper", "paper+rot"], default="paper", help="step-score profile")
     p.add_argument("--weights", metavar="WT,WR,WG",
                    help="manipulation/hand weights of translation, rotation and gripper (default equal thirds)")
@@ -48,6 +62,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=int, default=1, help="parallel worker processes (default 1)")
     p.add_argument("--backend", choices=["local", "ray"], default="local",
                    help="'ray' runs the episodes as Ray tasks on a local Ray instance")
+    p.add_argument("--retry-errors", action="store_true",
+                   help="also retry episodes that failed with reason 'error' (api_error episodes are retried "
+                        "anyway); answers that did not parse are results and are not retried")
     p.add_argument("--out", required=True, help="run directory")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -56,15 +73,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def parse_agent_args(items: list[str]) -> dict:
     from .main import CLIError
 
+    from spatialact.agents import AgentConfigError, check_agent_args
+
     out = {}
-    for item in items:
+    for n, item in enumerate(items, 1):
         key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise CLIError(f"--agent-arg {item!r}: expected KEY=VALUE")
+        key = key.strip()
+        if not sep or not key:  # the text is not echoed: it may be a pasted key
+            raise CLIError(f"--agent-arg number {n}: expected KEY=VALUE (e.g. model=gpt-4o)")
+        if key in out:
+            raise CLIError(f"--agent-arg {key[:40]!r} is given twice")
         try:
             out[key] = json.loads(value)
         except json.JSONDecodeError:
             out[key] = value
+    try:
+        check_agent_args(out, where="--agent-arg")
+    except AgentConfigError as e:
+        raise CLIError(str(e)) from None
     return out
 
 
@@ -97,53 +123,91 @@ def summary_rows(records: list[dict]) -> tuple[list[list], list[str]]:
     """Overall and per-kind means of a run's records, for the table printed at the end."""
     import numpy as np
 
+    from spatialact.evaluation.episode import is_failure
+
     def row(name, rs):
-        sc = [r["score"] for r in rs]
+        sc = [r["score"] for r in rs if r.get("score") is not None]  # failures have no score
         succ = [bool(r["success"]) for r in rs if r.get("success") is not None]
         spl = [r["spl"] for r in rs if r.get("spl") is not None]
         perr = [r["final_position_error"] for r in rs if r.get("final_position_error") is not None]
         return [name, len(rs), float(np.mean(sc)) if sc else float("nan"),
                 float(np.mean(succ)) if succ else float("nan"), float(np.mean(spl)) if spl else float("nan"),
                 float(np.median(perr)) if perr else float("nan"),
-                sum(1 for r in rs if r.get("reason") == "parse_error"), sum(1 for r in rs if r.get("error"))]
+                sum(1 for r in rs if r.get("reason") == "parse_error"), sum(1 for r in rs if is_failure(r))]
 
     rows = [row("all", records)]
     for kind in ("nav", "manip", "hand"):
         rs = [r for r in records if r["kind"] == kind]
         if rs:
             rows.append(row(kind, rs))
-    headers = ["kind", "episodes", "score", "success", "SPL", "median pos err m", "parse errors", "errors"]
+    headers = ["kind", "episodes", "score", "success", "SPL", "median pos err m", "parse errors", "failed"]
     return rows, headers
 
 
-def run(args: argparse.Namespace) -> int:
-    from spatialact.evaluation.episode import EpisodeConfig
-    from spatialact.evaluation.results import read_records
-    from spatialact.evaluation.runner import AgentSpec, run_eval
+def failure_summary(failures: dict) -> str | None:
+    """The end-of-run line for failed episodes (counts by reason and what a rerun does), or None."""
+    if not failures:
+        return None
+    from spatialact.evaluation.episode import RETRIED_ON_RESUME
 
+    n = sum(failures.values())
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(failures.items()))
+    retried = [k for k in failures if k in RETRIED_ON_RESUME]
+    hint = ("rerun the same command to retry the " + "/".join(retried) + " episodes"
+            + ("; add --retry-errors to retry the others too" if len(retried) < len(failures) else "")
+            if retried else "add --retry-errors to retry them")
+    return f"{n} episode{'s' if n != 1 else ''} failed ({counts}): no score recorded; {hint}"
+
+
+def run(args: argparse.Namespace) -> int:
+    from spatialact.agents import AgentConfigError
+    from spatialact.evaluation.episode import EpisodeConfig
+    from spatialact.evaluation.results import RunStoreError, read_records
+    from spatialact.evaluation.runner import AgentSpec, EndpointUnreachable, run_eval
+
+    from .main import CLIError
     from .table import format_table
 
     if args.workers < 1:
-        raise ValueError("--workers must be at least 1")
+        raise CLIError(f"--workers {args.workers}: must be at least 1")
+    if args.size < 8 or args.size > 4096:
+        raise CLIError(f"--size {args.size}: must be between 8 and 4096 pixels")
+    if args.max_steps < 1:
+        raise CLIError(f"--max-steps {args.max_steps}: must be at least 1")
+    if args.limit is not None and args.limit < 0:
+        raise CLIError(f"--limit {args.limit}: must be 0 or more")
     cfg = EpisodeConfig(mode=args.mode, env=args.env, renderer=args.renderer, width=args.size, height=args.size,
                         max_steps=args.max_steps, profile=args.profile, weights=parse_weights(args.weights),
                         seed=args.seed)
     kwargs = parse_agent_args(args.agent_arg)
-    if args.agent == "openai" and "cache_dir" not in kwargs:
+    try:
+        agent = AgentSpec(args.agent, kwargs)
+    except AgentConfigError as e:
+        raise CLIError(f"--agent {args.agent[:40]!r}: {e}" if "unknown agent" in str(e) else str(e)) from None
+    if agent.name == "openai" and "cache_dir" not in kwargs:
         # API answers are cached by default (a rerun or a resumed run does not pay twice), inside the run.
-        kwargs["cache_dir"] = str(Path(args.out) / "cache")
-    agent = AgentSpec(args.agent, kwargs)
+        agent = AgentSpec(agent.name, dict(kwargs, cache_dir=str(Path(args.out) / "cache")))
     tasks, source, sha, task_file = load_task_source(args.tasks, args.suite, args.seed)
-    summary = run_eval(tasks, agent, cfg, args.out, task_source=source, task_hash=sha, task_file=task_file,
-                       limit=args.limit, workers=args.workers, backend=args.backend,
-                       progress=not args.no_progress)
-    records = read_records(args.out)
+    try:
+        summary = run_eval(tasks, agent, cfg, args.out, task_source=source, task_hash=sha, task_file=task_file,
+                           limit=args.limit, workers=args.workers, backend=args.backend,
+                           progress=not args.no_progress, retry_errors=args.retry_errors)
+        records = read_records(args.out)
+    except (RunStoreError, EndpointUnreachable) as e:
+        raise CLIError(str(e)) from None
+    except PermissionError as e:
+        raise CLIError(f"{e.filename or args.out}: {e.strerror or e}") from None
     rows, headers = summary_rows(records)
+    line = failure_summary(summary.failures)
     if args.json:
         print(json.dumps({"run_dir": str(summary.run_dir), "new": summary.n_new, "skipped": summary.n_skipped,
-                          "errors": summary.n_errors, "summary": [dict(zip(headers, r)) for r in rows]}))
+                          "errors": summary.n_errors, "failures": summary.failures,
+                          "summary": [dict(zip(headers, r)) for r in rows]}))
     else:
-        print(format_table(rows, headers, title=f"{args.agent} · {args.mode} · {source}"))
+        print(format_table(rows, headers, title=f"{agent.name} · {args.mode} · {source}"))
         print(f"\n{summary.n_new} episodes run, {summary.n_skipped} already done; results: "
               f"{summary.run_dir / 'results.jsonl'}")
+    if line:
+        print(f"spatialact eval: {line}", file=sys.stderr)
+        return 1
     return 0

@@ -14,27 +14,49 @@ from pathlib import Path
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("runs", metavar="RUN", nargs="+", help="run directories (each with results.jsonl)")
+    p.add_argument("runs", metavar="RUN", nargs="+",
+                   help="run directories (each with results.jsonl), or folders of runs such as runs/demo "
+                        "(every run directory inside is reported)")
     p.add_argument("--out", metavar="DIR", default=None,
-                   help="output directory (default: RUN/report for one run, ./report for several)")
+                   help="output directory (default: RUN/report for one RUN argument, ./report for several)")
     p.add_argument("--json", action="store_true", help="print the overall figures as JSON instead of a table")
+
+
+def expand_runs(args_runs: list[str]) -> list:
+    """The run directories the RUN arguments stand for (a folder of runs gives each run in it), in order,
+    without repeats; one line (CLIError) naming the argument when there is none."""
+    from spatialact.evaluation.results import find_runs
+
+    from .main import CLIError
+
+    out, seen = [], set()
+    for r in args_runs:
+        try:
+            found = find_runs(r)
+        except FileNotFoundError as e:
+            raise CLIError(str(e)) from None
+        for d in found:
+            key = d.resolve()
+            if key not in seen:
+                seen.add(key)
+                out.append(d)
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
     from spatialact.evaluation.report import make_report, overall_json
+    from spatialact.evaluation.results import RunStoreError
 
     from .main import CLIError
     from .table import format_table
 
-    for r in args.runs:
-        d = Path(r)
-        if not d.is_dir():
-            raise CLIError(f"{r}: no such run directory")
-        if not (d / "results.jsonl").is_file():
-            raise CLIError(f"{r}: not a run directory (no results.jsonl)")
+    runs = expand_runs(args.runs)
     out = Path(args.out) if args.out else (Path(args.runs[0]) / "report" if len(args.runs) == 1 else Path("report"))
-    md, html_path = make_report(args.runs, out)
-    summary = overall_json(args.runs)
+    try:
+        md, html_path = make_report(runs, out)
+        summary = overall_json(runs)
+    except RunStoreError as e:
+        raise CLIError(str(e)) from None
     if args.json:
         print(json.dumps({"markdown": str(md), "html": str(html_path), "runs": summary}, indent=2))
         return 0

@@ -9,11 +9,14 @@ from __future__ import annotations
 import importlib
 
 _EXPORTS = {
-    "EpisodeConfig": "episode", "run_episode": "episode", "episode_key": "episode",
-    "AgentSpec": "runner", "run_eval": "runner", "RunSummary": "runner",
+    "EpisodeConfig": "episode", "run_episode": "episode", "episode_key": "episode", "record_key": "episode",
+    "check_runnable": "episode", "execution_limit": "episode", "is_failure": "episode",
+    "TaskInputError": "episode",
+    "AgentSpec": "runner", "run_eval": "runner", "RunSummary": "runner", "TaskNotRunnable": "runner",
+    "EndpointUnreachable": "runner",
     "builtin_suite": "suites", "SUITES": "suites",
     "RunStore": "results", "load_run": "results", "read_records": "results", "export_parquet": "results",
-    "provenance": "results",
+    "provenance": "results", "find_runs": "results", "RunStoreError": "results", "RunConfigError": "results",
     "make_report": "report",
 }
 

@@ -9,6 +9,16 @@ Modes (SPEC §8):
   Stay (or nothing usable) or ``max_steps`` steps have run; the executed steps are scored against the ground
   truth and the visited poses give the closed-loop metrics.
 
+A one-shot answer is *executed* only up to :func:`execution_limit` steps (``max(max_steps, len(gt))``); scoring
+still counts every step of it (SPEC §4.2: extra steps cost). Whether a task can run in a mode at all is
+:func:`check_runnable`, asked for every task before a run writes anything.
+
+Failures are not results: an episode whose agent call failed (connection, timeout, HTTP error, malformed reply
+after the agent's retries) is recorded with ``reason: "api_error"`` and an exception inside the episode with
+``reason: "error"``; both carry ``error`` and ``error_kind`` and no score (``score: null``). An answer that does
+not parse is a result (``reason: "parse_error"``, score 0). A task whose input images cannot be read raises
+:class:`TaskInputError`: the run stops.
+
 Poses in records are 4×4 C2W matrices in metres (world +Z up, camera OpenCV axes), as nested lists. The record
 layout is documented in ``docs/results.md``.
 """
@@ -17,6 +27,8 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
+import re
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -26,10 +38,26 @@ import numpy as np
 from ..action_space import ActionSequence
 from ..tasks import Task
 
-__all__ = ["EpisodeConfig", "EpisodeFrames", "run_episode", "episode_key", "episode_seed"]
+__all__ = ["EpisodeConfig", "EpisodeFrames", "run_episode", "episode_key", "record_key", "episode_seed",
+           "check_runnable", "execution_limit", "env_name", "TaskInputError", "FAILURE_REASONS",
+           "RETRIED_ON_RESUME", "is_failure"]
 
 MODES = ("one-shot", "closed-loop")
 ENVS = ("pybullet", "habitat", "none")
+# Record reasons that mark a failure (no score; the eval command exits non-zero) rather than a result.
+FAILURE_REASONS = ("api_error", "error")
+# Failures that rerunning the same command retries (``--retry-errors`` retries every failure).
+RETRIED_ON_RESUME = ("api_error",)
+_VARIANT = re.compile(r"[A-Za-z0-9_.-]{0,40}")
+
+
+class TaskInputError(ValueError):
+    """A task whose inputs cannot be used (an unreadable start or goal image): the run stops with this one line."""
+
+
+def is_failure(record: dict) -> bool:
+    """Whether a result record is a failure (agent call or episode error), not a result."""
+    return record.get("reason") in FAILURE_REASONS or bool(record.get("error"))
 
 
 @dataclass(frozen=True)
@@ -37,7 +65,9 @@ class EpisodeConfig:
     """How episodes are run; part of a run's configuration (a changed value refuses a resume).
 
     ``env``: ``pybullet`` (the embedded default), ``habitat`` (CameraNav on habitat-sim, when installed) or
-    ``none`` (one-shot scoring only, no simulator). Images are ``width``×``height`` pixels.
+    ``none`` (one-shot scoring only, no simulator). Images are ``width``×``height`` pixels. ``variant`` (empty by
+    default) tells apart runs of the same tasks that diagnostics transform (e.g. ``"mirror"`` for FlipEval): it
+    is part of every episode's key and record, and of the run configuration when not empty.
     """
 
     mode: str = "one-shot"
@@ -49,6 +79,7 @@ class EpisodeConfig:
     profile: str = "paper"
     weights: tuple[float, float, float] | None = None
     seed: int = 0
+    variant: str = ""
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -62,10 +93,16 @@ class EpisodeConfig:
             if len(w) != 3 or any(not math.isfinite(x) or x < 0 for x in w) or sum(w) <= 0:
                 raise ValueError(f"weights must be three non-negative numbers with a positive sum, got {self.weights!r}")
             object.__setattr__(self, "weights", w)
+        if not isinstance(self.variant, str) or not _VARIANT.fullmatch(self.variant):
+            raise ValueError(f"variant must be at most 40 characters of [A-Za-z0-9_.-], got {self.variant!r}")
+        if int(self.max_steps) < 1:
+            raise ValueError(f"max_steps must be at least 1, got {self.max_steps!r}")
 
     def to_dict(self) -> dict:
         d = asdict(self)
         d["weights"] = list(self.weights) if self.weights is not None else None
+        if not self.variant:  # runs made before variants existed keep their configuration
+            del d["variant"]
         return d
 
 
@@ -82,9 +119,24 @@ class EpisodeFrames:
                 if v is not None]
 
 
-def episode_key(task_id: str, agent: str, env: str, mode: str, seed: int) -> str:
-    """The resume key of SPEC §8: (task, agent, env, mode, seed)."""
-    return "|".join([task_id, agent, env, mode, str(seed)])
+def episode_key(task_id: str, agent: str, env: str, mode: str, seed: int, variant: str = "") -> str:
+    """The resume key of SPEC §8: ``task|agent|env|mode|seed``, with ``|variant`` appended when the variant is
+    not empty. ``agent`` is the canonical agent name (``spatialact.agents.canonical_agent_name``). The runner,
+    the records and the results store all use this function."""
+    parts = [str(task_id), str(agent), str(env), str(mode), str(seed)]
+    if variant:
+        parts.append(str(variant))
+    return "|".join(parts)
+
+
+def record_key(rec: dict) -> str:
+    """The key of a result record: its ``key`` field, else :func:`episode_key` of its fields."""
+    if rec.get("key"):
+        return str(rec["key"])
+    missing = [k for k in ("task_id", "agent", "env", "mode", "seed") if k not in rec]
+    if missing:
+        raise ValueError(f"result record has no 'key' and lacks {', '.join(missing)}")
+    return episode_key(rec["task_id"], rec["agent"], rec["env"], rec["mode"], rec["seed"], rec.get("variant") or "")
 
 
 def episode_seed(seed: int, task_id: str) -> int:
@@ -94,18 +146,111 @@ def episode_seed(seed: int, task_id: str) -> int:
     return int.from_bytes(h[:4], "little") & 0x7FFFFFFF  # fits a C int (OpenCV's RNG seed is one)
 
 
-def _load_image(path: str | None) -> np.ndarray | None:
+def _image_problem(path) -> str | None:
+    """Why an image file cannot be read (one line), or None. Reads the header only."""
+    p = os.fspath(path)
+    if not os.path.exists(p):
+        return "no such file"
+    if not os.path.isfile(p):
+        return "not a file"
+    try:
+        from PIL import Image, UnidentifiedImageError
+
+        with Image.open(p) as im:
+            im.size  # noqa: B018 - the header parsed
+    except ImportError:
+        return "reading images needs Pillow (pip install 'spatialact[sim]')"
+    except (OSError, UnidentifiedImageError, ValueError, SyntaxError) as e:
+        msg = str(e).splitlines()[0][:120] if str(e).strip() else e.__class__.__name__
+        return f"not an image Pillow can read ({msg})"
+    return None
+
+
+def _load_image(path: str | None, what: str = "image", task_id: str = "?") -> np.ndarray | None:
+    """An RGB (H, W, 3) uint8 image file, or None without a path; an unreadable file raises TaskInputError."""
     if not path:
         return None
-    from PIL import Image
+    problem = _image_problem(path)
+    if problem is None:
+        from PIL import Image
 
-    with Image.open(path) as im:
-        return np.asarray(im.convert("RGB"))
+        try:
+            with Image.open(path) as im:
+                return np.asarray(im.convert("RGB"))
+        except (OSError, ValueError, SyntaxError) as e:  # truncated or damaged past the header
+            problem = f"cannot be decoded ({(str(e).splitlines() or [e.__class__.__name__])[0][:120]})"
+    raise TaskInputError(f"task {task_id!r}: {what} {path}: {problem}")
 
 
 def env_name(task: Task, cfg: EpisodeConfig) -> str:
     """The simulator an episode runs in: tasks without a scene are scored one-shot without one."""
     return "none" if (cfg.env == "none" or task.scene is None) else cfg.env
+
+
+def execution_limit(task: Task, cfg: EpisodeConfig) -> int:
+    """How many steps of a one-shot answer are executed: ``max(cfg.max_steps, len(task.gt))``. Scoring counts
+    every step of the answer whatever its length; only the simulation (and the replayed poses) stop here."""
+    return max(int(cfg.max_steps), len(task.gt))
+
+
+_HABITAT: dict[str, bool] = {}
+
+
+def check_runnable(task: Task, cfg: EpisodeConfig) -> str | None:
+    """Why ``task`` cannot run with ``cfg`` (one line naming the task and the field or option), or None.
+
+    Asked for every task before a run writes anything. Closed-loop needs a scene and a simulator (a task with
+    ``scene: null``, or ``--env none``, runs one-shot only); without a simulator the agent sees the task's
+    ``start_image`` and ``goal_image``, which must be readable image files; the habitat backend runs navigation
+    tasks only and needs habitat-sim; a scene must be one the environments can build (a mesh file must exist);
+    an example image, when named, must be readable. Extend it here when a new kind of scene arrives.
+    """
+    tid = f"task {task.id!r}"
+    env = env_name(task, cfg)
+    if cfg.mode == "closed-loop":
+        if task.scene is None:
+            return f"{tid} has no scene (scene: null), so it cannot run closed-loop; run it with --mode one-shot"
+        if cfg.env == "none":
+            return (f"{tid}: --env none scores one-shot answers only; closed-loop needs a simulator "
+                    f"(--env pybullet)")
+    if env == "none":
+        for field in ("start_image", "goal_image"):
+            path = getattr(task, field)
+            if not path:
+                why = "it has no scene" if task.scene is None else "--env none runs no simulator"
+                return (f"{tid}: {field} is missing, and {why} to render the view: the agent needs the task's "
+                        f"start_image and goal_image")
+            problem = _image_problem(path)
+            if problem:
+                return f"{tid}: {field} {path}: {problem}"
+    else:
+        if env == "habitat":
+            if task.kind != "nav":
+                return f"{tid}: --env habitat runs navigation tasks only, not {task.kind!r} (use --env pybullet)"
+            if "ok" not in _HABITAT:
+                from ..envs.habitat_backend import habitat_available
+
+                _HABITAT["ok"] = habitat_available()
+            if not _HABITAT["ok"]:
+                from ..envs.habitat_backend import INSTALL_HINT
+
+                return f"--env habitat: {INSTALL_HINT}"
+        try:
+            from ..envs.scenes import normalise_scene_spec
+        except ImportError as e:
+            return f"--env {env}: the simulator needs a missing package ({e}; pip install 'spatialact[sim]')"
+        try:
+            spec = normalise_scene_spec(task.scene)
+        except ValueError as e:
+            return f"{tid}: {str(e).splitlines()[0]}"
+        if spec.get("mesh") and not os.path.isfile(spec["mesh"]):
+            return f"{tid}: scene.mesh {spec['mesh']}: no such file"
+    example = task.example if isinstance(task.example, dict) else None
+    if example and example.get("start_image"):
+        problem = _image_problem(example["start_image"])
+        if problem:
+            return f"{tid}: example.start_image {example['start_image']}: {problem}"
+    return None
 
 
 def _make_env(task: Task, cfg: EpisodeConfig):
@@ -131,8 +276,8 @@ def _observation(task: Task, cfg: EpisodeConfig, env, obs: dict | None, info: di
         o["intrinsics"] = np.asarray(u.intrinsics, dtype=np.float64)
         o["pose"] = np.asarray(info["pose"], dtype=np.float64)
     else:
-        o["rgb"] = _load_image(task.start_image)
-        o["goal_rgb"] = _load_image(task.goal_image)
+        o["rgb"] = _load_image(task.start_image, "start_image", task.id)
+        o["goal_rgb"] = _load_image(task.goal_image, "goal_image", task.id)
         o["pose"] = task.start_pose
     if o["start_rgb"] is None:
         o["start_rgb"] = o["rgb"]
@@ -158,8 +303,9 @@ def run_episode(task: Task, agent, cfg: EpisodeConfig) -> tuple[dict, EpisodeFra
     """Run one episode and return (record, frames). The record holds no images; the caller stores the frames.
 
     Never raises for a bad model answer: a parse failure scores 0 with reason ``parse_error`` and the (empty)
-    answer still executes, so the closed-loop figures exist. An exception inside the simulator or the agent is
-    recorded as the episode's ``error`` with a score of 0 and ``reason: "error"``.
+    answer still executes, so the closed-loop figures exist. A failed agent call (the turn's ``error``) gives a
+    record with ``reason: "api_error"`` and no score; an exception inside the simulator or the agent gives
+    ``reason: "error"`` and no score. An unreadable task image raises :class:`TaskInputError`.
     """
     t0 = time.perf_counter()
     frames = EpisodeFrames()
@@ -172,33 +318,48 @@ def run_episode(task: Task, agent, cfg: EpisodeConfig) -> tuple[dict, EpisodeFra
         frames.start, frames.goal = observation.get("rgb"), observation.get("goal_rgb")
         gl = info.get("renderer") if isinstance(info, dict) else None  # which GL answered (SPEC §6)
         if observation["rgb"] is None or observation["goal_rgb"] is None:
-            raise ValueError(f"task {task.id!r} has neither a scene nor start/goal images")
+            raise TaskInputError(f"task {task.id!r} has neither a scene nor start/goal images")
         agent.reset(task)
         if cfg.mode == "one-shot":
             turn = agent.act(observation)
             turns.append(turn)
             pred, parse = turn.parse.sequence, turn.parse
             n_repairs = len(parse.repairs)
+            # Only the first execution_limit steps run (a 10 000-step answer must not hold a worker for hours);
+            # the score below still counts every step of the answer.
+            executed = pred[: execution_limit(task, cfg)] if getattr(turn, "error", None) is None else pred[:0]
             if env is not None:
                 from ..envs import execute_sequence
 
-                result = execute_sequence(env, pred, task)
+                result = execute_sequence(env, executed, task)
                 poses = np.asarray(result.poses)
                 frames.final = result.frames[-1] if result.frames is not None else None
                 last_info = result.infos[-1] if result.infos else info
             else:
-                poses, last_info = pred.to_poses(task.start_pose), None
+                poses, last_info = executed.to_poses(task.start_pose), None
+            n_executed = len(executed)
         else:
             pred, parse, n_repairs, poses, last_info = _closed_loop(task, agent, cfg, env, observation, info,
                                                                    turns, frames)
-        scores = _score(pred, parse, task, cfg, n_repairs)
-        closed = _closed_metrics(poses, task, last_info, env is not None)
-        error = next((t.error for t in turns if getattr(t, "error", None)), None)
-        record = _record(task, agent, cfg, scores, closed, pred, turns, poses, error, time.perf_counter() - t0)
+            n_executed = len(pred)
+        failed = next((t for t in turns if getattr(t, "error", None)), None)
+        if failed is not None:  # the agent call failed: no answer, so no result (SPEC §8)
+            record = _record(task, agent, cfg, None, None, None, turns, task.start_pose[None],
+                             failed.error, time.perf_counter() - t0,
+                             ("api_error", getattr(failed, "error_kind", None) or "agent"))
+        else:
+            scores = _score(pred, parse, task, cfg, n_repairs)
+            closed = _closed_metrics(poses, task, last_info, env is not None)
+            record = _record(task, agent, cfg, scores, closed, pred, turns, poses, None,
+                             time.perf_counter() - t0)
+            record["n_executed"] = int(n_executed)
+            record["truncated"] = bool(cfg.mode == "one-shot" and len(pred) > n_executed)
         record["gl_renderer"] = gl
+    except TaskInputError:
+        raise  # the task file is at fault, not the episode: the run stops
     except Exception as e:  # the run goes on; the reason is kept with the episode
         record = _record(task, agent, cfg, None, None, None, turns, task.start_pose[None],
-                         f"{e.__class__.__name__}: {e}", time.perf_counter() - t0)
+                         f"{e.__class__.__name__}: {e}", time.perf_counter() - t0, ("error", "exception"))
     finally:
         if env is not None:
             env.close()
@@ -246,26 +407,40 @@ def _closed_metrics(poses: np.ndarray, task: Task, last_info, simulated: bool) -
     return m
 
 
-def _record(task, agent, cfg, scores, closed, pred, turns, poses, error, wall_s) -> dict:
-    usage = {"prompt_tokens": 0, "completion_tokens": 0}
+def _usage(turns) -> dict:
+    """The episode's API figures, summed over its turns: tokens, ``cost_usd`` (what the agent says the calls
+    cost; 0 for cache hits), ``cached`` (how many turns came from the response cache) and ``turns``."""
+    usage = {"prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0, "cached": 0, "turns": len(turns)}
     for t in turns:
         u = getattr(t, "usage", None) or {}
-        for k in usage:
-            usage[k] += int(u.get(k, 0) or 0)
+        usage["prompt_tokens"] += int(u.get("prompt_tokens", 0) or 0)
+        usage["completion_tokens"] += int(u.get("completion_tokens", 0) or 0)
+        usage["cached"] += int(bool(u.get("cached")))
+        c = float(getattr(t, "cost_usd", 0.0) or 0.0)
+        usage["cost_usd"] += c if math.isfinite(c) else 0.0
+    return usage
+
+
+def _record(task, agent, cfg, scores, closed, pred, turns, poses, error, wall_s, failure=None) -> dict:
+    """One result record. ``failure`` is ``(reason, error_kind)`` for a failed episode (no score), else None."""
     desc = agent.describe() if hasattr(agent, "describe") else {"agent": getattr(agent, "name", "?")}
     agent_name = desc.get("agent") or desc.get("name") or getattr(agent, "name", "?")
     env = env_name(task, cfg)
-    scores = scores or {"score": 0.0, "s_d": None, "s_theta": None, "s_step": None, "s_rot": None,
-                        "s_grip": None, "per_step": None, "ok": False, "reason": "error", "n_repairs": 0}
+    if failure is not None:
+        scores = {"score": None, "s_d": None, "s_theta": None, "s_step": None, "s_rot": None, "s_grip": None,
+                  "per_step": None, "net_translation_error": None, "net_rotation_error": None, "weights": None,
+                  "ok": None, "reason": failure[0], "n_repairs": 0}
     closed = closed or {}
-    parse = turns[-1].parse if turns else None
+    parse = turns[-1].parse if turns and failure is None else None
+    texts = [getattr(t, "text", "") for t in turns]
     return {
-        "key": episode_key(task.id, agent_name, env, cfg.mode, cfg.seed),
+        "key": episode_key(task.id, agent_name, env, cfg.mode, cfg.seed, cfg.variant),
         "task_id": task.id, "kind": task.kind, "source": task.source, "tags": dict(task.tags),
         "agent": agent_name, "model": desc.get("model"), "env": env, "mode": cfg.mode, "seed": cfg.seed,
+        "variant": cfg.variant,
         **scores,
         "repairs": list(parse.repairs) if parse is not None else [],
-        "response": turns[0].text if len(turns) == 1 else [t.text for t in turns],
+        "response": (texts[0] if len(texts) == 1 else texts) if turns else None,
         "pred": pred.to_dict() if pred is not None else None,
         "gt_poses": task.gt_poses().tolist(),
         "pred_poses": np.asarray(poses).tolist(),
@@ -274,7 +449,9 @@ def _record(task, agent, cfg, scores, closed, pred, turns, poses, error, wall_s)
         "final_rotation_error": closed.get("final_rotation_error"),
         "success": closed.get("success"), "path_length": closed.get("path_length"), "d0": closed.get("d0"),
         "spl": closed.get("spl"), "n_steps": closed.get("n_steps", len(pred) if pred is not None else 0),
+        "n_executed": 0, "truncated": False,
         "simulated": closed.get("simulated", False),
         "latency_s": float(sum(getattr(t, "latency_s", 0.0) or 0.0 for t in turns)),
-        "usage": usage, "wall_s": float(wall_s), "error": error,
+        "usage": _usage(turns), "wall_s": float(wall_s), "error": error,
+        "error_kind": failure[1] if failure is not None else None,
     }

@@ -9,9 +9,10 @@ Layout::
       results.parquet    written by export_parquet()
       .lock              held (fcntl.flock) by the one writer process
 
-Resume is keyed by ``(task, agent, env, mode, seed)``: ``RunStore.done_keys()`` lists the finished episodes. A
-changed configuration is refused, naming the keys that differ, except the keys that only say how the run is
-carried out (:data:`MUTABLE_KEYS`). A last line cut short by a killed process is detected, reported and cut off
+Resume is keyed by ``(task, agent, env, mode, seed[, variant])`` (:func:`~spatialact.evaluation.episode.episode_key`):
+``RunStore.done_keys()`` lists the finished episodes. A changed configuration is refused, naming the keys that
+differ, except the keys that only say how the run is carried out (:data:`MUTABLE_KEYS`); a run directory that
+holds no record yet takes the new configuration. A last line cut short by a killed process is detected, reported and cut off
 on resume (the episode runs again); any other unreadable line is an error naming the file and line.
 
 Poses in records are 4×4 C2W matrices (metres; world +Z up; camera OpenCV axes) as nested lists.
@@ -33,9 +34,11 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from .episode import episode_key, is_failure, record_key
+
 __all__ = ["RunStore", "RunConfigError", "RunStoreError", "MUTABLE_KEYS", "RESULTS_FILE", "CONFIG_FILE",
            "load_run", "read_records", "export_parquet", "read_parquet", "provenance", "episode_key",
-           "safe_name", "config_diff"]
+           "record_key", "safe_name", "config_diff", "find_runs", "is_run_dir"]
 
 RESULTS_FILE = "results.jsonl"
 CONFIG_FILE = "config.json"
@@ -52,18 +55,8 @@ class RunConfigError(ValueError):
     """Resuming a run with a different configuration."""
 
 
-def episode_key(task_id: str, agent: str, env: str, mode: str, seed: int) -> str:
-    """The resume key of SPEC §8: (task, agent, env, mode, seed), joined by ``|``."""
-    return "|".join([str(task_id), str(agent), str(env), str(mode), str(seed)])
-
-
-def _key_of(rec: dict) -> str:
-    if rec.get("key"):
-        return str(rec["key"])
-    missing = [k for k in ("task_id", "agent", "env", "mode", "seed") if k not in rec]
-    if missing:
-        raise ValueError(f"result record has no 'key' and lacks {', '.join(missing)}")
-    return episode_key(rec["task_id"], rec["agent"], rec["env"], rec["mode"], rec["seed"])
+# One key function for the project (the runner, the records and this store): evaluation.episode.episode_key.
+_key_of = record_key
 
 
 # ----- JSON ---------------------------------------------------------------------------------------------------
@@ -257,23 +250,65 @@ def read_config(run_dir: str | os.PathLike) -> dict:
         return json.load(f)
 
 
+def is_run_dir(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a run directory (a folder holding ``results.jsonl``)."""
+    p = Path(path)
+    return p.is_dir() and (p / RESULTS_FILE).is_file()
+
+
+def find_runs(path: str | os.PathLike, max_depth: int = 3) -> list[Path]:
+    """The run directories ``path`` stands for: itself when it is one, else the run directories found below it
+    (at most ``max_depth`` levels down, not inside another run, symbolic links not followed), sorted by path —
+    e.g. ``runs/demo`` (``spatialact demo``'s folder: ``runs/<agent>-<mode>/`` and ``report/``) gives one run
+    per agent. Raises FileNotFoundError (one line) when there is no folder or no run in it."""
+    root = Path(path)
+    if not root.is_dir():
+        raise FileNotFoundError(f"{path}: no such run directory")
+    if is_run_dir(root):
+        return [root]
+    found: list[Path] = []
+
+    def walk(d: Path, depth: int) -> None:
+        try:
+            subs = sorted(e for e in d.iterdir() if e.is_dir() and not e.is_symlink())
+        except OSError:
+            return
+        for e in subs:
+            if is_run_dir(e):
+                found.append(e)
+            elif depth < max_depth:
+                walk(e, depth + 1)
+
+    walk(root, 1)
+    if not found:
+        raise FileNotFoundError(f"{path}: not a run directory (no {RESULTS_FILE}) and no run directory inside it")
+    return found
+
+
 def load_run(run_dir: str | os.PathLike) -> "pandas.DataFrame":  # noqa: F821
     """A run as a pandas DataFrame, one row per episode (for notebooks).
 
     Columns: every record field (nested values such as poses stay Python lists / dicts), plus ``run`` (the run
-    directory's name), ``tag.<name>`` for each tag, ``prompt_tokens``, ``completion_tokens`` and ``cost_usd``
-    from ``usage``.
+    directory's name), ``tag.<name>`` for each tag, ``prompt_tokens``, ``completion_tokens``, ``cost_usd`` and
+    ``cached`` from ``usage``. A folder of runs (e.g. ``runs/demo``, see :func:`find_runs`) gives all their rows,
+    concatenated in path order, ``run`` naming each (its path relative to the folder).
     """
     import pandas as pd
 
-    recs = read_records(run_dir)
+    runs = find_runs(run_dir)
+    recs, names = [], []
+    for r in runs:
+        rr = read_records(r)
+        recs += rr
+        name = r.name if r == Path(run_dir) else r.relative_to(run_dir).as_posix()
+        names += [name] * len(rr)
     df = pd.DataFrame.from_records(recs)
-    df.insert(0, "run", Path(run_dir).name)
+    df.insert(0, "run", names)
     tags = [r.get("tags") or {} for r in recs]
     for name in sorted({k for t in tags for k in t}):
         df[f"tag.{name}"] = [t.get(name) for t in tags]
     usage = [r.get("usage") or {} for r in recs]
-    for k in ("prompt_tokens", "completion_tokens", "cost_usd"):
+    for k in ("prompt_tokens", "completion_tokens", "cost_usd", "cached"):
         df[k] = [u.get(k) for u in usage]
     return df
 
@@ -401,6 +436,12 @@ class RunStore:
                 raise RunStoreError(f"{path}: unreadable ({e})") from None
             old = stored.get("config", {})
             diff = config_diff(old, self.config)
+            if diff and not self._has_records():
+                # Nothing ran under the stored configuration (a first attempt that stopped before its first
+                # episode): the new one replaces it, so a corrected command is never blocked by a mistyped one.
+                self._write_json(path, {"config": self.config, "provenance": self.provenance})
+                self.stored_provenance = self.provenance
+                return
             if diff:
                 raise RunConfigError(
                     f"{self.run_dir}: the configuration differs from the stored one in {', '.join(diff)}; "
@@ -415,6 +456,13 @@ class RunStore:
             self._write_json(path, {"config": self.config, "provenance": self.provenance})
             self.stored_provenance = self.provenance
 
+    def _has_records(self) -> bool:
+        path = self.run_dir / RESULTS_FILE
+        if not path.exists() or path.stat().st_size == 0:
+            return False
+        records, _, _ = _scan(path)
+        return bool(records)
+
     @staticmethod
     def _write_json(path: Path, obj: dict) -> None:
         tmp = path.with_name(path.name + ".tmp")
@@ -425,12 +473,20 @@ class RunStore:
         os.replace(tmp, path)
 
     # -- queries
-    def done_keys(self, include_errors: bool = True) -> set[str]:
-        """Keys of the finished episodes; ``include_errors=False`` leaves out those that ended with an error
-        (so they run again)."""
-        if include_errors:
+    def done_keys(self, include_errors: bool = True, retry_reasons: Iterable[str] = ()) -> set[str]:
+        """Keys of the finished episodes (their latest record). ``include_errors=False`` leaves out every
+        failure (a record with an ``error``, see :func:`~spatialact.evaluation.episode.is_failure`), so those run
+        again; ``retry_reasons`` leaves out the records whose ``reason`` is one of them (the runner passes
+        ``("api_error",)`` by default)."""
+        retry = set(retry_reasons)
+        if include_errors and not retry:
             return set(self._done)
-        return {k for k, r in self._by_key.items() if not r.get("error")}
+        return {k for k, r in self._by_key.items()
+                if not ((not include_errors and is_failure(r)) or r.get("reason") in retry)}
+
+    def latest(self, key: str) -> dict | None:
+        """The latest record of ``key``, or None."""
+        return self._by_key.get(key)
 
     def records(self) -> list[dict]:
         return list(self._by_key.values())

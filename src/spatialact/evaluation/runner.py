@@ -4,36 +4,82 @@ Episodes run in this process (``workers=1``), in a pool of worker processes (``w
 (``backend="ray"``). Whatever runs them, only this process writes the run directory — one writer, records
 appended and fsynced one at a time as episodes finish — and every episode is seeded from the run seed and its
 task id alone, so the three ways give the same records in a possibly different order.
+
+Before anything is written, :func:`run_eval` builds the agent once (a bad name, a missing model or a secret passed
+as an argument raises ``AgentConfigError``) and asks :func:`~spatialact.evaluation.episode.check_runnable` about
+every task (a task that cannot run in the mode raises :class:`TaskNotRunnable`). Worker processes die with this
+one (``PR_SET_PDEATHSIG`` on Linux, a watchdog thread elsewhere), and a run that stops early kills them.
+
+Failures (``reason`` ``api_error`` or ``error``) are printed as they happen and counted in the summary; rerunning
+the same command retries the ``api_error`` episodes, ``retry_errors=True`` every failure. Three connection
+failures in a row before any answer stop the run with :class:`EndpointUnreachable`.
 """
 
 from __future__ import annotations
 
 import os
+import sys
+import threading
+from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from ..tasks import Task
-from .episode import EpisodeConfig, env_name, episode_key, episode_seed, run_episode
+from .episode import (RETRIED_ON_RESUME, EpisodeConfig, check_runnable, env_name, episode_key, episode_seed,
+                      is_failure, run_episode)
 
-__all__ = ["AgentSpec", "RunSummary", "run_eval", "run_config"]
+__all__ = ["AgentSpec", "RunSummary", "run_eval", "run_config", "TaskNotRunnable", "EndpointUnreachable",
+           "failure_line", "CONNECTION_FAILURES_TO_STOP"]
 
 BACKENDS = ("local", "ray")
+# Connection failures in a row, before any episode got through, that stop a run.
+CONNECTION_FAILURES_TO_STOP = 3
+
+
+class TaskNotRunnable(ValueError):
+    """A task that cannot run in the requested mode / environment (refused before the run starts)."""
+
+
+class EndpointUnreachable(RuntimeError):
+    """The first episodes of a run all failed to connect to the agent's endpoint: the run stopped."""
 
 
 @dataclass(frozen=True)
 class AgentSpec:
-    """Which agent to build in each worker: a name of ``spatialact.agents.make_agent`` and its keyword
-    arguments (JSON-able, never secrets: API keys are read from the environment by the agent itself)."""
+    """Which agent to build in each worker: a name of ``spatialact.agents.make_agent`` (an alias such as
+    ``Oracle`` or ``mllm`` is replaced by the canonical name, so it resumes the same run) and its keyword
+    arguments (JSON-able, never secrets: a key-like argument raises ``AgentConfigError``; API keys are read
+    from the environment or a key file by the agent itself)."""
 
     name: str
     kwargs: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        from ..agents import canonical_agent_name, check_agent_args
+
+        object.__setattr__(self, "name", canonical_agent_name(self.name))
+        object.__setattr__(self, "kwargs", dict(self.kwargs))
+        check_agent_args(self.kwargs)
 
     def build(self, task_id: str, seed: int):
         from ..agents import make_agent
 
         return make_agent(self.name, seed=episode_seed(seed, task_id), **self.kwargs)
+
+    def validate(self):
+        """Build the agent once, here (no request is made), so that a bad configuration is refused before a run
+        directory is touched; returns the agent."""
+        from ..agents import make_agent
+
+        return make_agent(self.name, seed=0, **self.kwargs)
+
+    def endpoint(self) -> str | None:
+        """The URL the agent talks to (None for agents that talk to nothing)."""
+        if self.name != "openai":
+            return None
+        return str(self.kwargs.get("base_url") or "https://api.openai.com/v1 (the default base_url)")
 
     def to_dict(self) -> dict:
         return {"name": self.name, "kwargs": dict(self.kwargs)}
@@ -45,7 +91,12 @@ class RunSummary:
     n_tasks: int
     n_skipped: int  # finished by an earlier run of the same command
     n_new: int
-    n_errors: int
+    n_errors: int  # failures among the episodes run now
+    failures: dict = field(default_factory=dict)  # reason -> count, over the latest records of the run's tasks
+
+    @property
+    def n_failed(self) -> int:
+        return int(sum(self.failures.values()))
 
 
 def run_config(agent: AgentSpec, cfg: EpisodeConfig, task_source: str, task_hash: str | None) -> dict:
@@ -53,17 +104,73 @@ def run_config(agent: AgentSpec, cfg: EpisodeConfig, task_source: str, task_hash
     return {"tasks": task_source, "tasks_sha256": task_hash, "agent": agent.to_dict(), **cfg.to_dict()}
 
 
-def _agent_label(agent: AgentSpec) -> str:
-    return agent.name
+def failure_line(record: dict) -> str:
+    """One console line for a failed episode: task, reason, kind and the (scrubbed) error text."""
+    err = " ".join(str(record.get("error") or "").split())
+    if len(err) > 240:
+        err = err[:237] + "..."
+    kind = record.get("error_kind")
+    return f"{record.get('task_id')}: {record.get('reason') or 'error'}" + (f" ({kind})" if kind else "") + \
+        f": {err}"
 
 
 def _run_one(task_record: dict, agent: AgentSpec, cfg: EpisodeConfig) -> tuple[dict, dict]:
     """One episode in whatever process runs it; returns (record, {frame name: RGB array})."""
     task = Task.from_record(task_record)
-    # A bad agent configuration (AgentConfigError: no API key, unknown model) propagates and aborts the run;
-    # everything that goes wrong inside an episode is recorded with it instead.
+    # A bad agent configuration (AgentConfigError) or an unreadable task image (TaskInputError) propagates and
+    # stops the run; everything else that goes wrong inside an episode is recorded with it instead.
     record, frames = run_episode(task, agent.build(task.id, cfg.seed), cfg)
     return record, dict(frames.items())
+
+
+def _worker_init(parent_pid: int) -> None:
+    """Runs first in every worker process: die with the parent, even when it is killed with SIGKILL."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            import signal
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+        except Exception:  # pragma: no cover - no prctl: the watchdog below still runs
+            pass
+        else:
+            if os.getppid() != parent_pid:  # the parent died before prctl took effect
+                os._exit(1)
+            return
+
+    def watchdog():  # pragma: no cover - not Linux
+        import time
+
+        while os.getppid() == parent_pid:
+            time.sleep(0.5)
+        os._exit(1)
+
+    if os.getppid() != parent_pid:
+        os._exit(1)
+    threading.Thread(target=watchdog, daemon=True, name="spatialact-parent-watchdog").start()
+
+
+def _stop_pool(pool: ProcessPoolExecutor, finished: bool) -> None:
+    if finished:
+        pool.shutdown(wait=True)
+        return
+    # Stopped early (an error, Ctrl-C, too many connection failures): cancel what has not started and kill the
+    # workers still in an episode, rather than wait for them. (ProcessPoolExecutor has no public handle on its
+    # processes; _processes has been there since Python 3.2.)
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        try:
+            if p.is_alive():
+                p.kill()
+        except (OSError, ValueError, AttributeError):
+            pass
+    for p in procs:
+        try:
+            p.join(timeout=5)
+        except (OSError, ValueError, AttributeError, AssertionError):
+            pass
 
 
 def _local(jobs: list[tuple[dict, AgentSpec, EpisodeConfig]], workers: int) -> Iterator[tuple[dict, dict]]:
@@ -74,7 +181,10 @@ def _local(jobs: list[tuple[dict, AgentSpec, EpisodeConfig]], workers: int) -> I
     import multiprocessing as mp
 
     # "spawn": a forked PyBullet or Ray client is not safe to reuse.
-    with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as pool:
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"), initializer=_worker_init,
+                               initargs=(os.getpid(),))
+    finished = False
+    try:
         it = iter(jobs)
         running = set()
         for job in it:
@@ -88,6 +198,9 @@ def _local(jobs: list[tuple[dict, AgentSpec, EpisodeConfig]], workers: int) -> I
                 nxt = next(it, None)
                 if nxt is not None:
                     running.add(pool.submit(_run_one, *nxt))
+        finished = True
+    finally:
+        _stop_pool(pool, finished)
 
 
 def _ray(jobs: list[tuple[dict, AgentSpec, EpisodeConfig]], workers: int) -> Iterator[tuple[dict, dict]]:
@@ -98,6 +211,7 @@ def _ray(jobs: list[tuple[dict, AgentSpec, EpisodeConfig]], workers: int) -> Ite
         ray.init(num_cpus=max(1, workers), include_dashboard=False, log_to_driver=False,
                  configure_logging=False, ignore_reinit_error=True)
         started = True
+    pending = []
     try:
         remote = ray.remote(num_cpus=1)(_run_one)
         pending = [remote.remote(*job) for job in jobs]
@@ -106,53 +220,124 @@ def _ray(jobs: list[tuple[dict, AgentSpec, EpisodeConfig]], workers: int) -> Ite
             for ref in done:
                 yield ray.get(ref)
     finally:
+        for ref in pending:  # stopped early: do not leave tasks running on the Ray instance
+            try:
+                ray.cancel(ref, force=True)
+            except Exception:
+                pass
         if started:
             ray.shutdown()
+
+
+def _echo(line: str, bar) -> None:
+    msg = f"spatialact: episode failed: {line}"
+    if bar is not None:
+        bar.write(msg, file=sys.stderr)
+    else:
+        print(msg, file=sys.stderr, flush=True)
+
+
+def check_tasks(tasks: list[Task], cfg: EpisodeConfig) -> None:
+    """Refuse (:class:`TaskNotRunnable`, one line) when any task cannot run with ``cfg``; names the first and how
+    many there are."""
+    bad = []
+    for t in tasks:
+        why = check_runnable(t, cfg)
+        if why:
+            bad.append(why)
+    if bad:
+        more = f" ({len(bad)} of {len(tasks)} tasks cannot run)" if len(bad) > 1 else ""
+        raise TaskNotRunnable(bad[0] + more)
 
 
 def run_eval(tasks: Iterable[Task], agent: AgentSpec, cfg: EpisodeConfig, run_dir: str | os.PathLike, *,
              task_source: str, task_hash: str | None = None, task_file: str | None = None,
              limit: int | None = None, workers: int = 1, backend: str = "local", progress: bool = True,
+             retry_errors: bool = False, echo: bool = True,
              on_record: Callable[[dict], None] | None = None) -> RunSummary:
     """Run ``agent`` on ``tasks`` (the first ``limit`` of them) and append one record per episode to
-    ``run_dir/results.jsonl``. Episodes already in the run directory are skipped, so rerunning the same
-    command resumes; a run directory made with a different configuration is refused (``ValueError`` naming
-    the key that differs)."""
+    ``run_dir/results.jsonl``.
+
+    Checked before anything is written: the backend and workers, the agent (built once: ``AgentConfigError``)
+    and every task (:class:`TaskNotRunnable`). Episodes already in the run directory are skipped, except those
+    that ended in an ``api_error`` (and, with ``retry_errors``, every failure), so rerunning the same command
+    resumes; a run directory made with a different configuration is refused (``RunConfigError`` naming the key
+    that differs). ``echo`` prints each failure to stderr as it happens. Three connection failures in a row at
+    the start raise :class:`EndpointUnreachable` naming the endpoint.
+    """
     from .results import RunStore, provenance
 
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if int(workers) < 1:
+        raise ValueError(f"workers must be at least 1, got {workers!r}")
+    if not isinstance(agent, AgentSpec):
+        raise TypeError(f"run_eval takes an AgentSpec, got {type(agent).__name__}")
     tasks = list(tasks)
     if limit is not None:
         tasks = tasks[: max(0, int(limit))]
+    built = agent.validate()
+    desc = built.describe() if hasattr(built, "describe") else {"agent": agent.name}
+    label = desc.get("agent") or agent.name
+    check_tasks(tasks, cfg)
+    if backend == "ray":
+        try:
+            import ray  # noqa: F401
+        except ImportError:
+            raise ValueError("--backend ray needs Ray: pip install 'spatialact[ray]'") from None
     config = run_config(agent, cfg, task_source, task_hash)
-    prov = provenance(task_file=task_file, agent=agent.to_dict(), seed=cfg.seed)
+    prov = provenance(task_file=task_file, agent=desc, seed=cfg.seed)
     store = RunStore(run_dir, config, prov)
-    done = store.done_keys()
-    label = _agent_label(agent)
-    todo = [t for t in tasks if episode_key(t.id, label, env_name(t, cfg), cfg.mode, cfg.seed) not in done]
-    jobs = [(t.to_record(), agent, cfg) for t in todo]
-    runner = _ray if backend == "ray" else _local
-    n_new = n_err = 0
-    bar = None
-    if progress and jobs:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=len(tasks), initial=len(tasks) - len(todo), desc=f"{label} {cfg.mode}", unit="ep",
-                   dynamic_ncols=True)
     try:
-        for record, frames in runner(jobs, workers):
-            paths = {name: store.write_frame(record["key"], name, rgb) for name, rgb in frames.items()}
-            record["frames"] = paths
-            store.append(record)
-            n_new += 1
-            n_err += record.get("error") is not None
-            if on_record is not None:
-                on_record(record)
+        if retry_errors:
+            done = store.done_keys(include_errors=False)
+        else:
+            done = store.done_keys(retry_reasons=RETRIED_ON_RESUME)
+        keys = {t.id: episode_key(t.id, label, env_name(t, cfg), cfg.mode, cfg.seed, cfg.variant) for t in tasks}
+        todo = [t for t in tasks if keys[t.id] not in done]
+        jobs = [(t.to_record(), agent, cfg) for t in todo]
+        runner = _ray if backend == "ray" else _local
+        n_new = n_err = 0
+        conn_streak, got_through = 0, False
+        bar = None
+        if progress and jobs:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(tasks), initial=len(tasks) - len(todo), desc=f"{label} {cfg.mode}", unit="ep",
+                       dynamic_ncols=True)
+        results = runner(jobs, workers)
+        try:
+            for record, frames in results:
+                paths = {name: store.write_frame(record["key"], name, rgb) for name, rgb in frames.items()}
+                record["frames"] = paths
+                store.append(record)
+                n_new += 1
+                failed = is_failure(record)
+                n_err += failed
+                if failed and echo:
+                    _echo(failure_line(record), bar)
+                if on_record is not None:
+                    on_record(record)
+                if bar is not None:
+                    bar.update(1)
+                    if record.get("score") is not None:
+                        bar.set_postfix(score=f"{record['score']:.3f}")
+                if not got_through:
+                    if record.get("reason") == "api_error" and record.get("error_kind") == "connection":
+                        conn_streak += 1
+                        if conn_streak >= CONNECTION_FAILURES_TO_STOP:
+                            raise EndpointUnreachable(
+                                f"stopped after {conn_streak} connection failures in a row at the start: cannot "
+                                f"reach {agent.endpoint() or 'the agent'} (is the server running, is base_url "
+                                f"right?); rerunning the same command retries these episodes")
+                    else:
+                        got_through = True
+        finally:
+            results.close()  # stopped early: the workers are stopped now, not at garbage collection
             if bar is not None:
-                bar.update(1)
-                bar.set_postfix(score=f"{record['score']:.3f}")
+                bar.close()
+        failures = Counter(r["reason"] or "error" for r in (store.latest(keys[t.id]) for t in tasks)
+                           if r is not None and is_failure(r))
     finally:
-        if bar is not None:
-            bar.close()
-    return RunSummary(Path(run_dir), len(tasks), len(tasks) - len(todo), n_new, n_err)
+        store.close()
+    return RunSummary(Path(run_dir), len(tasks), len(tasks) - len(todo), n_new, n_err, dict(sorted(failures.items())))
