@@ -180,3 +180,29 @@ def test_configuration_errors(tmp_path, monkeypatch):
         make_agent("openai", model="m", base_url="http://127.0.0.1:9/v1", params={"model": "x"})
     with pytest.raises(AgentConfigError, match="'params.api_key' looks like a secret"):
         make_agent("openai", model="m", base_url="http://127.0.0.1:9/v1", params={"api_key": "x"})
+
+
+def test_malformed_reply_is_retried_then_an_error_of_its_own_kind(server, agent_factory):
+    server.script = [("raw", b"<html>bad gateway</html>"), ("ok", '{"actions": ["W"], "step_nums": [2]}')]
+    agent = agent_factory(max_retries=1, cache_dir=None)
+    agent.reset(make_task(answer_format="flat"))
+    turn = agent.act(_obs())
+    assert turn.error is None and turn.parse.ok and turn.info["attempts"] == 2
+    server.script = [("raw", b'{"choices": []}'), ("raw", b"not json")]
+    turn = agent.act(_obs())
+    assert turn.error.startswith("malformed reply") and turn.error_kind == "malformed" and turn.text == ""
+    server.script = [("status", 503), ("status", 503)]
+    assert agent.act(_obs()).error_kind == "http"
+
+
+def test_the_key_is_scrubbed_from_model_text_before_it_is_cached(server, agent_factory, tmp_path):
+    server.script = [("echo_auth",)]
+    agent = agent_factory()
+    agent.reset(make_task())
+    turn = agent.act(_obs())
+    assert SECRET not in turn.text and "Bearer ***" in turn.text and turn.parse.ok
+    for f in (tmp_path / "cache").rglob("*.json"):
+        assert SECRET not in f.read_text()
+    again = agent_factory()
+    again.reset(make_task())
+    assert again.act(_obs()).text == turn.text  # from the cache, still scrubbed

@@ -255,6 +255,32 @@ def test_three_connection_failures_at_the_start_stop_the_run_naming_the_endpoint
     assert len(recs) == 3 and all(r["error_kind"] == "connection" for r in recs)
 
 
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
+def test_a_run_stopped_early_kills_its_workers(tmp_path, capsys, server, api_env):
+    # t0's image is damaged past its header: the run stops (one line) while the other worker waits 30 s for the
+    # server; the workers are killed, not waited for.
+    _, tf = _image_tasks(tmp_path / "tasks", 6)
+    png = tmp_path / "tasks" / "start0.png"
+    png.write_bytes(png.read_bytes()[:80])
+    server.script = [("sleep", 30.0, "{}")] * 6
+    before = _descendants(os.getpid())
+    t0 = time.perf_counter()
+    code, _, err = _eval(capsys, "--tasks", str(tf), "--env", "none", "--out", str(tmp_path / "run"),
+                         "--workers", "2", *_api_args(server.url, "timeout=60"))
+    assert code == 2 and "task 't0': start_image" in _one_line_error(err)
+
+    def workers():  # multiprocessing's resource tracker belongs to this process and lives as long as it does
+        return [k for k in _descendants(os.getpid()) - before
+                if _alive(k) and b"resource_tracker" not in _cmdline(k)]
+
+    deadline = time.time() + 5
+    while time.time() < deadline and workers():
+        time.sleep(0.05)
+    assert not workers()
+    assert time.perf_counter() - t0 < 25  # nobody waited for the 30-second answers
+    assert read_records(tmp_path / "run") == []
+
+
 def test_retry_errors_retries_episodes_that_failed_inside_the_simulator(tmp_path, capsys):
     pytest.importorskip("pybullet")
     trimesh = pytest.importorskip("trimesh")
@@ -384,6 +410,13 @@ def _descendants(pid: int) -> set[int]:
                 out.add(k)
                 todo.append(k)
     return out
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 def _alive(pid: int) -> bool:
