@@ -186,6 +186,24 @@ def test_tasks_that_cannot_run_in_the_mode_are_refused_before_writing(tmp_path, 
     assert not out.exists()
 
 
+def test_check_runnable_answers_for_each_mode_and_environment(tmp_path):
+    from spatialact.evaluation.episode import check_runnable
+
+    (with_images,), _ = _image_tasks(tmp_path / "tasks", 1)
+    room = make_task("r0", scene={"generator": "room", "seed": 3})
+    replay = make_task("p0", scene={"type": "replay", "source": "camera_path"})
+    manip = make_task("m0", kind="manip", grippers=[0], scene={"generator": "tabletop", "seed": 0})
+    missing_mesh = make_task("x0", scene={"generator": "mesh", "mesh": str(tmp_path / "nope.glb")})
+    one, closed = EpisodeConfig(), EpisodeConfig(mode="closed-loop")
+    assert check_runnable(with_images, one) is None and check_runnable(with_images, EpisodeConfig(env="none")) is None
+    assert "cannot run closed-loop" in check_runnable(with_images, closed)
+    assert check_runnable(room, one) is None and check_runnable(room, closed) is None
+    assert "start_image is missing" in check_runnable(room, EpisodeConfig(env="none"))
+    assert "replay scenes" in check_runnable(replay, one)
+    assert "navigation tasks only" in check_runnable(manip, EpisodeConfig(env="habitat"))
+    assert check_runnable(missing_mesh, one) == f"task 'x0': scene.mesh {tmp_path / 'nope.glb'}: no such file"
+
+
 def test_an_image_damaged_past_its_header_stops_the_run_in_one_line(tmp_path, capsys):
     tasks, tf = _image_tasks(tmp_path / "tasks", 2)
     png = (tmp_path / "tasks" / "start1.png")

@@ -235,6 +235,9 @@ def check_runnable(task: Task, cfg: EpisodeConfig) -> str | None:
                 from ..envs.habitat_backend import INSTALL_HINT
 
                 return f"--env habitat: {INSTALL_HINT}"
+        if isinstance(task.scene, dict) and task.scene.get("type") == "replay":
+            return (f"{tid}: replay scenes (scene.type 'replay') cannot run in a simulator yet; score it one-shot "
+                    f"from its images with --env none")
         try:
             from ..envs.scenes import normalise_scene_spec
         except ImportError as e:
