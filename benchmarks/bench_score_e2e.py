@@ -242,6 +242,78 @@ def fresh_cache(work: Path) -> Path:
     return Path(tempfile.mkdtemp(prefix="cold_cache_", dir=work))
 
 
+class Bench:
+    """Shared state of one benchmark run: the work folder, the warm task cache, the reporting helpers."""
+
+    def __init__(self, a, work: Path):
+        self.a, self.work = a, work
+        self.has_lmms = lmms_available()
+        self.warm_cache = work / "warm_cache"
+        # one answer to one task through both scorers: bytecode compiled and cached before anything is timed
+        self.tiny = make_files(work / "e2e_1_1", 1, 1)
+        run_spatialact(self.tiny, work / "s1.jsonl", self.warm_cache)
+        if self.has_lmms:
+            run_lmms(self.tiny, 1)
+
+    def prime(self, files: dict) -> None:
+        """The task file seen once (its verdict cached), with a one-line answer file."""
+        run_spatialact({**files, "answers": self.tiny["answers"]}, self.work / "s1.jsonl", self.warm_cache)
+
+    def best(self, f) -> dict:
+        runs = [f() for _ in range(max(1, self.a.repeat))]
+        return min(runs, key=lambda r: r["wall_s"])
+
+    @staticmethod
+    def line(name: str, r: dict, n: int, ref: float | None = None) -> float:
+        rate = n / r["wall_s"]
+        s = f"  {name:44s} {r['wall_s']:8.2f} s  {rate:12,.0f} answers/s"
+        if ref is not None:
+            s += f"   {rate / ref:6.1f}x lmms-eval"
+        print(s, flush=True)
+        return rate
+
+    def first_run(self) -> None:
+        a, work = self.a, self.work
+        print(f"\n1. {a.tasks:,} answers to {a.tasks:,} navigation tasks (1-4 steps, stepped)")
+        files = make_files(work / f"e2e_{a.tasks}_{a.tasks}", a.tasks, a.tasks)
+        ref = None
+        if self.has_lmms:
+            r = self.best(lambda: run_lmms(files, a.tasks))
+            ref = self.line("lmms-eval manipulateeval loop (1 core)", r, r["n"])
+            print(f"  {'':44s} (loop alone {r['n'] / r['loop_s']:,.0f} answers/s; start-up and hints "
+                  f"{r['setup_s']:.2f} s; mean {r['mean']:.4f})")
+        out = work / "scores.jsonl"
+        cold = self.best(lambda: run_spatialact(files, out, fresh_cache(work)))
+        self.line("spatialact score, cold task cache (1 core)", cold, cold["n"], ref)
+        self.prime(files)
+        warm = self.best(lambda: run_spatialact(files, out, self.warm_cache))
+        self.line("spatialact score, warm task cache (1 core)", warm, warm["n"], ref)
+        w2 = self.best(lambda: run_spatialact(files, out, fresh_cache(work), workers=2))
+        self.line("spatialact score --workers 2, cold (2 cores)", w2, w2["n"], ref)
+        w2w = self.best(lambda: run_spatialact(files, out, self.warm_cache, workers=2))
+        self.line("spatialact score --workers 2, warm (2 cores)", w2w, w2w["n"], ref)
+        print(f"  overall mean (paper profile) {warm['mean']:.4f}")
+        fixed = self.best(lambda: run_spatialact(self.tiny, work / "s1.jsonl", self.warm_cache))
+        print(f"  {'fixed cost: one answer to one task (start-up, imports)':44s} {fixed['wall_s']:8.2f} s")
+
+    def big_run(self) -> None:
+        a, work = self.a, self.work
+        print(f"\n2. {a.big:,} answers to {a.big_tasks:,} tasks")
+        files = make_files(work / f"e2e_{a.big_tasks}_{a.big}", a.big_tasks, a.big)
+        ref = None
+        if self.has_lmms:
+            r = self.best(lambda: run_lmms(files, a.lmms_sample))
+            ref = r["n"] / r["wall_s"]
+            print(f"  {'lmms-eval loop (1 core), first ' + format(r['n'], ',') + ' answers':44s}"
+                  f" {r['wall_s']:8.2f} s  {ref:12,.0f} answers/s   (all {a.big:,}: ~{a.big / ref:,.0f} s)")
+        out = work / "scores_big.jsonl"
+        self.prime(files)
+        r1 = self.best(lambda: run_spatialact(files, out, self.warm_cache, workers=1))
+        self.line("spatialact score (1 core)", r1, r1["n"], ref)
+        r2 = self.best(lambda: run_spatialact(files, out, self.warm_cache, workers=2))
+        self.line("spatialact score --workers 2 (2 cores)", r2, r2["n"], ref)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tasks", type=int, default=20_000, help="tasks, and answers to them (default 20 000)")
@@ -251,84 +323,28 @@ def main() -> int:
                     help="answers lmms-eval scores in the large run (its rate is flat in the size; default 50 000)")
     ap.add_argument("--quick", action="store_true", help="small sizes: 2 000 / 2 000 and 100 000 / 1 000")
     ap.add_argument("--skip-big", action="store_true", help="only the first run")
+    ap.add_argument("--only-big", action="store_true", help="only the large run")
     ap.add_argument("--repeat", type=int, default=1, help="runs of each measurement; the best is reported")
     ap.add_argument("--workdir", default=None, help="keep the generated files here (reused when present)")
     a = ap.parse_args()
     if a.quick:
         a.tasks, a.big, a.lmms_sample = 2_000, 100_000, 10_000
-    has_lmms = lmms_available()
-    if not has_lmms:
-        print("lmms-eval is not installed (pip install --no-deps lmms-eval==0.7.3): its side is skipped")
     tmp = None
     if a.workdir is None:
         tmp = tempfile.TemporaryDirectory()
         work = Path(tmp.name)
     else:
         work = Path(a.workdir)
-    cores = len(os.sched_getaffinity(0))
-    print(f"python {sys.version.split()[0]}, {cores} cores available; every process pinned "
-          f"({'taskset' if _taskset(1) else 'no taskset: not pinned'}), BLAS threads 1")
-
-    def best(f):
-        runs = [f() for _ in range(max(1, a.repeat))]
-        return min(runs, key=lambda r: r["wall_s"])
-
-    def line(name, r, n, ref=None):
-        rate = n / r["wall_s"]
-        s = f"  {name:44s} {r['wall_s']:8.2f} s  {rate:12,.0f} answers/s"
-        if ref is not None:
-            s += f"   {rate / ref:6.1f}x lmms-eval"
-        print(s, flush=True)
-        return rate
-
     try:
-        # one answer to one task, through both scorers: bytecode compiled and cached before anything is timed
-        tiny = make_files(work / "e2e_1_1", 1, 1)
-        warm_cache = work / "warm_cache"
-        run_spatialact(tiny, work / "s1.jsonl", warm_cache)
-        if has_lmms:
-            run_lmms(tiny, 1)
-
-        def prime(f):  # the task file seen once (its verdict cached), with a one-line answer file
-            run_spatialact({**f, "answers": tiny["answers"]}, work / "s1.jsonl", warm_cache)
-
-        print(f"\n1. {a.tasks:,} answers to {a.tasks:,} navigation tasks (1-4 steps, stepped)")
-        files = make_files(work / f"e2e_{a.tasks}_{a.tasks}", a.tasks, a.tasks)
-        ref = None
-        if has_lmms:
-            r = best(lambda: run_lmms(files, a.tasks))
-            ref = line("lmms-eval manipulateeval loop (1 core)", r, r["n"])
-            print(f"  {'':44s} (loop alone {r['n'] / r['loop_s']:,.0f} answers/s; start-up and hints "
-                  f"{r['setup_s']:.2f} s; mean {r['mean']:.4f})")
-        out = work / "scores.jsonl"
-        cold = best(lambda: run_spatialact(files, out, fresh_cache(work)))
-        line("spatialact score, cold task cache (1 core)", cold, cold["n"], ref)
-        prime(files)
-        warm = best(lambda: run_spatialact(files, out, warm_cache))
-        line("spatialact score, warm task cache (1 core)", warm, warm["n"], ref)
-        w2 = best(lambda: run_spatialact(files, out, fresh_cache(work), workers=2))
-        line("spatialact score --workers 2, cold (2 cores)", w2, w2["n"], ref)
-        w2w = best(lambda: run_spatialact(files, out, warm_cache, workers=2))
-        line("spatialact score --workers 2, warm (2 cores)", w2w, w2w["n"], ref)
-        print(f"  overall mean (paper profile) {warm['mean']:.4f}")
-        fixed = best(lambda: run_spatialact(tiny, work / "s1.jsonl", warm_cache))
-        print(f"  {'fixed cost: one answer to one task (start-up, imports)':44s} {fixed['wall_s']:8.2f} s")
-
+        b = Bench(a, work)
+        if not b.has_lmms:
+            print("lmms-eval is not installed (pip install --no-deps lmms-eval==0.7.3): its side is skipped")
+        print(f"python {sys.version.split()[0]}, {len(os.sched_getaffinity(0))} cores available; every process "
+              f"pinned ({'taskset' if _taskset(1) else 'no taskset: not pinned'}), BLAS threads 1")
+        if not a.only_big:
+            b.first_run()
         if not a.skip_big:
-            print(f"\n2. {a.big:,} answers to {a.big_tasks:,} tasks")
-            files = make_files(work / f"e2e_{a.big_tasks}_{a.big}", a.big_tasks, a.big)
-            ref = None
-            if has_lmms:
-                r = best(lambda: run_lmms(files, a.lmms_sample))
-                ref = r["n"] / r["wall_s"]
-                print(f"  {'lmms-eval loop (1 core), first ' + format(r['n'], ',') + ' answers':44s}"
-                      f" {r['wall_s']:8.2f} s  {ref:12,.0f} answers/s   (all {a.big:,}: ~{a.big / ref:,.0f} s)")
-            out = work / "scores_big.jsonl"
-            prime(files)
-            r1 = best(lambda: run_spatialact(files, out, warm_cache, workers=1))
-            line("spatialact score (1 core)", r1, r1["n"], ref)
-            r2 = best(lambda: run_spatialact(files, out, warm_cache, workers=2))
-            line("spatialact score --workers 2 (2 cores)", r2, r2["n"], ref)
+            b.big_run()
     finally:
         if tmp is not None:
             tmp.cleanup()

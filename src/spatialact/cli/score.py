@@ -65,7 +65,29 @@ def default_out(answers: str):
     return _default_out(answers)
 
 
+_FREEZE_AT_EXIT = []  # registered once per process
+
+
 def run(args: argparse.Namespace) -> int:
+    """The command. The cyclic garbage collector is paused for its duration (restored after), and the heap is
+    frozen at interpreter exit: the process ends right after the command, and the final collection would
+    traverse every object of the loaded task file (about a million for 20 000 tasks: 1.5 s of a 4 s run)."""
+    import atexit
+    import gc
+
+    if not _FREEZE_AT_EXIT:
+        atexit.register(gc.freeze)
+        _FREEZE_AT_EXIT.append(True)
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        return _run(args)
+    finally:
+        if was:
+            gc.enable()
+
+
+def _run(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
