@@ -492,3 +492,24 @@ def test_load_run_and_report_accept_a_folder_of_runs(tmp_path, capsys):
     empty.mkdir()
     assert main(["report", str(empty)]) == 2
     assert "no run directory inside it" in _one_line_error(capsys.readouterr().err)
+
+
+def test_the_report_leaves_failed_episodes_out_of_the_parse_rate(tmp_path, capsys, server, api_env):
+    """A failed call has no answer: the report's "parse ok" counts the two answered episodes only (1 of 2 parsed)."""
+    from spatialact.evaluation.report import make_report
+
+    _, tf = _image_tasks(tmp_path / "tasks", 3)
+    out = tmp_path / "run"
+    server.script = [("status", 500), ("status", 503), ("ok", "I would rather not say."),
+                     ("ok", '{"step_1": {"actions": ["D"], "step_nums": [3]}}')]
+    code, _, _ = _eval(capsys, "--tasks", str(tf), "--env", "none", "--out", str(out),
+                       *_api_args(server.url, "max_retries=1"))
+    assert code == 1
+    make_report([out], tmp_path / "rep")
+    md = (tmp_path / "rep" / "report.md").read_text()
+    header = next(x for x in md.splitlines() if "parse ok" in x)
+    cols = [c.strip() for c in header.strip("|").split("|")]
+    body = md.splitlines()[md.splitlines().index(header) + 2]
+    cells = [c.strip() for c in body.strip("|").split("|")]
+    assert cells[cols.index("parse ok")] == "50%"
+    assert cells[cols.index("errors")] == "1"

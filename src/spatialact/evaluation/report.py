@@ -141,7 +141,9 @@ def _overall_rows(runs: list[RunData]) -> tuple[list[str], list[list]]:
         fpe = [_num(_get(r, "final_position_error")) for r in rs]
         fpe = [v for v in fpe if math.isfinite(v)]
         spl = bootstrap_ci((_get(r, "spl") for r in rs), n_boot=0)
-        ok = [bool(r.get("ok", (r.get("parse") or {}).get("ok"))) for r in rs]
+        # failed episodes (api_error / error) carry ok = None: they have no answer to parse, so they are left out
+        oks = (r.get("ok", (r.get("parse") or {}).get("ok")) for r in rs)
+        ok = [bool(v) for v in oks if v is not None]
         reps = bootstrap_ci((_get(r, "n_repairs") for r in rs), n_boot=0)
         errors = sum(1 for r in rs if r.get("error"))
         rows.append([run.label, len(rs), score.fmt(), succ.fmt(), f"{np.median(fpe):.3f}" if fpe else "–",
