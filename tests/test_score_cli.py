@@ -207,3 +207,22 @@ def test_output_lines_are_strict_json():
 
     assert _finite_json({"a": float("nan"), "b": [1.0, float("inf")], "c": {"d": -float("inf")}, "e": "x"}) == \
         {"a": None, "b": [1.0, None], "c": {"d": None}, "e": "x"}
+
+
+def test_in_process_run_restores_the_garbage_collector(files, capsys):
+    """The command pauses the cyclic collector while it runs (and freezes the heap only at interpreter exit): an
+    in-process call leaves the collector as it found it."""
+    import gc
+
+    from spatialact.cli.main import main
+
+    d, _ = files
+    assert gc.isenabled()
+    assert main(["score", str(d / "answers.jsonl"), str(d / "tasks.jsonl"), "--json", "--no-progress"]) == 0
+    assert gc.isenabled() and json.loads(capsys.readouterr().out)["counts"]["scored"] == 8
+    gc.disable()
+    try:
+        assert main(["score", str(d / "answers.jsonl"), str(d / "tasks.jsonl"), "--no-progress"]) == 0
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

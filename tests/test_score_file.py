@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from spatialact.action_space import ActionSequence, Step, StepSizes
-from spatialact.scorers import score_answer, score_file, score_lmms_eval, to_lmms_answer, to_lmms_extra_info
+from spatialact.scorers import (aggregate_episodes, score_answer, score_file, score_lmms_eval, to_lmms_answer,
+                                to_lmms_extra_info)
 from spatialact.scorers.offline import _jstr
 from spatialact.tasks import Task, save_tasks
 
@@ -327,3 +328,21 @@ def test_line_decoding_matches_the_json_module(tmp_path):
     assert got[2]["reason"] == "parse_error" and "not text" in got[2]["error"]
     assert got[3]["reason"] == "unknown_task" and got[3]["task_id"] == "\udc00"
     assert got[4]["reason"] in ("invalid_json", "invalid_line")
+
+
+def test_tags_that_python_calls_equal_stay_apart(tmp_path):
+    """True == 1 == 1.0 in Python; in JSON and in the breakdown they are different tags (1 and 1.0 share the
+    label "flag=1", as in aggregate_episodes)."""
+    gt = ActionSequence((Step.from_signed([0, 0, 3, 0, 0, 0]),), NAV)
+    tasks = [Task(id=f"t{i}", kind="nav", source="s", start_pose=np.eye(4), goal_pose=gt.to_poses()[-1], gt=gt,
+                  sizes=NAV, tags={"flag": v}) for i, v in enumerate([True, 1, 1.0, True, "1"])]
+    lines = [json.dumps({"task_id": t.id, "response": gt.to_text("stepped") if i != 1 else "no"})
+             for i, t in enumerate(tasks)]
+    s = score_file(lines, tasks, out=tmp_path / "tags.jsonl")
+    got = (tmp_path / "tags.jsonl").read_text().splitlines()
+    assert ['"tags": {"flag": true}' in got[0], '"tags": {"flag": 1}' in got[1], '"tags": {"flag": 1.0}' in got[2],
+            '"tags": {"flag": "1"}' in got[4]] == [True] * 4
+    assert {k: v["n"] for k, v in s["tags"].items()} == {"flag=true": 2, "flag=1": 3}
+    assert s["tags"]["flag=1"]["mean"] == pytest.approx(2 / 3)
+    ref = aggregate_episodes([{"score": r["score"], "tags": r["tags"]} for r in strict_lines(tmp_path / "tags.jsonl")])
+    assert ref["tags"] == s["tags"]

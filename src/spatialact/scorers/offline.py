@@ -145,6 +145,7 @@ class _TaskTable:
         self.source = [t.source for t in tasks]
         self.tags = [t.tags for t in tasks]
         self._head: list = [None] * T
+        self._tags_json: dict = {}
         self._lmms: dict = {}
 
     def gt_rows(self, idx: np.ndarray):
@@ -159,9 +160,15 @@ class _TaskTable:
         h = self._head[i]
         if h is None:
             tags = self.tags[i]
+            try:  # tags are categories: few distinct sets, each written once
+                key = _tags_key(tags)
+                tj = self._tags_json.get(key)
+                if tj is None:
+                    tj = self._tags_json[key] = _js(tags)
+            except TypeError:  # an unhashable value
+                tj = _js(tags)
             h = self._head[i] = (f'"task_id": {_jstr(self.ids[i])}, "kind": "{self.kind[i]}", "source": '
-                                 f'{_jstr(self.source[i])}, "tags": {_js(tags) if tags else "{}"}, '
-                                 f'"profile": {profile_json}, ')
+                                 f'{_jstr(self.source[i])}, "tags": {tj}, "profile": {profile_json}, ')
         return h
 
     def lmms_info(self, i: int) -> dict:
@@ -174,7 +181,7 @@ class _TaskTable:
 
     def __getstate__(self):
         d = dict(self.__dict__)
-        d["_head"], d["_lmms"] = [None] * self.n, {}
+        d["_head"], d["_tags_json"], d["_lmms"] = [None] * self.n, {}, {}
         return d
 
 
@@ -188,6 +195,12 @@ def _motions(counts: list, units: np.ndarray, vec: list) -> np.ndarray:
     for r, mo in vec:
         m[r] = mo
     return m
+
+
+def _tags_key(tags: dict) -> tuple:
+    """A hashable key of a tags dict; the value types are part of it (True == 1 == 1.0 in Python, not in JSON).
+    Raises TypeError for an unhashable value (a list)."""
+    return tuple((k, type(v), v) for k, v in tags.items())
 
 
 def _js(x) -> str:
@@ -678,7 +691,7 @@ def _tag_columns(tags: list) -> list:
     sig = np.empty(T + 1, dtype=np.int64)
     for i, t in enumerate(tags):
         try:
-            key = tuple(t.items())
+            key = _tags_key(t)
             c = sig_index.get(key)
         except TypeError:  # an unhashable value (a list): this task alone
             key, c = None, None
