@@ -224,7 +224,7 @@ def run_lmms(files: dict, limit: int) -> dict:
 def run_spatialact(files: dict, out: Path, cache: Path, workers: int = 1, extra=()) -> dict:
     """``spatialact score`` as a process; ``cache``: its task cache folder (SPATIALACT_CACHE; a fresh, empty one
     is a cold run)."""
-    cmd = _taskset(max(1, workers)) + [sys.executable, "-m", "spatialact.cli.main", "score", str(files["answers"]),
+    cmd = _taskset(max(1, workers)) + [sys.executable, "-c", _CHILD, "score", str(files["answers"]),
                                        str(files["tasks"]), "--json", "--no-progress", "--out", str(out),
                                        "--workers", str(workers), *extra]
     env = child_env(SPATIALACT_CACHE=str(cache))
@@ -234,7 +234,19 @@ def run_spatialact(files: dict, out: Path, cache: Path, workers: int = 1, extra=
     if r.returncode != 0:
         raise SystemExit(f"spatialact score failed:\n{r.stderr}")
     s = json.loads(r.stdout)
-    return {"wall_s": wall, "n": s["counts"]["scored"], "mean": s["overall"]["mean"], "summary": s}
+    hwm = [ln for ln in r.stderr.splitlines() if ln.startswith("VmHWM_kB")]
+    return {"wall_s": wall, "n": s["counts"]["scored"], "mean": s["overall"]["mean"], "summary": s,
+            "peak_mib": int(hwm[-1].split()[1]) / 1024 if hwm else float("nan")}
+
+
+# `spatialact score` as its console script runs it, plus the process's own peak resident memory (VmHWM: the
+# memory image after exec; getrusage would count this benchmark's memory, inherited over fork).
+_CHILD = ("import sys\n"
+          "from spatialact.cli.main import main\n"
+          "rc = main(sys.argv[1:])\n"
+          "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')]\n"
+          "print('VmHWM_kB', hwm[0].split()[1] if hwm else 'nan', file=sys.stderr)\n"
+          "sys.exit(rc)\n")
 
 
 def fresh_cache(work: Path) -> Path:
@@ -312,6 +324,9 @@ class Bench:
         self.line("spatialact score (1 core)", r1, r1["n"], ref)
         r2 = self.best(lambda: run_spatialact(files, out, self.warm_cache, workers=2))
         self.line("spatialact score --workers 2 (2 cores)", r2, r2["n"], ref)
+        print(f"  peak memory of the scoring process (VmHWM): {r1['peak_mib']:.0f} MiB (1 worker), "
+              f"{r2['peak_mib']:.0f} MiB (main process of 2 workers); answer file "
+              f"{files['answers'].stat().st_size / 2**20:.0f} MiB")
 
 
 def main() -> int:
