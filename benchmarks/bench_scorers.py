@@ -5,6 +5,7 @@
 2. Episodes: ``score_episodes_batch`` against a loop of ``score_episode``.
 3. ``spatialact score`` on a generated answer file of ``--answer-steps`` steps (default 10 million: 1 million
    10-step answers to 1 000 tasks), run as a subprocess; wall time, throughput and its peak memory (max RSS).
+   (``bench_score_e2e.py`` compares the whole command with lmms-eval's scorer on the same answers.)
 
 numpy runs on one core (BLAS threads are pinned to 1 before numpy is imported; torch CPU gets one thread too).
 Not part of the test suite. Usage:
