@@ -15,9 +15,12 @@ import gymnasium as gym
 
 from .executor import ExecutionResult, execute_sequence
 from .procedural import procedural_tasks
+from .replay import check_droid_reachable, replay_scene_for
+from .replay_run import ReplayResult, replay_trajectory
 
 __all__ = ["make_env", "execute_sequence", "ExecutionResult", "procedural_tasks", "ENV_IDS", "KIND_TO_ID",
-           "CameraNavEnv", "GripperManipEnv", "HandManipEnv"]
+           "CameraNavEnv", "GripperManipEnv", "HandManipEnv", "replay_trajectory", "ReplayResult",
+           "check_droid_reachable", "replay_scene_for"]
 
 KIND_TO_ID = {"nav": "spatialact/CameraNav-v0", "manip": "spatialact/GripperManip-v0",
               "hand": "spatialact/HandManip-v0"}
@@ -31,13 +34,15 @@ for _kind, _id in KIND_TO_ID.items():
         gym.register(id=_id, entry_point=_ENTRY[_kind])
 
 
-def make_env(kind: str, *, task=None, action_mode: str = "step", renderer: str = "tiny", width: int = 128,
+def make_env(kind: str, *, task=None, action_mode: str = "step", renderer: str = "tiny", width: int | None = None,
              height: int = 128, seed: int | None = None, backend: str = "pybullet", wrap: bool = True, **kw):
     """An environment for a task kind (``nav``, ``manip``, ``hand``).
 
     ``backend="pybullet"`` (default) or ``"habitat"`` (CameraNav only; needs habitat-sim). ``seed`` seeds the first
-    reset (the env is not reset here). Other keywords go to the environment (``render_mode``, ``max_steps``,
-    ``terminate_on_success``, ``depth``, ``scene``, ``fov_deg``, ``sizes``, ``cap``, ...).
+    reset (the env is not reset here). ``width`` defaults to 128, or for a task with a replay scene to ``height``
+    times the recorded aspect ratio. Other keywords go to the environment (``render_mode``, ``max_steps``,
+    ``terminate_on_success``, ``depth``, ``scene``, ``fov_deg``, ``sizes``, ``cap``, ``observation`` (``sim``,
+    ``recorded``, ``both``: replayed tasks), ...).
     """
     if kind not in KIND_TO_ID:
         raise ValueError(f"kind must be one of {tuple(KIND_TO_ID)}, got {kind!r}")

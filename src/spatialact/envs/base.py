@@ -15,6 +15,11 @@ Action modes (SPEC §6):
   cap × unit (metres, radians); ``g > 0.5`` closes, ``0 ≤ g ≤ 0.5`` opens, ``g < 0`` keeps the gripper.
 
 Reward: the decrease of ``φ = pos_err / 0.2 m + rot_err / 10°`` plus 10 on the step that succeeds.
+
+Replay scenes (a task whose ``scene`` is ``{"type": "replay", ...}``, :mod:`spatialact.envs.replay`): the world is
+built from the recorded trajectory; ``observation`` picks what ``rgb`` shows — ``"sim"`` (rendered, the default),
+``"recorded"`` (the recorded frame nearest the current pose, resized) or ``"both"`` (``rgb`` rendered and
+``recorded_rgb`` recorded).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from .. import geometry
 from ..action_space import ActionSequence, Step, StepSizes
 from ..action_space.primitives import N_MOTION
 from ..tasks import Task
+from . import replay
 from .rendering import BulletWorld, CameraSpec
 from .scenes import SceneInfo, build_scene, normalise_scene_spec
 
@@ -53,10 +59,16 @@ class SpatialActEnv(gym.Env):
     default_generator = "room"
 
     def __init__(self, task: Task | None = None, action_mode: str = "step", renderer: str = "tiny",
-                 width: int = 128, height: int = 128, render_mode: str | None = None, max_steps: int = 20,
+                 width: int | None = None, height: int = 128, render_mode: str | None = None, max_steps: int = 20,
                  terminate_on_success: bool = True, depth: bool = False, scene: dict | None = None,
                  fov_deg: float = 60.0, sizes: StepSizes | None = None, cap: int = 10,
-                 n_steps: tuple[int, int] = (1, 3)):
+                 n_steps: tuple[int, int] = (1, 3), observation: str = "sim"):
+        if observation not in replay.OBSERVATION_MODES:
+            raise ValueError(f"observation must be one of {replay.OBSERVATION_MODES}, got {observation!r}")
+        if width is None:  # a replayed task renders at its recorded aspect ratio; 128 × 128 otherwise
+            aspect = replay.scene_aspect(task.scene) if task is not None and replay.is_replay_scene(task.scene) \
+                else None
+            width = int(round(int(height) * aspect)) if aspect else 128
         if action_mode not in ACTION_MODES:
             raise ValueError(f"action_mode must be one of {ACTION_MODES}, got {action_mode!r}")
         if render_mode not in (None, "rgb_array"):
@@ -72,6 +84,8 @@ class SpatialActEnv(gym.Env):
         self.n_steps_range = tuple(n_steps)
         self.default_sizes = sizes or StepSizes.for_kind(self.kind)
         self.camera = CameraSpec(int(width), int(height), float(fov_deg))
+        self._base_camera = self.camera  # replayed tasks swap in their recorded camera (same image size)
+        self.observation_mode = observation
         self._fixed_task = task
         self._fixed_scene = normalise_scene_spec(scene) if scene is not None else None
 
@@ -81,6 +95,8 @@ class SpatialActEnv(gym.Env):
         if self.use_depth:
             obs["depth"] = spaces.Box(0.0, np.float32(self.camera.far), (self.camera.height, self.camera.width),
                                       np.float32)
+        if observation == "both":
+            obs["recorded_rgb"] = spaces.Box(0, 255, (self.camera.height, self.camera.width, 3), np.uint8)
         obs.update(self._extra_observation_spaces())
         self.observation_space = spaces.Dict(obs)
 
@@ -94,6 +110,10 @@ class SpatialActEnv(gym.Env):
         self._goal_rgb_cache = None
         self._last_obs = None
         self._phi = 0.0
+        self.replay: replay.ReplayWorld | None = None  # the replay world of the current scene, if it is one
+        self._keyframes = None  # the replayed task's keyframes
+        self._replay_step = 0  # whole steps executed this episode (the EgoDex camera follows it)
+        self._recorded = None  # (frame, distance) of the last recorded observation
 
     def _make_world(self, renderer: str):
         return BulletWorld(renderer)
@@ -138,14 +158,25 @@ class SpatialActEnv(gym.Env):
         return Step.from_motion((dx, dy, dz, pitch, yaw, roll), gripper=g)
 
     # ----- scene and task -----------------------------------------------------------------------------
-    def _ensure_scene(self, spec: dict) -> None:
-        spec = normalise_scene_spec(spec)
-        key = json.dumps(spec, sort_keys=True)
-        if key == self._scene_key:
-            self._reset_scene_state()
-            return
-        self.world.reset_world()
-        self.scene = build_scene(self.world, spec)
+    def _ensure_scene(self, spec: dict, where: str = "scene") -> None:
+        if replay.is_replay_scene(spec):
+            # keyframes (and fps-free facts of one task) do not change the world: tasks on one trajectory share it
+            key = json.dumps({k: v for k, v in spec.items() if k != "keyframes"}, sort_keys=True, default=str)
+            if key == self._scene_key:
+                self._reset_scene_state()
+                return
+            self.world.reset_world()
+            self._scene_key = None
+            self.scene, self.replay = replay.build_replay_world(self.world, spec, self.kind, where)
+        else:
+            spec = normalise_scene_spec(spec)
+            key = json.dumps(spec, sort_keys=True)
+            if key == self._scene_key:
+                self._reset_scene_state()
+                return
+            self.world.reset_world()
+            self._scene_key = None
+            self.scene, self.replay = build_scene(self.world, spec), None
         self._populate_scene()
         self._scene_key = key
 
@@ -172,7 +203,10 @@ class SpatialActEnv(gym.Env):
             if task.kind != self.kind:
                 raise ValueError(f"task {task.id!r} is a {task.kind!r} task; this environment runs {self.kind!r}")
             spec = task.scene or self._fixed_scene or {"generator": self.default_generator, "seed": 0}
-            self._ensure_scene(spec)
+            if self.observation_mode != "sim" and not replay.is_replay_scene(spec):
+                raise ValueError(f"task {task.id}: observation {self.observation_mode!r} shows recorded frames and "
+                                 "needs a replay scene (scene.type 'replay'); this task's scene has none")
+            self._ensure_scene(spec, where=f"task {task.id}")
         else:
             if self._fixed_scene is not None:
                 spec = self._fixed_scene
@@ -182,6 +216,9 @@ class SpatialActEnv(gym.Env):
                 spec = {"generator": self.default_generator, "seed": int(self.np_random.integers(2 ** 31 - 1))}
             else:
                 spec = self.scene.spec
+            if self.replay is not None or replay.is_replay_scene(spec):
+                raise ValueError("reset() without a task cannot draw random goals in a replay scene; pass "
+                                 "options={'task': task}")
             self._ensure_scene(spec)
             task = self.sample_task(self.np_random, n_steps=self.n_steps_range)
         self._start(task)
@@ -191,11 +228,40 @@ class SpatialActEnv(gym.Env):
         self.task = task
         self.sizes = task.sizes
         self._steps = 0
+        self._replay_step = 0
         self.gripper = 0
-        self._goal_rgb_cache = self._goal_rgb()  # rendered once per episode
+        self._recorded = None
+        self._configure_replay(task)
+        self._goal_rgb_cache = self._goal_observation()  # rendered once per episode
         self._set_start(task)
+        if self.replay is not None and self.replay.trajectory.gripper is not None and self.kind != "nav":
+            g0 = int(self.replay.trajectory.gripper[int(self._keyframes[0])])
+            if g0:  # the recorded gripper state at the start frame
+                self._set_gripper(g0)
+                self.gripper = g0
         self._last_obs = self._observe()
         self._phi = self._potential()
+
+    def _configure_replay(self, task: Task) -> None:
+        """Per task in a replay world: check the task against the trajectory (one-line ValueError naming the task
+        and the field), take its keyframes and the recorded camera (resized to the observation size)."""
+        if self.replay is None:
+            self._keyframes = None
+            self.camera = self._base_camera
+            return
+        where = f"task {task.id}"
+        self._keyframes = self.replay.check_task(task, where)
+        if self.observation_mode != "sim" and not self.replay.has_frames():
+            raise ValueError(f"{where}: scene.trajectory: observation {self.observation_mode!r} needs recorded "
+                             f"frames and {self.replay.scene.get('trajectory')} has none (no video or images)")
+        cam = self.replay.camera
+        self.camera = self._base_camera if cam is None else cam.resized(self._base_camera.width,
+                                                                         self._base_camera.height)
+
+    def _goal_observation(self) -> np.ndarray:
+        if self.replay is not None and self.observation_mode == "recorded":
+            return self.replay.recorded_frame(int(self._keyframes[-1]), self.camera.width, self.camera.height)
+        return self._goal_rgb()
 
     # ----- stepping -----------------------------------------------------------------------------------
     def _execute(self, step: Step, sizes: StepSizes) -> None:
@@ -204,6 +270,7 @@ class SpatialActEnv(gym.Env):
         if step.gripper is not None and self.kind != "nav":
             self._set_gripper(int(step.gripper))
             self.gripper = int(step.gripper)
+        self._replay_step += 1
 
     def step(self, action):
         if self.task is None:
@@ -233,8 +300,22 @@ class SpatialActEnv(gym.Env):
 
     # ----- observation, info, reward ------------------------------------------------------------------
     def _observe(self) -> dict:
-        rgb, depth = self._observe_rgb()
+        mode = self.observation_mode if self.replay is not None else "sim"
+        if mode == "recorded" and not self.use_depth:
+            rgb = depth = None
+        else:
+            rgb, depth = self._observe_rgb()
+        if mode != "sim":
+            frame, dist = self.replay.nearest_recorded(self.pose, self._keyframes)
+            self._recorded = (frame, dist)
+            rec = self.replay.recorded_frame(frame, self.camera.width, self.camera.height)
+            if mode == "recorded":
+                rgb = rec
         obs = {"rgb": rgb, "goal_rgb": self._goal_rgb_cache.copy()}
+        if mode == "both":
+            obs["recorded_rgb"] = rec
+        elif self.observation_mode == "both":  # the space has the key: a non-replay task cannot get here (refused)
+            obs["recorded_rgb"] = np.zeros_like(rgb)
         if self.use_depth:
             obs["depth"] = np.minimum(depth, np.float32(self.camera.far))
         obs.update(self._extra_observations())
@@ -264,9 +345,12 @@ class SpatialActEnv(gym.Env):
 
     def _info(self) -> dict:
         pe, re = self.errors()
-        return {"pose": self.pose.copy(), "goal_pose": self.goal_pose.copy(), "position_error": pe,
+        info = {"pose": self.pose.copy(), "goal_pose": self.goal_pose.copy(), "position_error": pe,
                 "rotation_error": re, "success": self.is_success(), "renderer": self.world.gl_renderer,
                 "step_index": self._steps, "gripper": self.gripper, "task_id": self.task.id if self.task else None}
+        if self._recorded is not None:
+            info["recorded_frame"], info["recorded_distance"] = self._recorded
+        return info
 
     @property
     def goal_pose(self) -> np.ndarray:
@@ -281,8 +365,23 @@ class SpatialActEnv(gym.Env):
     def camera_pose(self) -> np.ndarray:
         """C2W pose (4, 4) of the camera the ``rgb`` observation — and ``depth`` — is rendered from: the controlled
         camera itself in CameraNav, the static exterior camera in GripperManip / HandManip (not the end effector
-        or wrist, whose pose is ``pose``). Its intrinsics are :attr:`intrinsics`."""
+        or wrist, whose pose is ``pose``; in an EgoDex replay the recorded head camera at keyframe min(k, K) after
+        k steps). Its intrinsics are :attr:`intrinsics`."""
         return self.pose
+
+    @property
+    def goal_camera_pose(self) -> np.ndarray:
+        """C2W pose of the camera ``goal_rgb`` is rendered from (the goal pose in CameraNav; the observing camera at
+        the last keyframe in a replay)."""
+        return self.task.goal_pose.copy() if self.kind == "nav" else self._observing_camera(final=True)
+
+    def _observing_camera(self, final: bool = False) -> np.ndarray:
+        if self.replay is not None:
+            step = len(self._keyframes) - 1 if final else self._replay_step
+            T = self.replay.observing_camera(self._keyframes, step)
+            if T is not None:
+                return T
+        return np.asarray(self.scene.exterior_camera, dtype=np.float64).copy()
 
     def observation_depth(self) -> np.ndarray:
         """Depth (H, W) float32, metres along the optical axis, of the current ``rgb`` observation's view: the same

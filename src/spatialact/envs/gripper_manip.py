@@ -20,7 +20,7 @@ import numpy as np
 from .. import geometry
 from .tabletop import TabletopEnv, _pose_from_pq, _pq_from_pose
 
-__all__ = ["GripperManipEnv", "PANDA_HOME", "IK_TOLERANCE"]
+__all__ = ["GripperManipEnv", "PandaArm", "PANDA_HOME", "IK_TOLERANCE", "REACH_TOLERANCE"]
 
 # A comfortable posture with the gripper pointing down over the table.
 PANDA_HOME = (0.0, -0.3, 0.0, -2.2, 0.0, 2.0, 0.785)
@@ -30,6 +30,88 @@ EE_LINK = 11
 FINGER_OPEN = 0.04
 IK_TOLERANCE = (1e-4, np.radians(0.05))  # metres, radians: what the refinement loop aims for
 REACH_TOLERANCE = (2e-3, np.radians(1.0))  # what a pose must meet to count as reachable when sampling tasks
+
+
+def _panda_limits(p, cid, robot):
+    info = [p.getJointInfo(robot, j, physicsClientId=cid) for j in range(p.getNumJoints(robot, physicsClientId=cid))]
+    movable = [i for i in info if i[2] != p.JOINT_FIXED]
+    lower = [i[8] for i in movable]
+    upper = [i[9] for i in movable]
+    return [i[0] for i in movable], lower, upper, [u - l for l, u in zip(lower, upper)]
+
+
+def _grasp_errors(p, cid, robot, T_grasp):
+    st = p.getLinkState(robot, EE_LINK, computeForwardKinematics=True, physicsClientId=cid)
+    M = _pose_from_pq(st[4], st[5])
+    return float(np.linalg.norm(M[:3, 3] - T_grasp[:3, 3])), float(geometry.rotation_error(M, T_grasp))
+
+
+def solve_panda_ik(p, cid, robot, T_grasp: np.ndarray, lower, upper, ranges, rest, iterations: int = 12,
+                   refine: bool = False):
+    """Put the Panda's arm joints at grasp-frame pose ``T_grasp`` (C2W, world) by iterated damped-least-squares IK
+    (each round seeded by the last, starting from the joints as they are); returns (position error m, rotation
+    error rad) of the measured grasp frame.
+
+    The null-space form (joint limits, rest posture) can stall a few millimetres short; ``refine=True`` (replay
+    scenes) then polishes with plain damped least squares from there and keeps the result when every joint stays
+    within its limits and the error shrank."""
+    pos, quat = _pq_from_pose(T_grasp)
+    pe = re = np.inf
+    for _ in range(iterations):
+        q = p.calculateInverseKinematics(robot, EE_LINK, pos, quat, lowerLimits=lower, upperLimits=upper,
+                                         jointRanges=ranges, restPoses=rest, maxNumIterations=100,
+                                         residualThreshold=1e-7, physicsClientId=cid)
+        for j, qj in zip(ARM_JOINTS, q[:7]):
+            p.resetJointState(robot, j, qj, physicsClientId=cid)
+        last = pe + re
+        pe, re = _grasp_errors(p, cid, robot, T_grasp)
+        if pe <= IK_TOLERANCE[0] and re <= IK_TOLERANCE[1]:
+            break
+        if last - (pe + re) < 1e-6:  # no longer improving: out of reach, stop here
+            break
+    if refine and (pe > IK_TOLERANCE[0] or re > IK_TOLERANCE[1]):
+        before = [p.getJointState(robot, j, physicsClientId=cid)[0] for j in ARM_JOINTS]
+        for _ in range(6):
+            q = p.calculateInverseKinematics(robot, EE_LINK, pos, quat, maxNumIterations=200,
+                                             residualThreshold=1e-9, physicsClientId=cid)
+            for j, qj in zip(ARM_JOINTS, q[:7]):
+                p.resetJointState(robot, j, qj, physicsClientId=cid)
+        pe2, re2 = _grasp_errors(p, cid, robot, T_grasp)
+        inside = all(lower[j] - 1e-6 <= q[j] <= upper[j] + 1e-6 for j in range(7))
+        if inside and pe2 / IK_TOLERANCE[0] + re2 / IK_TOLERANCE[1] < pe / IK_TOLERANCE[0] + re / IK_TOLERANCE[1]:
+            pe, re = pe2, re2
+        else:
+            for j, qj in zip(ARM_JOINTS, before):
+                p.resetJointState(robot, j, qj, physicsClientId=cid)
+    return pe, re
+
+
+class PandaArm:
+    """A bare Panda (no scene) in a world, for reachability checks: base at C2W ``base``."""
+
+    def __init__(self, world, base: np.ndarray):
+        p, cid = world.p, world.client
+        self.world, self.p, self.cid = world, p, cid
+        pos, quat = _pq_from_pose(base)
+        self.robot = p.loadURDF("franka_panda/panda.urdf", pos, quat, useFixedBase=True, physicsClientId=cid)
+        _, self.lower, self.upper, self.ranges = _panda_limits(p, cid, self.robot)
+
+    def reach(self, T_grasp: np.ndarray, seed=None) -> tuple[float, float]:
+        """(position, rotation) error of the best IK solution for grasp pose ``T_grasp`` from joint seed ``seed``
+        (7,) (when given) and from the home posture."""
+        best = (np.inf, np.inf)
+        for q0 in ([seed] if seed is not None else []) + [PANDA_HOME]:
+            for j, qj in zip(ARM_JOINTS, q0):
+                self.p.resetJointState(self.robot, j, float(qj), physicsClientId=self.cid)
+            rest = list(q0) + [FINGER_OPEN, FINGER_OPEN]
+            e = solve_panda_ik(self.p, self.cid, self.robot, T_grasp, self.lower, self.upper, self.ranges, rest,
+                               refine=True)
+            if e[0] / REACH_TOLERANCE[0] + e[1] / REACH_TOLERANCE[1] < best[0] / REACH_TOLERANCE[0] + \
+                    best[1] / REACH_TOLERANCE[1]:
+                best = e
+            if best[0] <= REACH_TOLERANCE[0] and best[1] <= REACH_TOLERANCE[1]:
+                break
+        return best
 
 
 class GripperManipEnv(TabletopEnv):
@@ -42,27 +124,31 @@ class GripperManipEnv(TabletopEnv):
     GRASP_REGION = np.array([0.02, 0.03, 0.02])
     PUSH_AXES = (0, 1)
 
+    # The controlled frame is the grasp frame by default; replay scenes set ``_tool`` so that the controlled frame
+    # is the recorded end-effector frame (DROID's flange): grasp = controlled @ _tool.
+    _tool = np.eye(4)
+    _home_q = PANDA_HOME
+
     def _load_agent(self) -> None:
         p, cid = self.world.p, self.world.client
-        self._agent_body = p.loadURDF("franka_panda/panda.urdf", [0, 0, self.scene.table_z], [0, 0, 0, 1],
+        base = self.scene.robot_base
+        pos, quat = ([0, 0, self.scene.table_z], [0, 0, 0, 1]) if base is None else _pq_from_pose(base)
+        self._agent_body = p.loadURDF("franka_panda/panda.urdf", pos, quat,
                                       useFixedBase=True, flags=p.URDF_USE_SELF_COLLISION * 0,
                                       physicsClientId=cid)
         self._robot = self._agent_body
-        info = [p.getJointInfo(self._robot, j, physicsClientId=cid)
-                for j in range(p.getNumJoints(self._robot, physicsClientId=cid))]
-        movable = [i for i in info if i[2] != p.JOINT_FIXED]
-        self._movable = [i[0] for i in movable]
-        self._lower = [i[8] for i in movable]
-        self._upper = [i[9] for i in movable]
-        self._ranges = [u - l for l, u in zip(self._lower, self._upper)]
-        self._rest = list(PANDA_HOME) + [FINGER_OPEN, FINGER_OPEN]
+        self._movable, self._lower, self._upper, self._ranges = _panda_limits(p, cid, self._robot)
         self._finger_target = FINGER_OPEN
         self._home()
 
+    @property
+    def _rest(self):
+        return list(self._home_q) + [FINGER_OPEN, FINGER_OPEN]
+
     def _home(self) -> None:
         p, cid = self.world.p, self.world.client
-        for j, q in zip(ARM_JOINTS, PANDA_HOME):
-            p.resetJointState(self._robot, j, q, physicsClientId=cid)
+        for j, q in zip(ARM_JOINTS, self._home_q):
+            p.resetJointState(self._robot, j, float(q), physicsClientId=cid)
         self._set_fingers(False)
 
     def _hold_joints(self) -> None:
@@ -85,36 +171,67 @@ class GripperManipEnv(TabletopEnv):
         self._hold_joints()
 
     def _measured_pose(self) -> np.ndarray:
+        """The controlled frame (C2W): the measured grasp frame, or with a tool offset the frame it is carried on."""
         p, cid = self.world.p, self.world.client
         st = p.getLinkState(self._robot, EE_LINK, computeForwardKinematics=True, physicsClientId=cid)
-        return _pose_from_pq(st[4], st[5])
+        M = _pose_from_pq(st[4], st[5])
+        return M if self._tool is GripperManipEnv._tool else M @ geometry.invert_pose(self._tool)
 
     def _solve_ik(self, T: np.ndarray, iterations: int = 12) -> tuple[float, float]:
-        """Put the arm at pose T by iterated IK (each round seeded by the last); returns the final errors."""
-        p, cid = self.world.p, self.world.client
-        pos, quat = _pq_from_pose(T)
-        pe = re = np.inf
-        for _ in range(iterations):
-            q = p.calculateInverseKinematics(self._robot, EE_LINK, pos, quat, lowerLimits=self._lower,
-                                             upperLimits=self._upper, jointRanges=self._ranges,
-                                             restPoses=self._rest, maxNumIterations=100, residualThreshold=1e-7,
-                                             physicsClientId=cid)
-            for j, qj in zip(ARM_JOINTS, q[:7]):
-                p.resetJointState(self._robot, j, qj, physicsClientId=cid)
-            M = self._measured_pose()
-            last = pe + re
-            pe = float(np.linalg.norm(M[:3, 3] - T[:3, 3]))
-            re = float(geometry.rotation_error(M, T))
-            if pe <= IK_TOLERANCE[0] and re <= IK_TOLERANCE[1]:
-                break
-            if last - (pe + re) < 1e-6:  # no longer improving: out of reach, stop here
-                break
-        return pe, re
+        """Put the arm at controlled-frame pose T by iterated IK (each round seeded by the last); returns the final
+        errors of the grasp frame."""
+        replaying = self._tool is not GripperManipEnv._tool
+        return solve_panda_ik(self.world.p, self.world.client, self._robot, T @ self._tool, self._lower,
+                              self._upper, self._ranges, self._rest, iterations, refine=replaying and iterations > 2)
 
     def _drive_to(self, T: np.ndarray, final: bool = True) -> None:
         # intermediate waypoints only need to be close; the pose a step ends at is refined fully
-        self._solve_ik(T, iterations=12 if final else 2)
+        pe, re = self._solve_ik(T, iterations=12 if final else 2)
+        if final and (pe > REACH_TOLERANCE[0] or re > REACH_TOLERANCE[1]) and self._tool is not GripperManipEnv._tool:
+            # replay: the posture carried over may be a poor seed; retry from the home posture, keep the better
+            p, cid = self.world.p, self.world.client
+            before = [p.getJointState(self._robot, j, physicsClientId=cid)[0] for j in ARM_JOINTS]
+            for j, q in zip(ARM_JOINTS, PANDA_HOME):
+                p.resetJointState(self._robot, j, q, physicsClientId=cid)
+            pe2, re2 = self._solve_ik(T)
+            if pe2 / REACH_TOLERANCE[0] + re2 / REACH_TOLERANCE[1] > pe / REACH_TOLERANCE[0] + re / REACH_TOLERANCE[1]:
+                for j, q in zip(ARM_JOINTS, before):
+                    p.resetJointState(self._robot, j, q, physicsClientId=cid)
         self._hold_joints()
+
+    def _configure_replay(self, task) -> None:
+        """A DROID replay: the controlled frame becomes DROID's end-effector frame (``DROID_TOOL_OFFSET`` to the grasp
+        frame), IK is seeded from the recorded joint positions, and a start or goal the arm cannot reach is refused
+        (never clamped)."""
+        super()._configure_replay(task)
+        self.__dict__.pop("_tool", None)
+        self.__dict__.pop("_home_q", None)
+        if self.replay is None:
+            return
+        from .replay import check_droid_reachable
+
+        kf = self._keyframes
+        seeds = self.replay.joint_seeds
+        ok, pe, re = check_droid_reachable(np.stack([task.start_pose, task.goal_pose]),
+                                           None if seeds is None else seeds[[kf[0], kf[-1]]])
+        for i, name in enumerate(("start_pose", "goal_pose")):
+            if not ok[i]:
+                raise ValueError(f"task {task.id}: {name}: out of the simulated Panda's reach (IK error "
+                                 f"{pe[i] * 1000:.1f} mm, {np.degrees(re[i]):.1f}°; tolerance 2 mm, 1°)")
+        self._tool = self.replay.tool
+        if seeds is not None:
+            self._home_q = tuple(float(q) for q in seeds[kf[0]])
+
+    def _home_for_goal(self) -> None:
+        seeds = self.replay.joint_seeds if self.replay is not None else None
+        if seeds is None:
+            return self._home()
+        saved = self._home_q
+        self._home_q = tuple(float(q) for q in seeds[self._keyframes[-1]])
+        try:
+            self._home()
+        finally:
+            self._home_q = saved
 
     def _reachable(self, T) -> bool:
         snap = self._snapshot()

@@ -21,8 +21,8 @@ import numpy as np
 from .rendering import BulletWorld
 from .textures import texture_path
 
-__all__ = ["SceneInfo", "build_scene", "normalise_scene_spec", "load_scene_meshes", "ROOM_LAYOUTS", "GENERATORS",
-           "MESH_FORMATS"]
+__all__ = ["SceneInfo", "SceneBuilder", "build_scene", "normalise_scene_spec", "load_scene_meshes", "ROOM_LAYOUTS",
+           "GENERATORS", "MESH_FORMATS", "light_for"]
 
 ROOM_LAYOUTS = ("living", "kitchen", "office", "playroom")
 GENERATORS = ("room", "tabletop", "mesh")
@@ -63,6 +63,7 @@ class SceneInfo:
     exterior_camera: np.ndarray | None = None
     light: dict = field(default_factory=dict)
     objects: dict = field(default_factory=dict)  # dynamic task objects: name -> body id
+    robot_base: np.ndarray | None = None  # C2W pose of the robot base (replay scenes); None: on the table
 
     def inside_obstacle(self, x: np.ndarray, margin: float = 0.1) -> bool:
         return any(np.all(x >= lo - margin) and np.all(x <= hi + margin) for lo, hi in self.obstacles)
@@ -176,7 +177,9 @@ class _Builder:
         return self._tex[path]
 
     def box(self, half, pos, yaw=0.0, color=(0.7, 0.7, 0.7), texture=None, tile=1.0, mass=0.0,
-            collide=True) -> int:
+            collide=True, orientation=None) -> int:
+        """A box of half extents ``half`` centred at ``pos`` (world), turned by ``yaw`` about +Z or by the
+        quaternion ``orientation`` (xyzw) when given; textured (tiled every ``tile`` m) or plain ``color``."""
         p = self.p
         half = [float(h) for h in half]
         if texture is not None:
@@ -188,8 +191,9 @@ class _Builder:
             vis = p.createVisualShape(p.GEOM_BOX, halfExtents=half, rgbaColor=list(color) + [1],
                                       physicsClientId=self.cid)
         col = p.createCollisionShape(p.GEOM_BOX, halfExtents=half, physicsClientId=self.cid) if collide else -1
+        orn = _quat_yaw(yaw) if orientation is None else [float(q) for q in orientation]
         body = p.createMultiBody(mass, col, vis, basePosition=list(map(float, pos)),
-                                 baseOrientation=_quat_yaw(yaw), physicsClientId=self.cid)
+                                 baseOrientation=orn, physicsClientId=self.cid)
         if texture is not None:
             p.changeVisualShape(body, -1, textureUniqueId=self.texture(texture), rgbaColor=[1, 1, 1, 1],
                                 physicsClientId=self.cid)
@@ -251,6 +255,14 @@ class _Builder:
             placed.append(xy)
             out.append(b)
         return out
+
+
+SceneBuilder = _Builder  # public name: bodies (boxes, textured boxes, URDFs) in a BulletWorld, seeded
+
+
+def light_for(seed: int) -> dict:
+    """The TinyRenderer light of a seed (the direction drawn as in procedural scenes)."""
+    return _light(np.random.default_rng([int(seed), 9]))
 
 
 # ----- rooms -------------------------------------------------------------------------------------------

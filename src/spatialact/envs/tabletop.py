@@ -240,8 +240,9 @@ class TabletopEnv(SpatialActEnv):
     # ----- views --------------------------------------------------------------------------------------
     @property
     def camera_pose(self) -> np.ndarray:
-        """The exterior camera (C2W): ``rgb``, ``goal_rgb`` and ``depth`` are rendered from it."""
-        return np.asarray(self.scene.exterior_camera, dtype=np.float64).copy()
+        """The observing camera (C2W): ``rgb`` and ``depth`` are rendered from it — the exterior camera, or in an
+        EgoDex replay the recorded head camera at keyframe min(k, K) after k steps."""
+        return self._observing_camera()
 
     def _observe_rgb(self):
         rgb, depth, _ = self.world.render(self.camera_pose, self.camera, depth=self.use_depth)
@@ -281,10 +282,10 @@ class TabletopEnv(SpatialActEnv):
                 b = self.scene.objects[test["object"]]
                 orn = p.getBasePositionAndOrientation(b, physicsClientId=cid)[1]
                 p.resetBasePositionAndOrientation(b, list(map(float, test["position"])), orn, physicsClientId=cid)
-            self._home()
+            self._home_for_goal()
             self._drive_to(self.task.goal_pose)
             self._set_fingers(final_grip == 1)
-            return self.world.render(self.camera_pose, self.camera, depth=False)[0]
+            return self.world.render(self.goal_camera_pose, self.camera, depth=False)[0]
         finally:
             self._restore(snap)
 
@@ -369,6 +370,10 @@ class TabletopEnv(SpatialActEnv):
             return self._make_task(start, poses[-1], gt, {"variant": "push", "n_steps": 4}, success=success,
                                    scene=self.scene.spec, instruction="Push the cube onto the square marker.")
         raise RuntimeError(f"no push layout found in scene {self.scene.spec} after {max_tries} tries")
+
+    def _home_for_goal(self) -> None:
+        """The posture the goal view is solved from (subclasses seed it from a recording)."""
+        self._home()
 
     def _start_probe(self, task) -> None:
         """Put the agent at a task's start without rendering (used to simulate ground truths while sampling)."""
