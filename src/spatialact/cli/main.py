@@ -20,6 +20,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "prompt": ("spatialact.cli.prompt", "print the exact prompt (and write the images) an agent receives"),
     "tasks": ("spatialact.cli.tasks", "build task files: from a trajectory, or procedural scenes"),
     "extract": ("spatialact.cli.extract", "turn a trajectory file into the paper's action sequence"),
+    "replay": ("spatialact.cli.replay", "replay a trajectory in its simulated scene: recorded | simulated video"),
     "parse": ("spatialact.cli.parse", "show what a model answer parses to: steps, rigid motions, repairs"),
 }
 

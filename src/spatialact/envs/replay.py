@@ -435,7 +435,10 @@ def build_replay_world(world: BulletWorld, scene: dict, kind: str, where: str = 
     src = scene.get("source")
     if src not in _SOURCES:
         raise _bad(where, "scene.source", f"must be one of {', '.join(_SOURCES)}, got {src!r}")
-    want = "nav" if (src == "egodex" and scene.get("entity") == "camera") else _SOURCES[src]
+    if src == "egodex" and scene.get("entity") == "camera":
+        raise _bad(where, "scene.entity", "EgoDex's head camera is a camera path: use source 'camera_path' with "
+                                          "format 'egodex' and entity 'camera'")
+    want = _SOURCES[src]
     if kind != want:
         raise _bad(where, "scene.source", f"a {src!r} replay scene runs {want!r} tasks, not {kind!r}")
     traj = load_scene_trajectory(scene, where)

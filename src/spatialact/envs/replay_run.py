@@ -79,8 +79,6 @@ def replay_trajectory(traj, *, scene: dict | None = None, observation: str = "si
     scene = {**scene, "keyframes": [int(k) for k in kf]}
     rp._prime_trajectory_cache(scene, traj)
     kind = rp.replay_kind(scene)
-    if scene.get("source") == "egodex" and scene.get("entity") == "camera":
-        kind = "nav"
     sizes = sizes or StepSizes.for_kind(kind)
     sub = traj.select(np.arange(kf[0], kf[-1] + 1))
     if kind == "nav" and sub.gripper is not None:
