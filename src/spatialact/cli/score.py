@@ -107,8 +107,6 @@ def _run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else default_out(args.answers)
     if out.resolve() in (Path(args.answers).resolve(), Path(args.tasks).resolve()):
         raise CLIError(f"--out {out} would overwrite an input file")
-    if args.tree and not Path(args.tree).is_file():
-        raise CLIError(f"--tree {args.tree}: no such file")
     summary = score_file(args.answers, args.tasks, profile=args.profile, weights=weights, workers=args.workers,
                          out=out, tree=args.tree, per_step=args.per_step, missing_as_zero=args.missing_as_zero,
                          n_boot=args.n_boot, seed=args.seed, chunk=args.chunk,
