@@ -346,3 +346,21 @@ def test_tags_that_python_calls_equal_stay_apart(tmp_path):
     assert s["tags"]["flag=1"]["mean"] == pytest.approx(2 / 3)
     ref = aggregate_episodes([{"score": r["score"], "tags": r["tags"]} for r in strict_lines(tmp_path / "tags.jsonl")])
     assert ref["tags"] == s["tags"]
+
+
+def test_workers_started_by_spawn_give_the_same_output(files, monkeypatch):
+    """Where worker processes are spawned (macOS, Windows; forkserver on Linux from Python 3.14) the task table
+    travels pickled: same output as one process."""
+    import concurrent.futures
+    import functools
+    import multiprocessing
+
+    d, _, _ = files
+    one = score_file(d / "answers.jsonl", d / "tasks.jsonl", profile="lmms-eval", out=d / "sp1.jsonl")
+    monkeypatch.setattr(concurrent.futures, "ProcessPoolExecutor", functools.partial(
+        concurrent.futures.ProcessPoolExecutor, mp_context=multiprocessing.get_context("spawn")))
+    two = score_file(d / "answers.jsonl", d / "tasks.jsonl", profile="lmms-eval", out=d / "sp2.jsonl", workers=2,
+                     per_step=True)
+    assert [{k: v for k, v in r.items() if k != "per_step"} for r in strict_lines(d / "sp2.jsonl")] == \
+        strict_lines(d / "sp1.jsonl")
+    assert {k: v for k, v in two.items() if k != "out"} == {k: v for k, v in one.items() if k != "out"}
