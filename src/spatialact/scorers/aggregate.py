@@ -29,7 +29,8 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 
 __all__ = ["bootstrap_ci", "summarise", "aggregate_episodes", "aggregate_arrays", "hierarchical_scores",
-           "DEFAULT_TREE", "SPATREE_L4", "load_tree", "leaf_of", "tag_label", "MAX_GROUPS", "KIND_LEAVES"]
+           "DEFAULT_TREE", "SPATREE_L4", "load_tree", "leaf_of", "tag_label", "MAX_GROUPS", "KIND_LEAVES",
+           "aggregate_coded"]
 
 #: SpatialTree's L4 subtree, lmms-eval's names and weights (``spatree_hierarchy.json`` of its spatialtreebench
 #: task). Our nav tasks are "Agentic Navigation", manip and hand tasks "Robotic Arm"; the Open-world
@@ -208,8 +209,9 @@ class _Summaries:
         return out
 
 
-def _aggregate_codes(x: np.ndarray, columns, n_boot: int, seed: int, max_groups: int | None, mapper=None) -> dict:
-    """The engine of :func:`aggregate_arrays`. ``columns``: ``(name, key, codes, labels)`` with ``codes`` (n,)
+def aggregate_coded(x: np.ndarray, columns, n_boot: int, seed: int, max_groups: int | None, mapper=None) -> dict:
+    """:func:`aggregate_arrays` on integer-coded labels (what ``score_file`` uses: labels per task, codes per
+    answer). ``columns``: ``(name, key, codes, labels)`` with ``codes`` (n,)
     ints indexing ``labels`` (−1: in no group of this column) and ``key`` the tag key of a tags column (else None).
     ``mapper``: a ``map`` to summarise large groups with (e.g. a process pool's), None: here, one by one.
     Returns ``{"overall", name: {label: summary}, "skipped": {...}}``; a group's values keep the episode order."""
@@ -273,7 +275,7 @@ def aggregate_arrays(scores, groups: Mapping[str, Sequence], n_boot: int = 1000,
         else:
             codes, distinct = _codes_of(list(labels))
             columns.append((name, None, codes, distinct))
-    return _aggregate_codes(x, columns, n_boot, seed, max_groups)
+    return aggregate_coded(x, columns, n_boot, seed, max_groups)
 
 
 def aggregate_episodes(records: Iterable[Mapping], score_key: str = "score", by: Sequence[str] = ("kind", "source", "tags"),
@@ -300,7 +302,7 @@ def aggregate_episodes(records: Iterable[Mapping], score_key: str = "score", by:
         else:
             codes, distinct = _codes_of([None if r.get(name) is None else _label(r.get(name)) for r in recs])
             columns.append((name, None, codes, distinct))
-    out = _aggregate_codes(x, columns, n_boot, seed, max_groups)
+    out = aggregate_coded(x, columns, n_boot, seed, max_groups)
     out["score_key"] = score_key
     return out
 

@@ -37,7 +37,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from .aggregate import KIND_LEAVES, MAX_GROUPS, _aggregate_codes, hierarchical_scores, leaf_of, load_tree, tag_label
+from .aggregate import KIND_LEAVES, MAX_GROUPS, aggregate_coded, hierarchical_scores, leaf_of, load_tree, tag_label
 from .batch import KIND_CODES, score_episodes_batch
 from .step import normalise_weights
 
@@ -741,7 +741,7 @@ def _summarise(x, ti, counts, table: _TaskTable, tree, missing_as_zero, n_boot, 
     if not tag_cols:
         columns.append(("tags", None, np.full(len(x), -1), []))
     keys = [k for k, _, _ in tag_cols]
-    agg = _aggregate_codes(x, columns, n_boot, seed, max_groups, mapper)
+    agg = aggregate_coded(x, columns, n_boot, seed, max_groups, mapper)
     if any(str(k).startswith("spatree") for k in keys):
         per_task = [leaf_of({"kind": table.kind[i], "tags": table.tags[i]}) for i in range(T)]
     else:  # without spatree tags, leaf_of gives the kind's leaf
