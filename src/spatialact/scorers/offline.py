@@ -33,7 +33,7 @@ import gc
 import json
 import os
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import numpy as np
 
