@@ -466,9 +466,12 @@ def to_lmms_answer(seq, kind: str = "nav") -> str:
     return json.dumps(obj, ensure_ascii=False)
 
 
-def _pose_row(T) -> list[float]:
-    q = _rotation().from_matrix(np.asarray(T)[:3, :3]).as_quat()
-    return [float(x) for x in np.asarray(T)[:3, 3]] + [float(x) for x in q]
+def _pose_rows(T) -> list[list[float]]:
+    """(N, 4, 4) poses as rows ``[x, y, z, qx, qy, qz, qw]`` (one scipy call for all: the same quaternions as one
+    call per pose, at a fraction of the cost)."""
+    T = np.asarray(T).reshape(-1, 4, 4)
+    q = _rotation().from_matrix(T[:, :3, :3]).as_quat().reshape(-1, 4)
+    return [[float(x) for x in t] + [float(x) for x in qq] for t, qq in zip(T[:, :3, 3], q)]
 
 
 def to_lmms_extra_info(task) -> dict:
@@ -518,7 +521,7 @@ def to_lmms_extra_info(task) -> dict:
         "profile": "lmms-eval",
         "lmms_eval_commit": LMMS_EVAL_COMMIT,
         "rows": "lmms-eval replay of the ground truth from the identity",
-        "rel_pose": [_pose_row(T) for T in rel],
+        "rel_pose": _pose_rows(rel),
         "rel_pose_frame": "spatialact: C2W in the start camera frame, OpenCV axes, [x, y, z, qx, qy, qz, qw]",
     }
     return info
