@@ -483,6 +483,18 @@ def test_export_rows_against_geometry():
     assert Rotation.from_quat(rel[-1][3:]).approx_equal(Rotation.from_matrix(T[:3, :3]), atol=1e-12)
 
 
+def test_export_without_geometry_is_the_same_minus_the_spatialact_block():
+    task = _task("manip", [[3, 0, 2, 0, 1, 0], [0, -2, 0, 2, 0, 3]], StepSizes.manipulation(), START)
+    full, light = to_lmms_extra_info(task), to_lmms_extra_info(task, geometry=False)
+    assert "spatialact" in full and {k: v for k, v in full.items() if k != "spatialact"} == light
+    text = json.dumps({"step_1": {"actions": ["D", "W"], "step_nums": [3, 1]}})
+    assert score_lmms_eval(text, full, "manip") == score_lmms_eval(text, light, "manip")
+    # the quaternions of rel_pose, written in one scipy call, are those of one call per pose
+    rel = full["spatialact"]["rel_pose"]
+    poses = geometry.relative_pose(START, task.gt_poses())
+    assert [list(Rotation.from_matrix(T[:3, :3]).as_quat()) for T in poses] == [r[3:] for r in rel]
+
+
 def test_export_vector_ground_truth():
     seq = ActionSequence.from_motions([[0.01, 0.0, 0.03, 0.1, -0.2, 0.05]], sizes=StepSizes.manipulation())
     task = Task(id="v", kind="manip", source="test", start_pose=np.eye(4), goal_pose=seq.to_poses()[-1], gt=seq,

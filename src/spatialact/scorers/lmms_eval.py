@@ -177,11 +177,16 @@ def _step_increments(actions: Any, step_nums: Any, t_size: Any, r_size: Any) -> 
     return sums
 
 
-def _rotation():
-    """scipy's ``Rotation`` class (imported on first use; then a dictionary look-up)."""
-    from scipy.spatial.transform import Rotation
+_ROTATION: list = []
 
-    return Rotation
+
+def _rotation():
+    """scipy's ``Rotation`` class, imported on first use (an import statement per call cost 14 µs)."""
+    if not _ROTATION:
+        from scipy.spatial.transform import Rotation
+
+        _ROTATION.append(Rotation)
+    return _ROTATION[0]
 
 
 def _advance(pose, orientation, sums: list) -> np.ndarray:
@@ -474,7 +479,7 @@ def _pose_rows(T) -> list[list[float]]:
     return [[float(x) for x in t] + [float(x) for x in qq] for t, qq in zip(T[:, :3, 3], q)]
 
 
-def to_lmms_extra_info(task) -> dict:
+def to_lmms_extra_info(task, geometry: bool = True) -> dict:
     """A spatialact ``Task`` as lmms-eval's ``extra_info`` (what its ``hint`` field decodes to).
 
     Decision (docs/lmms_eval_profile.md): ``optimal_rel_pose`` rows are the poses the *lmms-eval replay* reaches
@@ -485,7 +490,8 @@ def to_lmms_extra_info(task) -> dict:
     ground truth summed into one step, as agenticnaveval reads one step); ``manip`` and ``hand`` tasks get
     K + 1 rows and segments ``"0->1"`` ... ``"K-1->K"``. The geometric relative poses in OUR convention (C2W of
     each ground-truth pose in the start's camera frame, OpenCV axes, xyzw) are kept beside them under
-    ``spatialact.rel_pose`` for reference; lmms-eval ignores that key.
+    ``spatialact.rel_pose`` for reference; lmms-eval ignores that key. ``geometry=False`` leaves the whole
+    ``spatialact`` block out (scoring never reads it; offline scoring uses this).
     """
     mode = "nav" if task.kind == "nav" else "manip"
     seq = task.gt.with_sizes(task.sizes)
@@ -510,11 +516,13 @@ def to_lmms_extra_info(task) -> dict:
         rows.append(current)
         info[f"{k}->{k + 1}"] = entry
     info = {"optimal_rel_pose": [[float(x) for x in r] for r in rows], **info}
+    if not geometry:
+        return info
 
-    from .. import geometry
+    from .. import geometry as geo
 
     gt_poses = task.gt_poses()
-    rel = geometry.relative_pose(gt_poses[0], gt_poses)
+    rel = geo.relative_pose(gt_poses[0], gt_poses)
     info["spatialact"] = {
         "task_id": task.id,
         "kind": task.kind,

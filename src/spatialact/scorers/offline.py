@@ -176,7 +176,7 @@ class _TaskTable:
 
         info = self._lmms.get(i)
         if info is None:
-            info = self._lmms[i] = to_lmms_extra_info(self.tasks[i])
+            info = self._lmms[i] = to_lmms_extra_info(self.tasks[i], geometry=False)
         return info
 
     def __getstate__(self):
