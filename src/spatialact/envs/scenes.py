@@ -144,10 +144,10 @@ def _box_mesh(half, tile: float):
 
 def _box_obj(half, tile: float) -> str:
     """Path of a cached Wavefront .obj of a box with these half extents and UVs tiled every ``tile`` metres."""
-    from .textures import _cache_dir
+    from .textures import texture_cache_dir
 
     key = "_".join(f"{x:.4f}" for x in (*half, tile))
-    path = os.path.join(_cache_dir(), f"box_{key}.obj")
+    path = os.path.join(texture_cache_dir(), f"box_{key}.obj")
     if not os.path.exists(path):
         v, idx, uv, n = _box_mesh(half, tile)
         lines = [f"v {a:.6f} {b:.6f} {c:.6f}" for a, b, c in v]

@@ -9,9 +9,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 
 import numpy as np
+
+from ..cache import cache_dir
 
 __all__ = ["texture_path", "TEXTURE_KINDS"]
 
@@ -19,11 +20,9 @@ TEXTURE_KINDS = ("wood", "tiles", "wallpaper", "stripes", "fabric", "painting", 
 _SIZE = 128
 
 
-def _cache_dir() -> str:
-    d = os.environ.get("SPATIALACT_CACHE") or os.path.join(tempfile.gettempdir(), f"spatialact-{os.getuid()}")
-    d = os.path.join(d, "textures-v1")
-    os.makedirs(d, exist_ok=True)
-    return d
+def texture_cache_dir() -> str:
+    """The folder of generated textures and box meshes: ``<cache root>/textures-v1`` (``spatialact.cache``)."""
+    return str(cache_dir("textures-v1"))
 
 
 def _rgb(c) -> np.ndarray:
@@ -94,7 +93,7 @@ def texture_path(kind: str, color=(0.6, 0.6, 0.6), seed: int = 0) -> str:
 
     color = [round(float(c), 4) for c in color]
     key = hashlib.sha1(json.dumps([kind, color, int(seed), _SIZE]).encode()).hexdigest()[:16]
-    path = os.path.join(_cache_dir(), f"{kind}_{key}.png")
+    path = os.path.join(texture_cache_dir(), f"{kind}_{key}.png")
     if not os.path.exists(path):
         img = _make(kind, color, int(seed))
         tmp = f"{path}.{os.getpid()}.tmp.png"

@@ -16,7 +16,6 @@ import gc
 import hashlib
 import json
 import os
-import tempfile
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from typing import Iterable
 
 import numpy as np
 
+from ..cache import cache_dir
 from .task import Task
 from .validation import (ORTHO_TOL, VALIDATOR_VERSION, pose_problems, record_label, record_poses, schema_problems,
                          schema_validator, semantic_problems, task_schema, validate_record)
@@ -161,13 +161,9 @@ def load_task_file(path: str | os.PathLike, *, cache: bool = True) -> TaskFile:
 
 # ----- the on-disk cache of verdicts ---------------------------------------------------------------------------
 def task_cache_dir() -> Path:
-    """Where verdicts on task files are kept: ``<cache root>/tasks``, the cache root being ``$SPATIALACT_CACHE`` or
-    else ``<temp dir>/spatialact-<uid>`` (the root the texture cache of ``spatialact.envs`` uses too)."""
-    root = os.environ.get("SPATIALACT_CACHE")
-    if not root:
-        uid = os.getuid() if hasattr(os, "getuid") else "user"
-        root = os.path.join(tempfile.gettempdir(), f"spatialact-{uid}")
-    return Path(root).expanduser() / "tasks"
+    """Where verdicts on task files are kept: ``<cache root>/tasks`` (:func:`spatialact.cache.cache_root`, the root
+    the texture cache of ``spatialact.envs`` uses too); not created here."""
+    return cache_dir("tasks", create=False)
 
 
 def _verdict_path(sha: str) -> Path:
