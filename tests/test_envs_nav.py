@@ -261,7 +261,8 @@ def test_async_vector_env_two_workers():
 
 
 @pytest.mark.slow
-def test_ppo_trains_without_wrappers():
+def test_ppo_trains_without_wrappers(tmp_path, monkeypatch):
+    monkeypatch.setenv("SB3_LOGDIR", str(tmp_path))  # SB3 otherwise leaves an SB3-<date> folder in /tmp
     import torch
     from stable_baselines3 import PPO
 

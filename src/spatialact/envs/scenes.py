@@ -670,21 +670,35 @@ def _build_mesh(world: BulletWorld, spec: dict) -> SceneInfo:
     if up not in ("y", "z"):
         raise ValueError(f"scene.params.up must be 'y' or 'z', got {up!r}")
     meshes = load_scene_meshes(path)
-    import trimesh
-
     b = _Builder(world, np.random.default_rng([spec["seed"], 3]))
-    p, cid = world.p, world.client
     R = np.eye(4)
     if up == "y":
         from ..geometry import YUP_TO_ZUP
         R = YUP_TO_ZUP
-    tmpdir = tempfile.mkdtemp(prefix="spatialact-mesh-")
     bodies = {}
     lo_all, hi_all = np.full(3, np.inf), np.full(3, -np.inf)
+    # PyBullet reads each .obj when the shape is created, so the exported files are removed right after
+    with tempfile.TemporaryDirectory(prefix="spatialact-mesh-") as tmpdir:
+        _add_mesh_groups(world, meshes, R, tmpdir, bodies, lo_all, hi_all)
+    margin = float(params.get("margin", 0.3))
+    nav_box = np.stack([lo_all + margin, hi_all - margin], axis=1)
+    nav_box[2] = [lo_all[2] + min(0.6, (hi_all[2] - lo_all[2]) / 3), max(lo_all[2] + 0.6, hi_all[2] - margin)]
+    nav_box[:, 1] = np.maximum(nav_box[:, 1], nav_box[:, 0])
+    return SceneInfo(spec=spec, bodies=bodies, nav_box=nav_box, light=_light(b.rng))
+
+
+def _add_mesh_groups(world: BulletWorld, meshes, R: np.ndarray, tmpdir: str, bodies: dict, lo_all: np.ndarray,
+                     hi_all: np.ndarray) -> None:
+    """One static visual + collision body per colour group of each mesh (turned by ``R``), exported as .obj files
+    under ``tmpdir``; fills ``bodies`` and widens the bounds ``lo_all`` / ``hi_all`` (world frame, metres) in place."""
+    import trimesh
+
+    p, cid = world.p, world.client
     for mi, mesh in enumerate(meshes):
         mesh = mesh.copy()
         mesh.apply_transform(R)
-        lo_all, hi_all = np.minimum(lo_all, mesh.bounds[0]), np.maximum(hi_all, mesh.bounds[1])
+        np.minimum(lo_all, mesh.bounds[0], out=lo_all)
+        np.maximum(hi_all, mesh.bounds[1], out=hi_all)
         try:
             fc = np.asarray(mesh.visual.face_colors)[:, :3]
         except Exception:
@@ -702,8 +716,3 @@ def _build_mesh(world: BulletWorld, spec: dict) -> SceneInfo:
             col = p.createCollisionShape(p.GEOM_MESH, fileName=f, flags=p.GEOM_FORCE_CONCAVE_TRIMESH,
                                          physicsClientId=cid)
             bodies[f"mesh{mi}_{gi}"] = p.createMultiBody(0, col, vis, physicsClientId=cid)
-    margin = float(params.get("margin", 0.3))
-    nav_box = np.stack([lo_all + margin, hi_all - margin], axis=1)
-    nav_box[2] = [lo_all[2] + min(0.6, (hi_all[2] - lo_all[2]) / 3), max(lo_all[2] + 0.6, hi_all[2] - margin)]
-    nav_box[:, 1] = np.maximum(nav_box[:, 1], nav_box[:, 0])
-    return SceneInfo(spec=spec, bodies=bodies, nav_box=nav_box, light=_light(b.rng))
