@@ -191,7 +191,8 @@ def test_check_runnable_answers_for_each_mode_and_environment(tmp_path):
 
     (with_images,), _ = _image_tasks(tmp_path / "tasks", 1)
     room = make_task("r0", scene={"generator": "room", "seed": 3})
-    replay = make_task("p0", scene={"type": "replay", "source": "camera_path"})
+    replay = make_task("p0", scene={"type": "replay", "source": "camera_path", "format": "tum",
+                                    "trajectory": str(tmp_path / "gone.txt"), "keyframes": [0, 1]})
     manip = make_task("m0", kind="manip", grippers=[0], scene={"generator": "tabletop", "seed": 0})
     missing_mesh = make_task("x0", scene={"generator": "mesh", "mesh": str(tmp_path / "nope.glb")})
     one, closed = EpisodeConfig(), EpisodeConfig(mode="closed-loop")
@@ -199,7 +200,8 @@ def test_check_runnable_answers_for_each_mode_and_environment(tmp_path):
     assert "cannot run closed-loop" in check_runnable(with_images, closed)
     assert check_runnable(room, one) is None and check_runnable(room, closed) is None
     assert "start_image is missing" in check_runnable(room, EpisodeConfig(env="none"))
-    assert "replay scenes" in check_runnable(replay, one)
+    assert check_runnable(replay, one) == (f"task 'p0': scene.trajectory {tmp_path / 'gone.txt'}: no such file or "
+                                           "folder (the replay scene's recording)")
     assert "navigation tasks only" in check_runnable(manip, EpisodeConfig(env="habitat"))
     assert check_runnable(missing_mesh, one) == f"task 'x0': scene.mesh {tmp_path / 'nope.glb'}: no such file"
 

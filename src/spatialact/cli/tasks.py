@@ -2,7 +2,9 @@
 
   spatialact tasks from-trajectory TRAJ --out tasks.jsonl [--n 10] [--seed 0] [--kind manip]
       start/goal frame pairs from one trajectory, with exact ground truth (SPEC §5.3); start/goal PNGs are
-      written next to the task file (folder <out stem>_images/) when the trajectory's frames decode.
+      written next to the task file (folder <out stem>_images/) when the trajectory's frames decode. Every task
+      gets a replay scene (DROID → GripperManip, EgoDex hands → HandManip, camera paths → CameraNav in --scene or
+      a room around the segment), so it runs closed-loop; DROID pairs out of the Panda's reach are skipped.
   spatialact tasks procedural --kind nav --out tasks.jsonl [--n 10] [--seed 0]
       random reachable goals in procedural simulator scenes.
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 
@@ -30,6 +33,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     t.add_argument("--max-seconds", type=float, default=None, help="longest start-to-goal time")
     t.add_argument("--answer-format", choices=["flat", "stepped", "vector"], default="stepped")
     t.add_argument("--no-images", action="store_true", help="do not write PNG frames")
+    t.add_argument("--scene", metavar="FILE", default=None,
+                   help="camera paths: a mesh scene (.glb/.gltf/.obj/.ply) to replay in (default: a procedural room"
+                        " enclosing each task's start-goal segment)")
+    t.add_argument("--extrinsics", metavar="FILE", default=None,
+                   help="DROID: JSON file with the exterior camera's pose in the robot base frame, [x, y, z, rx, ry,"
+                        " rz] (metres, extrinsic xyz Euler in radians), overriding camera_extrinsics.<camera>")
+    t.add_argument("--no-scene", action="store_true",
+                   help="write no replay scene (tasks then run one-shot only; no simulator needed)")
     _common(t)
     q = sub.add_parser("procedural", help="random reachable goals in procedural scenes",
                        description="Tasks in procedural simulator scenes (needs the sim extra: PyBullet).")
@@ -53,9 +64,52 @@ def _from_trajectory(args: argparse.Namespace) -> list:
     traj = load_trajectory(args.traj, args.format, episode=args.episode, entity=args.entity, **opts)
     out = Path(args.out)
     image_dir = None if args.no_images else out.parent / f"{out.stem}_images"
-    return tasks_from_trajectory(traj, n=args.n, seed=args.seed, min_motion=args.min_motion,
-                                 max_motion=args.max_motion, kind=args.kind, answer_format=args.answer_format,
-                                 image_dir=image_dir, max_seconds=args.max_seconds)
+    tasks = tasks_from_trajectory(traj, n=args.n, seed=args.seed, min_motion=args.min_motion,
+                                  max_motion=args.max_motion, kind=args.kind, answer_format=args.answer_format,
+                                  image_dir=image_dir, max_seconds=args.max_seconds)
+    if args.no_scene:
+        return tasks
+    try:
+        from spatialact.envs import attach_replay_scenes
+    except ImportError as e:
+        raise ValueError(f"replay scenes need the simulator (pip install 'spatialact[sim]'), or pass --no-scene: "
+                         f"{e}") from None
+    tasks, skipped = attach_replay_scenes(tasks, traj, mesh=_scene_file(args.scene),
+                                          extrinsics=_extrinsics_file(args.extrinsics))
+    for why, k in skipped.items():
+        print(f"spatialact tasks: skipped {k} task{'s' * (k != 1)}: {why}", file=sys.stderr)
+    return tasks
+
+
+def _scene_file(path: str | None) -> str | None:
+    if path is None:
+        return None
+    from spatialact.envs.scenes import MESH_FORMATS
+
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"--scene {path}: no such file")
+    if p.suffix.lower() not in MESH_FORMATS:
+        raise ValueError(f"--scene {path}: format {p.suffix or '(none)'} is not supported (use "
+                         f"{', '.join(MESH_FORMATS)})")
+    return str(p.resolve())
+
+
+def _extrinsics_file(path: str | None):
+    """[x, y, z, rx, ry, rz] from a JSON file (a list, or an object with "extrinsics"), checked; None without one."""
+    if path is None:
+        return None
+    import math
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"--extrinsics {path}: cannot read a JSON file ({e})") from None
+    v = data.get("extrinsics") if isinstance(data, dict) else data
+    if (not isinstance(v, list) or len(v) != 6
+            or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in v)):
+        raise ValueError(f"--extrinsics {path}: field 'extrinsics': expected 6 finite numbers [x, y, z, rx, ry, rz]")
+    return [float(x) for x in v]
 
 
 def _procedural(args: argparse.Namespace) -> list:

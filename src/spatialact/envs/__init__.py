@@ -15,12 +15,12 @@ import gymnasium as gym
 
 from .executor import ExecutionResult, execute_sequence
 from .procedural import procedural_tasks
-from .replay import check_droid_reachable, replay_scene_for
+from .replay import attach_replay_scenes, check_droid_reachable, replay_scene_for
 from .replay_run import ReplayResult, replay_trajectory
 
 __all__ = ["make_env", "execute_sequence", "ExecutionResult", "procedural_tasks", "ENV_IDS", "KIND_TO_ID",
            "CameraNavEnv", "GripperManipEnv", "HandManipEnv", "replay_trajectory", "ReplayResult",
-           "check_droid_reachable", "replay_scene_for"]
+           "check_droid_reachable", "replay_scene_for", "attach_replay_scenes"]
 
 KIND_TO_ID = {"nav": "spatialact/CameraNav-v0", "manip": "spatialact/GripperManip-v0",
               "hand": "spatialact/HandManip-v0"}

@@ -40,7 +40,8 @@ __all__ = ["DROID_TOOL_OFFSET", "DROID_TABLE_CLEARANCE", "EGODEX_TABLE_CLEARANCE
            "RECORDED_ROTATION_SCALE", "OBSERVATION_MODES", "ReplayWorld", "is_replay_scene", "replay_kind",
            "load_scene_trajectory", "clear_trajectory_cache", "build_replay_world", "droid_default_intrinsics",
            "droid_table_height", "egodex_table_height", "hand_points", "room_for_segment", "segment_up",
-           "check_droid_reachable", "droid_joint_positions", "replay_scene_for", "replay_camera_spec"]
+           "check_droid_reachable", "droid_joint_positions", "replay_scene_for", "replay_camera_spec",
+           "attach_replay_scenes"]
 
 # DROID end-effector (Franka flange) -> the simulated grasp frame (pybullet_data panda.urdf: panda_hand_joint
 # rpy 0 0 −π/4, then panda_grasptarget_hand 0.105 m along +Z).
@@ -585,3 +586,29 @@ def replay_scene_for(traj, keyframes, *, mesh: str | None = None, extrinsics=Non
         frames = np.arange(kf[0], kf[-1] + 1)
         out["room"] = room_for_segment(traj.poses[frames, :3, 3], segment_up(traj, frames))
     return out
+
+
+def attach_replay_scenes(tasks, traj, *, mesh: str | None = None, extrinsics=None, table: bool = True):
+    """The builder's last step (SPEC §5.3): each task of ``traj`` (from ``tasks_from_trajectory``, whose
+    ``meta["keyframes"]`` are the absolute frame indices of its ground-truth keyframes) gets its replay scene
+    (:func:`replay_scene_for`), so that it runs closed-loop. DROID tasks whose start or goal the simulated Panda
+    cannot reach (:func:`check_droid_reachable`, seeded with the recorded joint positions) are dropped and counted,
+    never clamped. Returns (tasks with scenes, {reason: number of tasks skipped})."""
+    from dataclasses import replace
+
+    out, skipped = [], {}
+    src = traj.meta.get("source")
+    seeds = droid_joint_positions(traj) if src == "droid" else None
+    for t in tasks:
+        kf = (t.meta or {}).get("keyframes")
+        if not kf:
+            raise ValueError(f"task {t.id!r}: meta.keyframes is missing (build it with tasks_from_trajectory)")
+        if src == "droid":
+            ends = [kf[0], kf[-1]]
+            ok, pe, _ = check_droid_reachable(traj.poses[ends], None if seeds is None else seeds[ends])
+            if not ok.all():
+                why = "start or goal out of the simulated Panda's reach"
+                skipped[why] = skipped.get(why, 0) + 1
+                continue
+        out.append(replace(t, scene=replay_scene_for(traj, kf, mesh=mesh, extrinsics=extrinsics, table=table)))
+    return out, skipped

@@ -235,19 +235,31 @@ def check_runnable(task: Task, cfg: EpisodeConfig) -> str | None:
                 from ..envs.habitat_backend import INSTALL_HINT
 
                 return f"--env habitat: {INSTALL_HINT}"
-        if isinstance(task.scene, dict) and task.scene.get("type") == "replay":
-            return (f"{tid}: replay scenes (scene.type 'replay') cannot run in a simulator yet; score it one-shot "
-                    f"from its images with --env none")
         try:
+            from ..envs.replay import is_replay_scene
             from ..envs.scenes import normalise_scene_spec
         except ImportError as e:
             return f"--env {env}: the simulator needs a missing package ({e}; pip install 'spatialact[sim]')"
+        if is_replay_scene(task.scene):
+            if env == "habitat":
+                return f"{tid}: replay scenes run in PyBullet only (use --env pybullet)"
+            traj = task.scene.get("trajectory")
+            if not traj or not os.path.exists(traj):
+                return f"{tid}: scene.trajectory {traj}: no such file or folder (the replay scene's recording)"
+            mesh = task.scene.get("mesh")
+            if mesh and not os.path.isfile(mesh):
+                return f"{tid}: scene.mesh {mesh}: no such file"
+            return _example_problem(task, tid)
         try:
             spec = normalise_scene_spec(task.scene)
         except ValueError as e:
             return f"{tid}: {str(e).splitlines()[0]}"
         if spec.get("mesh") and not os.path.isfile(spec["mesh"]):
             return f"{tid}: scene.mesh {spec['mesh']}: no such file"
+    return _example_problem(task, tid)
+
+
+def _example_problem(task: Task, tid: str) -> str | None:
     example = task.example if isinstance(task.example, dict) else None
     if example and example.get("start_image"):
         problem = _image_problem(example["start_image"])
