@@ -24,7 +24,7 @@ from scipy.spatial.transform import Rotation
 from spatialact import geometry
 from spatialact.action_space import Step, StepSizes
 from spatialact.trajectories import Trajectory, extract_actions
-from spatialact.trajectories.extraction import DEFAULT_THRESHOLDS
+from spatialact.tasks.extraction import DEFAULT_THRESHOLDS
 
 
 def make_traj(n: int, fps: float = 30.0, seed: int = 0) -> Trajectory:

@@ -77,7 +77,7 @@ def camera_path(seed: int, n: int = FRAMES):
 
 
 def make_tasks(n: int) -> list:
-    from spatialact.trajectories.building import tasks_from_trajectory
+    from spatialact.tasks.from_trajectory import tasks_from_trajectory
 
     tasks, seed = [], 0
     while len(tasks) < n:

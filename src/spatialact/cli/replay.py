@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     from spatialact.envs.replay import replay_scene_for
     from spatialact.envs.replay_run import write_contact_sheet, write_side_by_side_video
     from spatialact.trajectories import load_trajectory
-    from spatialact.trajectories.extraction import keyframe_indices
+    from spatialact.tasks.extraction import keyframe_indices
 
     from .main import CLIError
 

@@ -58,7 +58,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def _from_trajectory(args: argparse.Namespace) -> list:
     from spatialact.trajectories import load_trajectory
-    from spatialact.trajectories.building import tasks_from_trajectory
+    from spatialact.tasks.from_trajectory import tasks_from_trajectory
 
     opts = {} if args.camera is None else {"camera": args.camera}
     traj = load_trajectory(args.traj, args.format, episode=args.episode, entity=args.entity, **opts)

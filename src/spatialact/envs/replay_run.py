@@ -62,7 +62,7 @@ def replay_trajectory(traj, *, scene: dict | None = None, observation: str = "si
     from ..action_space import StepSizes
     from ..tasks import Task
     from ..trajectories import extract_actions
-    from ..trajectories.extraction import keyframe_indices, quantisation_bound
+    from ..tasks.extraction import keyframe_indices, quantisation_bound
     from . import make_env
 
     if keyframes is None and scene is not None and scene.get("keyframes"):

@@ -1,4 +1,6 @@
-"""The task schema and task-file I/O (SPEC §5.3, docs/tasks.md). Light core: no simulator needed."""
+"""The task schema and task-file I/O (SPEC §5.3, docs/tasks.md), action extraction from trajectories
+(``tasks.extraction``, SPEC §5.2) and tasks built from them (``tasks.from_trajectory``). Light core: no simulator
+needed; extraction and building load on first use."""
 
 from .io import (TaskFile, TaskFileError, clear_task_cache, file_sha256, load_task_file, load_tasks, save_tasks,
                  task_cache_dir)
@@ -10,4 +12,17 @@ from .validation import schema_problems, semantic_problems, task_schema, validat
 __all__ = ["Task", "SCHEMA_VERSION", "READ_SCHEMA_VERSIONS", "KINDS", "ANSWER_FORMATS", "default_success",
            "sequence_record", "counts_from_names", "TaskFile", "TaskFileError", "load_tasks", "load_task_file",
            "clear_task_cache", "task_cache_dir", "save_tasks", "validate_record", "schema_problems",
-           "semantic_problems", "task_schema", "file_sha256", "bin_label", "motion_tags", "steps_tag"]
+           "semantic_problems", "task_schema", "file_sha256", "bin_label", "motion_tags", "steps_tag",
+           "extract_actions", "replay", "quantisation_bound", "tasks_from_trajectory"]
+
+
+def __getattr__(name):
+    if name in ("extract_actions", "replay", "quantisation_bound"):
+        from . import extraction
+
+        return getattr(extraction, name)
+    if name == "tasks_from_trajectory":
+        from .from_trajectory import tasks_from_trajectory
+
+        return tasks_from_trajectory
+    raise AttributeError(f"module 'spatialact.tasks' has no attribute {name!r}")

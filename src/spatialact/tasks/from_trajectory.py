@@ -20,10 +20,10 @@ from pathlib import Path
 import numpy as np
 
 from ..action_space import ActionSequence, StepSizes
-from ..tasks import Task, default_success
-from ..tasks.tags import motion_tags, steps_tag
+from .task import Task, default_success
+from .tags import motion_tags, steps_tag
 from .extraction import extract_actions, quantisation_bound, replay
-from .trajectory import Trajectory
+from ..trajectories.trajectory import Trajectory
 
 __all__ = ["tasks_from_trajectory", "default_motion_range", "check_bound_fits"]
 
@@ -150,7 +150,7 @@ def tasks_from_trajectory(traj: Trajectory, n: int = 10, seed: int = 0, min_moti
 
     images: dict[int, str] = {}
     if image_dir is not None and chosen and traj.images is not None and traj.has_frames:
-        from .video import write_png
+        from ..trajectories.video import write_png
 
         image_dir = Path(image_dir)
         image_dir.mkdir(parents=True, exist_ok=True)

@@ -36,7 +36,7 @@ import numpy as np
 from .. import geometry
 from ..action_space import ActionSequence, Step, StepSizes
 from ..action_space.sequence import DEFAULT_CAP
-from .trajectory import Trajectory
+from ..trajectories.trajectory import Trajectory
 
 __all__ = ["Extraction", "extract_actions", "keyframe_indices", "replay", "quantisation_bound",
            "DEFAULT_THRESHOLDS", "frame_motions"]
