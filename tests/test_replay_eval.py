@@ -105,3 +105,24 @@ def test_extrinsics_and_scene_options(files, tmp_path, capsys):
     assert code == 2 and err == [f"spatialact tasks: error: --scene {tmp_path / 'missing.glb'}: no such file"]
     tf = _build(files, "cam.txt", capsys, "--no-scene")
     assert all(t.scene is None for t in load_tasks(tf))
+
+
+def test_eval_scene_fills_navigation_tasks_without_one(files, tmp_path, capsys):
+    import trimesh
+
+    tf = _build(files, "cam.txt", capsys, "--no-scene")
+    room = tmp_path / "room.obj"
+    trimesh.creation.box(extents=[8.0, 8.0, 8.0]).export(room)  # encloses the camera path (within ±2 m)
+    code = main(["eval", "--tasks", str(tf), "--mode", "closed-loop", "--out", str(tmp_path / "a"), "--no-progress"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "has no scene (scene: null)" in err[0]
+    assert not (tmp_path / "a").exists()
+    code = main(["eval", "--tasks", str(tf), "--mode", "closed-loop", "--scene", str(room), "--out",
+                 str(tmp_path / "b"), "--no-progress", "--json"])
+    capsys.readouterr()
+    recs = read_records(tmp_path / "b")
+    assert code == 0 and len(recs) == 2 and all(r["simulated"] and r["success"] for r in recs)
+    droid = _build(files, "droid_v2.1", capsys, "--no-scene")
+    code = main(["eval", "--tasks", str(droid), "--scene", str(room), "--out", str(tmp_path / "c"), "--no-progress"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "a mesh scene can only hold navigation tasks" in err[0]

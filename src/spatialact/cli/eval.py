@@ -50,6 +50,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--renderer", choices=["auto", "tiny", "egl"], default="auto",
                    help="PyBullet renderer: auto (EGL on an NVIDIA GPU when there is one, else tiny; default),"
                         " tiny (CPU) or egl (GPU, or Mesa on a CPU); the GL that answered is in each record")
+    p.add_argument("--scene", metavar="FILE", default=None,
+                   help="a mesh scene (.glb/.gltf/.obj/.ply) for navigation tasks that have none (scene: null, e.g."
+                        " camera-path tasks built with --no-scene), so they run in it; their poses must be in the"
+                        " mesh's frame")
     p.add_argument("--size", type=int, default=128, help="image width and height in pixels (default 128)")
     p.add_argument("--max-steps", type=int, default=20,
                    help="closed-loop step limit (default 20); a one-shot answer is executed up to "
@@ -117,6 +121,29 @@ def load_task_source(tasks: str | None, suite: str | None, seed: int):
         return load_tasks(tasks), f"file:{tasks}", file_sha256(tasks), tasks
     spec = suite or "default"
     return builtin_suite(spec, seed=seed), f"suite:{spec}:seed={seed}", None, None
+
+
+def fill_scenes(tasks: list, scene_file: str) -> list:
+    """``--scene FILE``: navigation tasks without a scene run in the mesh scene FILE; a task of another kind
+    without one is refused (a mesh holds no robot or hand), tasks that have a scene keep it."""
+    from dataclasses import replace
+
+    from .main import CLIError
+    from .tasks import scene_file as check_scene_file
+
+    try:
+        mesh = check_scene_file(scene_file)
+    except ValueError as e:
+        raise CLIError(str(e)) from None
+    out = []
+    for t in tasks:
+        if t.scene is None:
+            if t.kind != "nav":
+                raise CLIError(f"--scene {scene_file}: task {t.id!r} is a {t.kind!r} task; a mesh scene can only "
+                               "hold navigation tasks (build manipulation and hand tasks with their replay scenes)")
+            t = replace(t, scene={"generator": "mesh", "mesh": mesh, "seed": 0})
+        out.append(t)
+    return out
 
 
 def summary_rows(records: list[dict]) -> tuple[list[list], list[str]]:
@@ -188,6 +215,8 @@ def run(args: argparse.Namespace) -> int:
         # API answers are cached by default (a rerun or a resumed run does not pay twice), inside the run.
         agent = AgentSpec(agent.name, dict(kwargs, cache_dir=str(Path(args.out) / "cache")))
     tasks, source, sha, task_file = load_task_source(args.tasks, args.suite, args.seed)
+    if args.scene is not None:
+        tasks, source = fill_scenes(tasks, args.scene), f"{source}+scene:{args.scene}"
     try:
         summary = run_eval(tasks, agent, cfg, args.out, task_source=source, task_hash=sha, task_file=task_file,
                            limit=args.limit, workers=args.workers, backend=args.backend,

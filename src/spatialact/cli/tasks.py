@@ -74,14 +74,15 @@ def _from_trajectory(args: argparse.Namespace) -> list:
     except ImportError as e:
         raise ValueError(f"replay scenes need the simulator (pip install 'spatialact[sim]'), or pass --no-scene: "
                          f"{e}") from None
-    tasks, skipped = attach_replay_scenes(tasks, traj, mesh=_scene_file(args.scene),
+    tasks, skipped = attach_replay_scenes(tasks, traj, mesh=scene_file(args.scene),
                                           extrinsics=_extrinsics_file(args.extrinsics))
     for why, k in skipped.items():
         print(f"spatialact tasks: skipped {k} task{'s' * (k != 1)}: {why}", file=sys.stderr)
     return tasks
 
 
-def _scene_file(path: str | None) -> str | None:
+def scene_file(path: str | None) -> str | None:
+    """The absolute path of a mesh scene named on the command line (``--scene``), checked; None without one."""
     if path is None:
         return None
     from spatialact.envs.scenes import MESH_FORMATS
