@@ -126,3 +126,26 @@ def test_eval_scene_fills_navigation_tasks_without_one(files, tmp_path, capsys):
     code = main(["eval", "--tasks", str(droid), "--scene", str(room), "--out", str(tmp_path / "c"), "--no-progress"])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "a mesh scene can only hold navigation tasks" in err[0]
+
+
+def test_one_shot_shows_the_recorded_frames_and_executes_in_the_replay_scene(files, tmp_path, capsys):
+    from PIL import Image
+
+    out = tmp_path / "tasks.jsonl"
+    assert main(["tasks", "from-trajectory", str(files / "droid_v3.0"), "--out", str(out), "--n", "2"]) == 0
+    capsys.readouterr()
+    tasks = {t.id: t for t in load_tasks(out)}
+    assert all(t.start_image and t.scene["type"] == "replay" for t in tasks.values())
+    code, recs = _eval_one_shot(out, tmp_path / "run", capsys)
+    assert code == 0
+    for r in recs:
+        t = tasks[r["task_id"]]
+        shown = np.asarray(Image.open(tmp_path / "run" / r["frames"]["start"]))
+        np.testing.assert_array_equal(shown, np.asarray(Image.open(t.start_image)))  # the recorded frame
+        assert r["simulated"] is True and r["success"] is True  # executed in the replay scene
+
+
+def _eval_one_shot(task_file, out, capsys):
+    code = main(["eval", "--tasks", str(task_file), "--agent", "oracle", "--out", str(out), "--no-progress"])
+    capsys.readouterr()
+    return code, read_records(out)

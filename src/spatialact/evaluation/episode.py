@@ -284,7 +284,13 @@ def _observation(task: Task, cfg: EpisodeConfig, env, obs: dict | None, info: di
     """What an agent sees (the ``Agent`` protocol's observation dict)."""
     o: dict[str, Any] = {"step_index": step_index, "mode": cfg.mode, "start_rgb": start_rgb, "depth": None,
                          "intrinsics": None}
-    if obs is not None:
+    if obs is not None and cfg.mode == "one-shot" and task.start_image and task.goal_image:
+        # One-shot shows the recorded start and goal frames, as the paper does (a trajectory task's images); the
+        # simulator only executes the answer. Depth and intrinsics belong to the simulated camera: none given.
+        o["rgb"] = _load_image(task.start_image, "start_image", task.id)
+        o["goal_rgb"] = _load_image(task.goal_image, "goal_image", task.id)
+        o["pose"] = np.asarray(info["pose"], dtype=np.float64)
+    elif obs is not None:
         u = env.unwrapped
         o["rgb"], o["goal_rgb"] = obs["rgb"], obs["goal_rgb"]
         o["depth"] = obs["depth"] if "depth" in obs else u.observation_depth()  # the rgb camera's depth
