@@ -218,3 +218,17 @@ def test_oracle_closed_loop_follows_gt_on_path_and_scores_like_one_shot():
     agent.reset(task, mode="closed-loop")
     poses = _run_closed_loop(agent, task, task.start_pose)
     assert np.allclose(poses, task.gt_poses(), atol=1e-12)
+
+
+def test_closed_loop_oracle_does_not_stop_at_an_idle_ground_truth_step():
+    """A ground-truth step that rounds to nothing (extraction of a still interval) must not end the episode as a
+    Stay would: the oracle plans from its pose instead and reaches the goal."""
+    from _fabricate import make_task
+    from spatialact.agents import make_agent
+    from spatialact.evaluation.episode import EpisodeConfig, run_episode
+
+    task = make_task("idle", signed=((2, 0, 3, 0, 0, 0), (0, 0, 0, 0, 0, 0), (0, 1, 4, 0, 2, 0)),
+                     scene={"generator": "room", "seed": 3})
+    rec, _ = run_episode(task, make_agent("oracle"), EpisodeConfig(mode="closed-loop", width=32, height=32))
+    assert rec["error"] is None and rec["simulated"] is True
+    assert rec["success"] is True and rec["n_steps"] >= 2

@@ -16,9 +16,9 @@ from spatialact.tasks import load_tasks
 from spatialact.trajectories import quantisation_bound
 
 from test_envs_replay import _droid_down_episode
-from traj_helpers import smooth_poses, write_droid, write_egodex, write_kitti, write_tum
+from traj_helpers import smooth_poses, write_droid, write_egodex, write_kitti, write_re10k, write_tum
 
-SOURCES = ["droid_v2.1", "droid_v3.0", "ep.hdf5", "cam.txt", "kitti.txt"]
+SOURCES = ["droid_v2.1", "droid_v3.0", "ep.hdf5", "cam.txt", "kitti.txt", "re10k.txt"]
 
 
 @pytest.fixture(scope="module")
@@ -36,6 +36,8 @@ def files(tmp_path_factory):
     P, t = smooth_poses(120, 30.0, 2, scale=0.8)
     write_tum(d / "cam.txt", t, P)
     write_kitti(d / "kitti.txt", P[:60])
+    P, t = smooth_poses(120, 30.0, 3, scale=0.8)
+    write_re10k(d / "re10k.txt", (t * 1e6).astype(np.int64), P)  # non-metric scale: still replayed exactly
     return d
 
 

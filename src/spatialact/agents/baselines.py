@@ -114,7 +114,7 @@ class OracleAgent(BaselineAgent):
 
     One-shot: exactly ``task.gt``. Closed-loop with ``observation["pose"]``: while the pose is on the
     ground-truth path (within a quarter unit of the ground-truth pose of the same index), the ground-truth step;
-    otherwise the motion from the current pose to the goal pose (``Δ = T_cur⁻¹ T_goal``, body frame), decomposed into (truck, pedestal, dolly, tilt, pan,
+    otherwise (or when that step does nothing and more follow: it would read as Stay and end the episode) the motion from the current pose to the goal pose (``Δ = T_cur⁻¹ T_goal``, body frame), decomposed into (truck, pedestal, dolly, tilt, pan,
     roll), rounded to whole units of the task's sizes and clipped to the cap — one step at a time, Stay when
     every count rounds to 0 (then the goal is within half a unit per axis). The gripper follows the
     ground-truth step of the same index (the last one after the end). Closed-loop without a pose: the
@@ -138,7 +138,12 @@ class OracleAgent(BaselineAgent):
                 return task.gt[k:k + 1], {"source": "gt_step"}
             return stay_sequence(task.sizes, task.gt.cap, 1, self._gt_gripper(k)), {"source": "gt_done"}
         pose = np.asarray(pose, dtype=np.float64)
-        if k < len(task.gt):
+        gt_step = task.gt.steps[k] if k < len(task.gt) else None
+        # A ground-truth step that does nothing (an extraction interval whose motion rounds to zero) would read as
+        # Stay and end a closed-loop episode before the goal: plan from the pose instead.
+        idle = (gt_step is not None and gt_step.is_stay() and k + 1 < len(task.gt)
+                and gt_step.gripper in (None, self._gt_gripper(k - 1) if k else None))
+        if gt_step is not None and not idle:
             # Still on the ground-truth path (a kinematic simulator executes steps exactly): follow it, so the
             # closed-loop oracle scores like the one-shot one. Off the path (a controller that lands elsewhere),
             # plan from the pose reached.

@@ -56,8 +56,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         " mesh's frame")
     p.add_argument("--size", type=int, default=128, help="image width and height in pixels (default 128)")
     p.add_argument("--max-steps", type=int, default=20,
-                   help="closed-loop step limit (default 20); a one-shot answer is executed up to "
-                        "max(--max-steps, ground-truth steps) and scored in full")
+                   help="step limit (default 20): closed-loop episodes and one-shot execution stop after "
+                        "max(--max-steps, ground-truth steps); a one-shot answer is scored in full")
     p.add_argument("--profile", choices=["paper", "paper+rot"], default="paper", help="step-score profile")
     p.add_argument("--weights", metavar="WT,WR,WG",
                    help="manipulation/hand weights of translation, rotation and gripper (default equal thirds)")

@@ -188,8 +188,9 @@ def env_name(task: Task, cfg: EpisodeConfig) -> str:
 
 
 def execution_limit(task: Task, cfg: EpisodeConfig) -> int:
-    """How many steps of a one-shot answer are executed: ``max(cfg.max_steps, len(task.gt))``. Scoring counts
-    every step of the answer whatever its length; only the simulation (and the replayed poses) stop here."""
+    """How many steps run: ``max(cfg.max_steps, len(task.gt))`` — of a one-shot answer, and of a closed-loop episode
+    (a task whose ground truth needs 37 steps gets 37 turns, however small ``--max-steps``). Scoring counts every
+    step of a one-shot answer whatever its length; only the simulation (and the replayed poses) stop here."""
     return max(int(cfg.max_steps), len(task.gt))
 
 
@@ -394,7 +395,7 @@ def _closed_loop(task, agent, cfg, env, observation, info, turns, frames):
     start_rgb = observation["rgb"]
     executed, n_repairs, last_info, parse = [], 0, info, None
     poses = [np.asarray(info["pose"], dtype=np.float64)]
-    while len(executed) < cfg.max_steps:
+    while len(executed) < execution_limit(task, cfg):
         turn = agent.act(observation)
         turns.append(turn)
         parse = turn.parse
