@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import tempfile
@@ -172,7 +173,7 @@ def test_unwritable_cache_is_no_error(tmp_path, tasks, monkeypatch):
     clear_task_cache()
 
 
-@pytest.mark.skipif(task_io._orjson is None, reason="orjson not installed")
+@pytest.mark.skipif(importlib.util.find_spec("orjson") is None, reason="orjson not installed")
 def test_fast_parser_agrees_with_the_standard_one(tasks):
     line = json.dumps(tasks[0].to_record()).encode()
     assert task_io._loads(line) == task_io._loads_std(line)

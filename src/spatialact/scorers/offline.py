@@ -37,6 +37,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..jsonline import fast_loads
 from .aggregate import KIND_LEAVES, MAX_GROUPS, aggregate_coded, hierarchical_scores, leaf_of, load_tree, tag_label
 from .batch import KIND_CODES, score_episodes_batch
 from .step import normalise_weights
@@ -62,24 +63,7 @@ def _loads_std(raw: bytes):
     return _decode(raw.decode("utf-8-sig"))  # json.loads(bytes) without its encoding sniffing; a BOM is fine
 
 
-try:  # orjson (light core) reads a line ~2.5x faster; whatever it refuses goes to the standard parser
-    import orjson as _orjson
-
-    # orjson reads an integer beyond 64 bits as a float (a task id given as a number must not change): a line with
-    # a run of 19 or more digits goes to the standard parser. Digits are mapped to "1" first, so the test is a
-    # substring search in C (a float's repr has at most 17 significant digits).
-    _ONES = bytes(0x31 if 0x30 <= i <= 0x39 else 0x30 for i in range(256))
-    _NINETEEN = b"1" * 19
-
-    def _loads(raw: bytes):
-        if _NINETEEN in raw.translate(_ONES):
-            return _loads_std(raw)
-        try:
-            return _orjson.loads(raw)
-        except _orjson.JSONDecodeError:  # NaN, a BOM, a lone surrogate, 1e400, depth: the standard parser decides
-            return _loads_std(raw)
-except ImportError:  # pragma: no cover - orjson is a core dependency
-    _loads = _loads_std
+_loads = fast_loads(_loads_std)  # orjson where it gives the same answer (spatialact.jsonline)
 # Characters JSON leaves raw that str.splitlines() takes for line ends (json escapes the ASCII ones itself).
 _LINE_SEPARATORS = (("\x85", "\\u0085"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
 

@@ -26,6 +26,7 @@ from typing import Iterable
 import numpy as np
 
 from ..cache import cache_dir
+from ..jsonline import fast_loads
 from .task import Task
 from .validation import (ORTHO_TOL, VALIDATOR_VERSION, pose_problems, record_label, record_poses, schema_problems,
                          schema_validator, semantic_problems, task_schema, validate_record)
@@ -69,26 +70,7 @@ def _loads_std(raw: bytes):
     return _DECODER.decode(raw.decode("utf-8"))
 
 
-try:  # a fast parser when installed; it refuses NaN/Infinity by itself
-    import orjson as _orjson
-
-    # orjson reads an integer beyond 64 bits as a float; a line with a run of 19 or more digits goes to the
-    # standard parser, so both give the same values (a float's repr has at most 17 significant digits). Digits are
-    # mapped to "1" and everything else to "0" first: a substring search in C, where a regex would backtrack on
-    # every 17-digit float.
-    _DIGITS_AS_ONES = bytes(0x31 if 0x30 <= i <= 0x39 else 0x30 for i in range(256))
-    _NINETEEN_DIGITS = b"1" * 19
-
-    def _loads(raw: bytes):
-        if _NINETEEN_DIGITS in raw.translate(_DIGITS_AS_ONES):
-            return _loads_std(raw)
-        try:
-            return _orjson.loads(raw)
-        except _orjson.JSONDecodeError:
-            return _loads_std(raw)  # the standard library refuses it too, and its message says more
-except ImportError:  # pragma: no cover - depends on the environment
-    _orjson = None
-    _loads = _loads_std
+_loads = fast_loads(_loads_std)  # orjson where it gives the same answer (spatialact.jsonline)
 
 
 def _json_error(e: Exception) -> str:
