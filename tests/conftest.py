@@ -6,8 +6,20 @@ HYPOTHESIS_PROFILE=explore for fresh random examples when hunting for bugs.
 
 import os
 
+import pytest
+
 from hypothesis import settings
 
 settings.register_profile("ci", derandomize=True, print_blob=True)
 settings.register_profile("explore", derandomize=False, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture
+def server():
+    """A chat-completions server on loopback (tests/_chat_server.py), closed after the test."""
+    from _chat_server import FakeServer
+
+    s = FakeServer()
+    yield s
+    s.close()

@@ -11,18 +11,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from _chat_server import SECRET, FakeServer  # noqa: F401 - FakeServer is imported from here by other tests
+from _chat_server import SECRET
 from _fabricate import make_task
 from spatialact.agents import AgentConfigError, make_agent
 
 pytest.importorskip("openai")
-
-@pytest.fixture
-def server():
-    s = FakeServer()
-    yield s
-    s.close()
-
 
 @pytest.fixture
 def agent_factory(server, tmp_path, monkeypatch):

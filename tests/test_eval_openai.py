@@ -11,14 +11,7 @@ pytest.importorskip("openai")
 pytest.importorskip("pybullet")
 
 from spatialact.cli.main import main  # noqa: E402
-from test_agents_openai import SECRET, FakeServer  # noqa: E402
-
-
-@pytest.fixture
-def server():
-    s = FakeServer()
-    yield s
-    s.close()
+from _chat_server import SECRET  # noqa: E402
 
 
 def test_eval_with_an_api_agent_records_usage_caches_and_never_stores_the_key(server, tmp_path, monkeypatch, capsys):

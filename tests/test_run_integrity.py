@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from _chat_server import SECRET, FakeServer, closed_port_url
+from _chat_server import SECRET, closed_port_url
 from _fabricate import checker_image, make_task
 from spatialact.cli.main import main
 from spatialact.evaluation.episode import EpisodeConfig, episode_key, record_key
@@ -47,13 +47,6 @@ def _image_tasks(folder: Path, n: int = 3, **kw):
     path = folder / "tasks.jsonl"
     save_tasks(tasks, path)
     return tasks, path
-
-
-@pytest.fixture
-def server():
-    s = FakeServer()
-    yield s
-    s.close()
 
 
 @pytest.fixture
