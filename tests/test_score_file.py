@@ -364,3 +364,41 @@ def test_workers_started_by_spawn_give_the_same_output(files, monkeypatch):
     assert [{k: v for k, v in r.items() if k != "per_step"} for r in strict_lines(d / "sp2.jsonl")] == \
         strict_lines(d / "sp1.jsonl")
     assert {k: v for k, v in two.items() if k != "out"} == {k: v for k, v in one.items() if k != "out"}
+
+
+def test_the_scoring_table_is_cached_by_the_task_files_hash(tmp_path, monkeypatch):
+    """A second score of the same task file reads its table from the cache (no validation, no Task objects) and
+    writes byte-identical output; a damaged, stale or foreign-writable entry is ignored and rebuilt."""
+    import os
+
+    from _fabricate import make_task
+    from spatialact.scorers import offline
+    from spatialact.tasks import clear_task_cache, file_sha256, save_tasks
+    from spatialact.tasks import io as task_io
+
+    monkeypatch.setenv("SPATIALACT_CACHE", str(tmp_path / "cache"))
+    tasks = [make_task(f"t{i}", signed=((1 + i % 3, 0, 2, 0, -1, 0), (0, i % 2, 1, 1, 0, 0))) for i in range(6)]
+    tf = save_tasks(tasks, tmp_path / "tasks.jsonl")
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text("".join(json.dumps({"task_id": f"t{i}", "response": '{"step_1": {"actions": ["D", "W"], '
+                                                                           f'"step_nums": [{i}, 2]}}}}'}) + "\n"
+                               for i in range(6)))
+    loads = []
+    real = task_io.load_task_file
+    monkeypatch.setattr(task_io, "load_task_file", lambda *a, **k: loads.append(1) or real(*a, **k))
+    monkeypatch.setattr("spatialact.tasks.load_task_file", task_io.load_task_file)
+
+    def run(name):
+        clear_task_cache()
+        score_file(answers, tf, out=tmp_path / name)
+        return (tmp_path / name).read_bytes()
+
+    cold = run("a.jsonl")
+    entry = offline._table_path(file_sha256(tf))
+    assert loads == [1] and entry.is_file()
+    assert run("b.jsonl") == cold and loads == [1]  # warm: the file was not loaded again
+    entry.write_bytes(b"not a pickle")
+    assert run("c.jsonl") == cold and loads == [1, 1]  # damaged: rebuilt
+    assert run("d.jsonl") == cold and loads == [1, 1]
+    os.chmod(entry, 0o666)
+    assert run("e.jsonl") == cold and loads == [1, 1, 1]  # others could have written it: not believed

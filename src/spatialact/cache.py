@@ -11,7 +11,7 @@ import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["cache_root", "cache_dir"]
+__all__ = ["cache_root", "cache_dir", "trusted"]
 
 
 def cache_root() -> Path:
@@ -29,3 +29,15 @@ def cache_dir(name: str, create: bool = True) -> Path:
     if create:
         d.mkdir(parents=True, exist_ok=True, mode=0o700)
     return d
+
+
+def trusted(path: Path) -> bool:
+    """Whether a cache file may be believed: it and its folder belong to this user and others cannot write them
+    (the default root lies in a shared temporary folder, where another user could plant a file)."""
+    if not hasattr(os, "getuid"):
+        return True
+    for q in (path.parent, path):
+        st = q.stat()
+        if st.st_uid != os.getuid() or st.st_mode & 0o022:
+            return False
+    return True

@@ -511,11 +511,75 @@ def _chunks(lines, size: int, bar):
         yield first, chunk
 
 
+TABLE_FORMAT = 1  # bump when _TaskTable's fields change: cached tables of another format are rebuilt
+
+
+def _table_path(sha: str) -> Path:
+    from ..cache import cache_dir
+
+    return cache_dir("score-tables", create=False) / f"{sha}.pickle"
+
+
+def _table_stamp() -> tuple:
+    from ..tasks.io import validator_stamp
+
+    return (TABLE_FORMAT, tuple(sorted(validator_stamp().items())))
+
+
+def _read_table(sha: str) -> "_TaskTable | None":
+    """The scoring table cached for a task file whose bytes hash to ``sha``, or None (missing, corrupt, stale, or
+    not trusted: a pickle is read only from a folder and file this user owns and others cannot write)."""
+    import pickle
+
+    from ..cache import trusted
+
+    path = _table_path(sha)
+    try:
+        if not path.is_file() or not trusted(path):
+            return None
+        with open(path, "rb") as f:
+            stamp, key, table = pickle.load(f)
+        if stamp == _table_stamp() and key == sha and isinstance(table, _TaskTable):
+            return table
+    except Exception:  # a damaged or foreign entry is ignored and rebuilt
+        pass
+    return None
+
+
+def _write_table(sha: str, table: "_TaskTable") -> None:
+    """Keep the table of a validated task file (best effort: a cache that cannot be written is no error)."""
+    import pickle
+
+    path = _table_path(sha)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        with open(tmp, "wb") as f:
+            pickle.dump((_table_stamp(), sha, table), f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
 def _load_table(tasks, keep: bool) -> tuple[_TaskTable, str | None]:
     if isinstance(tasks, (str, os.PathLike)):
-        from ..tasks import load_tasks
+        from ..tasks import file_sha256, load_task_file
 
-        return _TaskTable(load_tasks(tasks), keep), str(tasks)
+        if keep:  # a profile that needs the Task objects themselves
+            return _TaskTable(load_task_file(tasks).tasks, keep), str(tasks)
+        # Scoring needs only the table: cached by the SHA-256 of the file's bytes, written after the file was
+        # validated, so scoring several models against one task file validates and decodes it once.
+        try:
+            sha = file_sha256(tasks)
+        except OSError:  # missing or unreadable: load_task_file says so in one line
+            return _TaskTable(load_task_file(tasks).tasks, keep), str(tasks)
+        table = _read_table(sha)
+        if table is None:
+            tf = load_task_file(tasks)
+            table = _TaskTable(tf.tasks, keep)
+            if tf.sha256 == sha:  # the file did not change between the two reads
+                _write_table(sha, table)
+        return table, str(tasks)
     from ..tasks import Task
 
     tasks = list(tasks)

@@ -25,7 +25,7 @@ from typing import Iterable
 
 import numpy as np
 
-from ..cache import cache_dir
+from ..cache import cache_dir, trusted
 from ..jsonline import fast_loads
 from .task import Task
 from .validation import (ORTHO_TOL, VALIDATOR_VERSION, pose_problems, record_label, record_poses, schema_problems,
@@ -152,20 +152,8 @@ def _verdict_path(sha: str) -> Path:
     return task_cache_dir() / f"{sha}.json"
 
 
-def _trusted(p: Path) -> bool:
-    """A verdict is believed only in a folder, and from a file, that this user owns and others cannot write
-    (the default root lies in a shared temporary folder)."""
-    if not hasattr(os, "getuid"):
-        return True
-    for q in (p.parent, p):
-        st = q.stat()
-        if st.st_uid != os.getuid() or st.st_mode & 0o022:
-            return False
-    return True
-
-
 @lru_cache(maxsize=1)
-def _verdict_stamp() -> dict:
+def validator_stamp() -> dict:
     """What a verdict is only valid for: the package version and a digest of the rules themselves (the shipped
     schema and the modules that check it), so that any change of a rule invalidates every cached verdict."""
     from .. import __version__
@@ -185,11 +173,11 @@ def _read_verdict(verdict: Path | None, sha: str) -> int | None:
     if verdict is None:
         return None
     try:
-        if not _trusted(verdict):
+        if not trusted(verdict):
             return None
         v = json.loads(verdict.read_text(encoding="utf-8"))
         if (isinstance(v, dict) and v.get("sha256") == sha and v.get("valid") is True
-                and {k: v.get(k) for k in ("validator", "spatialact")} == _verdict_stamp()
+                and {k: v.get(k) for k in ("validator", "spatialact")} == validator_stamp()
                 and isinstance(v.get("n_tasks"), int) and not isinstance(v["n_tasks"], bool) and v["n_tasks"] > 0):
             return v["n_tasks"]
     except (OSError, ValueError):
@@ -202,7 +190,7 @@ def _write_verdict(verdict: Path, sha: str, n_tasks: int) -> None:
     try:
         verdict.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         tmp = verdict.with_name(f"{verdict.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(json.dumps({"sha256": sha, "valid": True, "n_tasks": n_tasks, **_verdict_stamp()}),
+        tmp.write_text(json.dumps({"sha256": sha, "valid": True, "n_tasks": n_tasks, **validator_stamp()}),
                        encoding="utf-8")
         os.replace(tmp, verdict)
     except OSError:
