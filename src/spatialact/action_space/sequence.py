@@ -117,8 +117,12 @@ class Step:
         if (self.counts is None) == (self.motion is None):
             raise ValueError("a Step has either counts or a motion, not both and not neither")
         if self.counts is not None:
-            c = tuple(_as_int(x, "Step.counts") for x in self.counts)
-            if len(c) != N_MOTION or any(x < 0 for x in c):
+            c = self.counts
+            # the common case (a tuple of plain non-negative ints, as the parser and the task loader give) is checked
+            # in C; anything else (numpy integers, integral floats, bools) goes through _as_int
+            if not (type(c) is tuple and len(c) == N_MOTION and all(type(x) is int for x in c)):
+                c = tuple(_as_int(x, "Step.counts") for x in c)
+            if len(c) != N_MOTION or min(c, default=-1) < 0:
                 raise ValueError(f"Step.counts must be {N_MOTION} non-negative integers, got {self.counts!r}")
             object.__setattr__(self, "counts", c)
         else:
