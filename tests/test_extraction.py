@@ -270,3 +270,27 @@ def test_bad_arguments():
     ex = extract_actions(tr, keyframes=[5, 19])
     assert ex.keyframes == (0, 5, 19)
     assert isinstance(ex, ActionSequence) and len(extract_actions(tr[[3]])) == 0
+
+
+def test_a_jump_of_a_million_metres_is_refused_in_one_line_not_split_for_minutes(tmp_path, capsys):
+    """A trajectory in the wrong units (a 10^6 m jump) would split into millions of capped steps: refused at once,
+    naming the file and the frames, in the API and through `spatialact extract` (exit 2, one line)."""
+    import time
+
+    from spatialact.cli.main import main
+    from spatialact.tasks.extraction import MAX_STEPS
+    from spatialact.trajectories import load_trajectory
+    from traj_helpers import smooth_poses, write_tum
+
+    P, t = smooth_poses(60, 30.0, 0)
+    P[40:, 0, 3] += 1e6
+    write_tum(tmp_path / "jump.txt", t, P)
+    traj = load_trajectory(tmp_path / "jump.txt")
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=rf"jump.txt: frames 30→59: the motion \(1e\+06 m\) needs \d+ steps .* more "
+                                         rf"than {MAX_STEPS} steps in all"):
+        extract_actions(traj)
+    assert time.perf_counter() - t0 < 5
+    assert main(["extract", str(tmp_path / "jump.txt")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "more than 100000 steps in all" in err[0]

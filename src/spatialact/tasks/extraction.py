@@ -43,6 +43,7 @@ __all__ = ["Extraction", "extract_actions", "keyframe_indices", "replay", "quant
 
 # frames mode: per-frame speed thresholds (m/s, rad/s).
 DEFAULT_THRESHOLDS = (0.01, math.radians(0.5))
+MAX_STEPS = 100_000  # steps of one extraction: beyond this the trajectory's units are wrong, not the task long
 _MAX_EXTRA_STEPS = 64
 
 
@@ -309,6 +310,11 @@ def _extract_metric(traj: Trajectory, sizes: StepSizes, cap: int, kf: np.ndarray
         Rc = None if cams is None else cams[kf[j]][:3, :3]
         counts = _round_half_away(_motion_between(start, target, Rc) / units)
         n = max(1, math.ceil(int(np.abs(counts).max()) / cap))
+        if len(signed) + n > MAX_STEPS:
+            raise ValueError(f"{traj.meta.get('path', 'trajectory')}: frames {int(kf[j])}→{int(kf[j + 1])}: the "
+                             f"motion ({float(np.linalg.norm(target[:3, 3] - start[:3, 3])):.4g} m) needs {n} steps "
+                             f"of at most {cap} units of {sizes.translation:g} m / {sizes.rotation:g} rad, more "
+                             f"than {MAX_STEPS} steps in all: check the trajectory's units, or give larger unit sizes")
         sub = 1
         while True:
             tgt = _interp(start, target, sub / n) if n > 1 else target
