@@ -115,10 +115,11 @@ def parse_weights(text: str | None):
 def load_task_source(tasks: str | None, suite: str | None, seed: int):
     """(tasks, source label, sha256 or None, task file or None) for --tasks / --suite."""
     from spatialact.evaluation.suites import builtin_suite
-    from spatialact.tasks import file_sha256, load_tasks
+    from spatialact.tasks import load_task_file
 
     if tasks:
-        return load_tasks(tasks), f"file:{tasks}", file_sha256(tasks), tasks
+        tf = load_task_file(tasks)  # one read: the hash is that of the bytes the tasks came from
+        return list(tf.tasks), f"file:{tasks}", tf.sha256, tasks
     spec = suite or "default"
     return builtin_suite(spec, seed=seed), f"suite:{spec}:seed={seed}", None, None
 
