@@ -287,44 +287,45 @@ def _droid_jsonl_index_text(tmp):
     return root, r"droid/meta/episodes\.jsonl: field 'episode_index': expected an integer, got the text '0'"
 
 
-def _droid_v3_episode_index_text(tmp):
-    import pyarrow as pa
+def _set_column(f, name, make):
+    """Rewrite parquet file ``f`` with column ``name`` replaced by ``make(table)`` (a pyarrow array)."""
     import pyarrow.parquet as pq
 
-    root = _droid(tmp, "v3.0")
-    f = root / "meta" / "episodes" / "chunk-000" / "file-000.parquet"
     tb = pq.read_table(f)
-    i = tb.column_names.index("episode_index")
-    pq.write_table(tb.set_column(i, "episode_index", pa.array(["0"])), f)
+    pq.write_table(tb.set_column(tb.column_names.index(name), name, make(tb)), f)
+
+
+def _droid_v3_episode_index_text(tmp):
+    import pyarrow as pa
+
+    root = _droid(tmp, "v3.0")
+    _set_column(root / "meta" / "episodes" / "chunk-000" / "file-000.parquet", "episode_index",
+                lambda tb: pa.array(["0"]))
     return root, r"file-000\.parquet: field 'episode_index': expected integers, got type string"
 
 
 def _droid_cartesian_text(tmp):
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     root = _droid(tmp)
-    f = root / "data" / "chunk-000" / "episode_000000.parquet"
-    tb = pq.read_table(f)
-    name = "observation.state.cartesian_position"
-    i = tb.column_names.index(name)
-    pq.write_table(tb.set_column(i, name, pa.array([["0"] * 6] * N, type=pa.list_(pa.string()))), f)
+    _set_column(root / "data" / "chunk-000" / "episode_000000.parquet", "observation.state.cartesian_position",
+                lambda tb: pa.array([["0"] * 6] * N, type=pa.list_(pa.string())))
     return root, (r"episode_000000\.parquet: field 'observation\.state\.cartesian_position': expected a list of 6 "
                   r"numbers per frame, got type list<\w+: string>")
 
 
 def _droid_cartesian_null(tmp):
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     root = _droid(tmp, "v3.0")
-    f = root / "data" / "chunk-000" / "file-000.parquet"
-    tb = pq.read_table(f)
     name = "observation.state.cartesian_position"
-    i = tb.column_names.index(name)
-    vals = tb.column(name).to_pylist()
-    vals[9] = None
-    pq.write_table(tb.set_column(i, name, pa.array(vals, type=tb.schema.field(name).type)), f)
+
+    def with_null(tb):
+        vals = tb.column(name).to_pylist()
+        vals[9] = None
+        return pa.array(vals, type=tb.schema.field(name).type)
+
+    _set_column(root / "data" / "chunk-000" / "file-000.parquet", name, with_null)
     return root, r"file-000\.parquet: field 'observation\.state\.cartesian_position', frame 9: missing value \(null\)"
 
 
