@@ -226,3 +226,33 @@ def test_in_process_run_restores_the_garbage_collector(files, capsys):
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_answers_that_are_not_a_file_of_answers(files, tmp_path):
+    """A folder, an empty file, a file of blank lines: one line, exit 2, nothing called a result. A pipe is read
+    (``<(zcat answers.gz)``) when --out names where the scores go."""
+    d, _ = files
+
+    def one_line(r, *words):
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert all(w in r.stderr for w in words), r.stderr
+
+    one_line(cli(tmp_path, d / "tasks.jsonl", check=False), "is a folder")
+    for name, text in (("empty.jsonl", ""), ("blank.jsonl", "\n  \n\n")):
+        (tmp_path / name).write_text(text)
+        one_line(cli(tmp_path / name, d / "tasks.jsonl", check=False), name, "no answers")
+    one_line(cli("/dev/null", d / "tasks.jsonl", check=False), "not a regular file", "--out")
+    fifo = tmp_path / "answers.fifo"
+    import os
+    import threading
+
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_bytes((d / "answers.jsonl").read_bytes()))
+    writer.start()
+    r = cli(fifo, d / "tasks.jsonl", "--json", "--out", tmp_path / "piped.jsonl", "--no-progress")
+    writer.join()
+    piped = json.loads(r.stdout)
+    plain = json.loads(cli(d / "answers.jsonl", d / "tasks.jsonl", "--json", "--out", tmp_path / "plain.jsonl",
+                           "--no-progress").stdout)
+    assert piped["overall"] == plain["overall"] and piped["counts"] == plain["counts"]
+    assert read(tmp_path / "piped.jsonl") == read(tmp_path / "plain.jsonl")

@@ -97,8 +97,13 @@ def _run(args: argparse.Namespace) -> int:
     from .main import CLIError
     from .table import format_table
 
-    if not Path(args.answers).is_file():
+    src = Path(args.answers)
+    if src.is_dir():
+        raise CLIError(f"{args.answers}: is a folder, not an answers file")
+    if not src.exists():
         raise CLIError(f"{args.answers}: no such answers file")
+    if not src.is_file() and not args.out:  # a pipe or a device: nowhere beside it to write the scores
+        raise CLIError(f"{args.answers}: not a regular file (a pipe or a device); name the output with --out")
     for opt, v, least in (("--chunk", args.chunk, 1), ("--workers", args.workers, 1), ("--n-boot", args.n_boot, 0),
                           ("--max-groups", args.max_groups, 0)):
         if v < least:

@@ -32,6 +32,7 @@ import contextlib
 import gc
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Sequence
 
@@ -477,11 +478,19 @@ def _format(info, lineno, tix, scores, matched, ep, cfg: _Config) -> str:
 def _answer_lines(answers):
     """(raw line iterator, its size in bytes or None, closer, label) for a path or an iterable of records."""
     if isinstance(answers, (str, os.PathLike)):
+        # Any readable file that is not a folder: a regular file (its size drives the progress bar), or a pipe or
+        # a device (``<(zcat answers.jsonl.gz)``, /dev/stdin; no size known).
         p = Path(answers)
-        if not p.is_file():
-            raise FileNotFoundError(f"{p}: no such answers file")
-        f = open(p, "rb")
-        return f, p.stat().st_size, f.close, str(p)
+        if p.is_dir():
+            raise FileNotFoundError(f"{p}: is a folder, not an answers file")
+        try:
+            f = open(p, "rb")
+        except FileNotFoundError:
+            raise FileNotFoundError(f"{p}: no such answers file") from None
+        except OSError as e:
+            raise FileNotFoundError(f"{p}: cannot be read ({e.strerror or e})") from None
+        st = os.fstat(f.fileno())
+        return f, (st.st_size if stat.S_ISREG(st.st_mode) else None), f.close, str(p)
 
     def enc(r):
         if isinstance(r, bytes):
@@ -651,6 +660,8 @@ def _score_file(lines, size, close, answers_label, tasks, profile, weights, work
             pool = ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(cfg,))
         scores, tix, counts = _run(lines, size, cfg, pool, workers, chunk, out_path, progress)
         close()
+        if counts["lines"] == counts["blank"]:  # nothing to score is a mistake (a wrong path, a failed export), not a result
+            raise ValueError(f"{answers_label or 'answers'}: no answers (no line to score)")
         summary = _summarise(scores, tix, counts, table, tree, missing_as_zero, n_boot, seed, max_groups,
                              None if pool is None else pool.map)
     finally:
