@@ -6,11 +6,13 @@ Poses are camera-to-world (4, 4) float64 in metres, world +Z up, camera OpenCV a
 
 Renderers: ``"tiny"`` is PyBullet's software TinyRenderer (CPU, no GL needed); ``"egl"`` loads PyBullet's EGL
 plugin and renders with OpenGL through EGL — on an NVIDIA GPU when one is present, through Mesa's llvmpipe on a
-CPU; ``"auto"`` is EGL when an NVIDIA GPU is visible (and EGL loads), else tiny. The plugin must be loaded *before*
-any body is created or it renders an empty scene, so :class:`BulletWorld` loads it in its constructor, and records
-which GL renderer answered (``gl_renderer``). What PyBullet and the plugin print from C (the ``pybullet build time``
-banner, GL vendor/renderer lines, ``Destroy EGL OpenGL window``) is kept off the console (:func:`capture_c_output`);
-the GL renderer string is read from it.
+CPU; ``"gl"`` is the project's own OpenGL renderer (:mod:`spatialact.envs.gl`: moderngl over EGL, lit, shadowed,
+multisampled, K views per call); ``"auto"`` is ``gl`` when its context starts, else ``tiny``, saying why in one
+line on stderr (once per process). The EGL plugin must be loaded *before* any body is created or it renders an empty
+scene, so :class:`BulletWorld` loads it in its constructor, and records which GL renderer answered
+(``gl_renderer``). What PyBullet and the plugin print from C (the ``pybullet build time`` banner, GL vendor/renderer
+lines, ``Destroy EGL OpenGL window``) is kept off the console (:func:`capture_c_output`); the GL renderer string is
+read from it.
 """
 
 from __future__ import annotations
@@ -29,9 +31,13 @@ import numpy as np
 from .. import geometry
 
 __all__ = ["BulletWorld", "CameraSpec", "view_matrix", "projection_matrix", "intrinsics_matrix",
-           "EGLUnavailable", "RENDERERS", "capture_c_output", "import_pybullet"]
+           "EGLUnavailable", "RENDERERS", "capture_c_output", "import_pybullet", "resolve_renderer",
+           "default_image_size", "MLLM_IMAGE_SIZE"]
 
-RENDERERS = ("tiny", "egl", "auto")
+RENDERERS = ("tiny", "egl", "gl", "auto")
+# Images shown to MLLM agents when the gl renderer draws them (its lighting and multisampling pay off at this size);
+# RL observations and the demo stay at 128².
+MLLM_IMAGE_SIZE = 384
 # TinyRenderer samples each pixel half a pixel away from where OpenGL (EGL) samples it, in x and (flipped) in y;
 # this shift of its frustum puts both on the same principal point ((W − 1)/2, (H − 1)/2) of intrinsics_matrix, so
 # depth unprojected with `intrinsics` lands on the surface rgb shows with either renderer.
@@ -223,11 +229,15 @@ class BulletWorld:
     """One PyBullet physics client (DIRECT mode) with a renderer; owns everything created in it.
 
     ``renderer="egl"`` loads the EGL plugin immediately (before any body exists) and raises
-    :class:`EGLUnavailable` when it cannot; ``gl_renderer`` is the GL renderer string ("TinyRenderer (CPU)" for
-    the software renderer).
+    :class:`EGLUnavailable` when it cannot; ``renderer="gl"`` attaches a scene of the process's shared gl renderer
+    (or of ``gl``, a :class:`spatialact.envs.gl.GLRenderer`) and raises :class:`spatialact.envs.gl.GLUnavailable`
+    when its context cannot start; ``"auto"`` is gl, else tiny (``fallback_reason`` says why). ``gl_renderer`` is
+    the GL renderer string ("TinyRenderer (CPU)" for the software renderer, ``spatialact-gl on <GL renderer>`` for
+    gl). Scene builders register what the gl renderer cannot read back from PyBullet: meshes made in temporary
+    files (:meth:`register_mesh`) and textures (:meth:`set_texture`).
     """
 
-    def __init__(self, renderer: str = "tiny"):
+    def __init__(self, renderer: str = "tiny", gl=None):
         if renderer not in RENDERERS:
             raise ValueError(f"renderer must be one of {RENDERERS}, got {renderer!r}")
         p = import_pybullet()
@@ -239,14 +249,23 @@ class BulletWorld:
             self.client = p.connect(p.DIRECT)
         self._plugin = None
         self._sink = None  # reused capture file for the EGL renders' C output
+        self._gl = None  # the gl renderer's scene of this world
         self.gl_renderer = "TinyRenderer (CPU)"
-        if renderer == "auto":  # EGL on a GPU when there is one (falling back quietly), else the software renderer
-            renderer = "egl" if gpu_present() else "tiny"
-            if renderer == "egl":
-                try:
-                    self._load_egl()
-                except EGLUnavailable:
-                    renderer = "tiny"
+        self.fallback_reason = None
+        self.registered_meshes: dict = {}  # mesh file -> trimesh object, for files removed after loading
+        self.textures: dict = {}  # (body, link) -> texture file set through set_texture
+        self._texture_ids: dict = {}
+        if renderer in ("gl", "auto"):
+            try:
+                self._attach_gl(gl)
+            except Exception as e:
+                if renderer == "gl":
+                    p.disconnect(self.client)
+                    self.client = None
+                    raise
+                self.fallback_reason = str(e)
+                _say_fallback(str(e))
+                renderer = "tiny"
             self.renderer = renderer
         elif renderer == "egl":
             try:
@@ -258,6 +277,39 @@ class BulletWorld:
         p.setGravity(0, 0, -9.81, physicsClientId=self.client)
         self.data_path = pybullet_data.getDataPath()
         self.light = {}  # lightDirection, lightColor, ... for the TinyRenderer (set by the scene)
+
+    def _attach_gl(self, gl) -> None:
+        from .gl import GLUnavailable, shared_renderer
+
+        try:
+            r = gl if gl is not None else shared_renderer()
+        except GLUnavailable:
+            raise
+        except Exception as e:  # noqa: BLE001 - a driver that creates a context but fails on our programs
+            raise GLUnavailable(f"the gl renderer could not set up ({type(e).__name__}: "
+                                f"{' '.join(str(e).split())[:200]})") from None
+        self._gl = r.scene(self)
+        self.gl_renderer = f"spatialact-gl on {r.info}"
+
+    @property
+    def gl(self):
+        """The :class:`spatialact.envs.gl.GLScene` of this world (``renderer="gl"``), else None."""
+        return self._gl
+
+    def register_mesh(self, path: str, mesh) -> None:
+        """Tell the gl renderer the geometry of a visual mesh file that will not stay on disk (a trimesh object)."""
+        self.registered_meshes[str(path)] = mesh
+
+    def set_texture(self, body: int, link: int, path: str) -> None:
+        """Texture a body's visual shape (link −1: the base) with an image file, for every renderer."""
+        p = self.p
+        if path not in self._texture_ids:
+            self._texture_ids[path] = p.loadTexture(path, physicsClientId=self.client)
+        p.changeVisualShape(body, link, textureUniqueId=self._texture_ids[path], rgbaColor=[1, 1, 1, 1],
+                            physicsClientId=self.client)
+        self.textures[(int(body), int(link))] = path
+        if self._gl is not None:
+            self._gl.invalidate()
 
     def _load_egl(self) -> None:
         p = self.p
@@ -281,9 +333,12 @@ class BulletWorld:
     def render(self, T_c2w: np.ndarray, cam: CameraSpec, depth: bool = True, segmentation: bool = False):
         """Render from a C2W pose: (rgb (H,W,3) uint8, depth (H,W) float32 metres or None, seg (H,W) int32 or None).
 
-        Depth is the z-distance along the optical axis (not the ray length); segmentation holds body ids, −1 for
-        background.
+        Depth is the z-distance along the optical axis (not the ray length), the far plane where nothing is hit;
+        segmentation holds body ids, −1 for background.
         """
+        if self._gl is not None:
+            rgb, d, s = self.render_batch([T_c2w], cam, depth=depth, segmentation=segmentation)
+            return rgb[0], None if d is None else d[0], None if s is None else s[0]
         p = self.p
         flags = 0 if segmentation else p.ER_NO_SEGMENTATION_MASK
         kwargs = dict(width=cam.width, height=cam.height, viewMatrix=view_matrix(T_c2w),
@@ -310,6 +365,22 @@ class BulletWorld:
         s = np.asarray(seg, dtype=np.int32).reshape(cam.height, cam.width) if segmentation else None
         return rgb, d, s
 
+    def render_batch(self, poses, cam: CameraSpec, depth: bool = True, segmentation: bool = False):
+        """K views of this world in one call: C2W poses (K, 4, 4) → (rgb (K,H,W,3) uint8, depth (K,H,W) float32
+        metres or None, seg (K,H,W) int32 or None). The gl renderer draws them in one pass over tiles of one
+        framebuffer; tiny and egl render them one by one."""
+        poses = [np.asarray(T, dtype=np.float64) for T in poses]
+        if not poses:
+            raise ValueError("render_batch: no poses")
+        if self._gl is not None:
+            from .gl import View
+
+            return self._gl.renderer.render([View(self._gl, T, cam) for T in poses], rgb=True, depth=depth,
+                                            segmentation=segmentation)
+        out = [self.render(T, cam, depth=depth, segmentation=segmentation) for T in poses]
+        return (np.stack([o[0] for o in out]), np.stack([o[1] for o in out]) if depth else None,
+                np.stack([o[2] for o in out]) if segmentation else None)
+
     def close(self) -> None:
         if getattr(self, "client", None) is not None:  # also when __init__ failed before connecting
             try:
@@ -324,12 +395,57 @@ class BulletWorld:
         if getattr(self, "_sink", None) is not None:
             self._sink.close()
             self._sink = None
+        if getattr(self, "_gl", None) is not None:
+            try:
+                self._gl.release()
+            except Exception:  # noqa: BLE001 - the context is gone (interpreter shutdown)
+                pass
+            self._gl = None
 
     def reset_world(self) -> None:
-        """Remove every body (the EGL plugin stays loaded, so the next scene renders too)."""
+        """Remove every body (the EGL plugin stays loaded, so the next scene renders too; the gl renderer reads the
+        next scene's visual shapes on its first render)."""
         p = self.p
         p.resetSimulation(physicsClientId=self.client)
         p.setGravity(0, 0, -9.81, physicsClientId=self.client)
+        self.registered_meshes = {}
+        self.textures = {}
+        self._texture_ids = {}
+        if self._gl is not None:
+            self._gl.invalidate()
 
     def __del__(self):
         self.close()
+
+
+_SAID: set = set()
+
+
+def _say_fallback(reason: str) -> None:
+    """One line on stderr, once per process and reason: ``auto`` fell back to tiny."""
+    if reason in _SAID:
+        return
+    _SAID.add(reason)
+    print(f"spatialact: renderer 'auto' uses tiny: the gl renderer did not start ({reason})", file=sys.stderr)
+
+
+def resolve_renderer(renderer: str) -> str:
+    """The renderer ``renderer`` will be: ``auto`` → ``gl`` when its context starts here, else ``tiny``."""
+    if renderer not in RENDERERS:
+        raise ValueError(f"renderer must be one of {RENDERERS}, got {renderer!r}")
+    if renderer != "auto":
+        return renderer
+    from .gl import gl_available
+
+    ok, why = gl_available()
+    if not ok:
+        _say_fallback(why)
+    return "gl" if ok else "tiny"
+
+
+def default_image_size(renderer: str, shows_images_to_model: bool) -> int:
+    """The default image side in pixels: :data:`MLLM_IMAGE_SIZE` (384) for images shown to an MLLM when the gl
+    renderer draws them (``renderer`` gl, or auto resolving to gl), else 128 (RL observations, baselines, demo)."""
+    if shows_images_to_model and resolve_renderer(renderer) == "gl":
+        return MLLM_IMAGE_SIZE
+    return 128

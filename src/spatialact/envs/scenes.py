@@ -169,12 +169,6 @@ class _Builder:
         self.p = world.p
         self.cid = world.client
         self.rng = rng
-        self._tex = {}
-
-    def texture(self, path: str) -> int:
-        if path not in self._tex:
-            self._tex[path] = self.p.loadTexture(path, physicsClientId=self.cid)
-        return self._tex[path]
 
     def box(self, half, pos, yaw=0.0, color=(0.7, 0.7, 0.7), texture=None, tile=1.0, mass=0.0,
             collide=True, orientation=None) -> int:
@@ -195,8 +189,7 @@ class _Builder:
         body = p.createMultiBody(mass, col, vis, basePosition=list(map(float, pos)),
                                  baseOrientation=orn, physicsClientId=self.cid)
         if texture is not None:
-            p.changeVisualShape(body, -1, textureUniqueId=self.texture(texture), rgbaColor=[1, 1, 1, 1],
-                                physicsClientId=self.cid)
+            self.w.set_texture(body, -1, texture)  # recorded, so the gl renderer can draw it too
         return body
 
     def cylinder(self, radius, length, pos, color, mass=0.0) -> int:
@@ -713,6 +706,7 @@ def _add_mesh_groups(world: BulletWorld, meshes, R: np.ndarray, tmpdir: str, bod
             f = os.path.join(tmpdir, f"m{mi}_{gi}.obj")
             sub.export(f, include_normals=True, include_texture=False)
             vis = p.createVisualShape(p.GEOM_MESH, fileName=f, rgbaColor=list(colour) + [1], physicsClientId=cid)
+            world.register_mesh(f, sub)  # the file is removed below; the gl renderer draws it from this
             col = p.createCollisionShape(p.GEOM_MESH, fileName=f, flags=p.GEOM_FORCE_CONCAVE_TRIMESH,
                                          physicsClientId=cid)
             bodies[f"mesh{mi}_{gi}"] = p.createMultiBody(0, col, vis, physicsClientId=cid)

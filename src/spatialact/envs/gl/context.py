@@ -1,0 +1,93 @@
+"""The OpenGL context of the gl renderer: one headless EGL context per process, through moderngl.
+
+EGL picks the device: an NVIDIA GPU when its driver is installed, Mesa's llvmpipe (software, multithreaded) on a
+CPU. :func:`gl_context` creates it on first use and returns the same one afterwards — every world and renderer of a
+process shares it — and a new one in a forked child (a GL context does not survive ``fork``). When it cannot start,
+:class:`GLUnavailable` says why in one line (moderngl missing, no libEGL, no GL 3.3). :func:`gl_info` is the renderer
+string recorded with results.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import threading
+
+__all__ = ["GLUnavailable", "gl_context", "gl_info", "gl_available", "gl_proc"]
+
+MIN_GL_VERSION = 330
+_lock = threading.Lock()
+_state: dict = {}  # pid -> context, or the reason it failed
+
+
+class GLUnavailable(RuntimeError):
+    """The gl renderer's OpenGL context cannot start here; the message says why in one line."""
+
+
+def _create():
+    try:
+        import moderngl
+    except ImportError as e:  # the optional gl extra
+        raise GLUnavailable(f"moderngl is not installed ({e}); install the gl extra: pip install 'spatialact[gl]'") \
+            from None
+    try:
+        ctx = moderngl.create_standalone_context(backend="egl", require=MIN_GL_VERSION)
+    except Exception as e:  # noqa: BLE001 - glcontext raises plain Exceptions naming the EGL call that failed
+        msg = " ".join(str(e).split())[:200] or type(e).__name__
+        raise GLUnavailable(f"no EGL OpenGL {MIN_GL_VERSION // 100}.{MIN_GL_VERSION % 100 // 10} context ({msg}); "
+                            "needs libEGL and a GL driver (Debian: libegl1 libgl1-mesa-dri libegl-mesa0)") from None
+    return ctx
+
+
+def gl_context():
+    """The process's moderngl context (created on first use); raises :class:`GLUnavailable` (cached per process)."""
+    pid = os.getpid()
+    with _lock:
+        got = _state.get(pid)
+        if got is None:
+            try:
+                got = _create()
+            except GLUnavailable as e:
+                got = e
+            _state.clear()  # a forked child drops its parent's entry
+            _state[pid] = got
+    if isinstance(got, GLUnavailable):
+        raise GLUnavailable(str(got))
+    return got
+
+
+def gl_available() -> tuple[bool, str]:
+    """(whether the gl renderer can start here, the GL renderer string or the reason it cannot)."""
+    try:
+        gl_context()
+    except GLUnavailable as e:
+        return False, str(e)
+    return True, gl_info()
+
+
+def gl_info() -> str:
+    """``"<GL_RENDERER> (<GL_VENDOR>, OpenGL <version>)"`` of the process's context, e.g. ``llvmpipe (LLVM 15.0.6,
+    256 bits) (Mesa, OpenGL 4.5)`` on a CPU or ``NVIDIA H100 80GB HBM3/PCIe/SSE2 (NVIDIA Corporation, OpenGL 4.6)``."""
+    info = gl_context().info
+    version = str(info.get("GL_VERSION", "")).split(" ")[0]
+    return f"{info.get('GL_RENDERER', 'unknown')} ({info.get('GL_VENDOR', 'unknown')}, OpenGL {version})"
+
+
+_PROCS: dict = {}
+
+
+def gl_proc(name: str, restype, *argtypes):
+    """A raw GL entry point of the current context (for the one call moderngl does not offer: an sRGB texture
+    array), through ``eglGetProcAddress``."""
+    key = (os.getpid(), name)
+    if key not in _PROCS:
+        lib = ctypes.util.find_library("EGL") or "libEGL.so.1"
+        egl = ctypes.CDLL(lib)
+        egl.eglGetProcAddress.restype = ctypes.c_void_p
+        egl.eglGetProcAddress.argtypes = [ctypes.c_char_p]
+        ptr = egl.eglGetProcAddress(name.encode())
+        if not ptr:
+            raise GLUnavailable(f"this OpenGL has no {name}")
+        _PROCS[key] = ctypes.CFUNCTYPE(restype, *argtypes)(ptr)
+    return _PROCS[key]

@@ -1,0 +1,584 @@
+"""The gl renderer: draws the scene a PyBullet world holds with moderngl, K views per call.
+
+One :class:`GLRenderer` per process (:func:`shared_renderer`) holds the programs and render targets; each world gets
+a :class:`GLScene` (its geometry in one merged vertex buffer, its textures in one sRGB texture array, a matrix
+texture with one row per link, a shadow map). A call renders K views — of one world or of several (the environments
+of an in-process vector env) — into tiles of one framebuffer: per view one draw call for colour and, when depth or
+segmentation is asked, one for those, then a single read back to numpy.
+
+Each frame the link matrices are read from PyBullet (``getBasePositionAndOrientation``, ``getLinkStates``); the
+shadow map is redrawn when one of them changed. Frames: poses are OpenCV camera-to-world (4, 4), metres, world +Z
+up; images are row 0 at the top. Passes:
+
+* shadow: a directional light along the scene's light direction (``world.light["lightDirection"]``, towards the
+  light), an orthographic depth map over the scene's bounds; geometry within 0.25 m of the scene's top (a ceiling)
+  casts no shadow;
+* colour: ambient (a sky/ground hemisphere) + diffuse × shadow (4-tap PCF) + Blinn-Phong specular, in linear
+  light, MSAA (``msaa`` samples, default 4), written to an sRGB target and resolved in linear light;
+* depth and segmentation: one sample at each pixel centre, no MSAA: depth is z along the optical axis in metres
+  (``far`` where nothing is hit, like TinyRenderer), segmentation the PyBullet body id (−1 background).
+
+``pixel_convention``: ``"opencv"`` (default) samples pixel (u, v) on the ray of :attr:`CameraSpec.K` at (u, v) — as
+``BulletWorld``'s tiny and egl renderers do; ``"tinyrenderer"`` reproduces the half-pixel offset of PyBullet's
+TinyRenderer when it is given the same projection matrix unshifted (``rendering.TINY_SHIFT_PX``), for comparing with
+images made by calling ``getCameraImage`` directly.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from .context import GLUnavailable, gl_context, gl_info, gl_proc
+from .meshes import MAX_FACES, SceneGeometry, extract_scene, quat_to_matrix
+from .shaders import COLOR_FS, COLOR_VS, DEPTH_FS, DEPTH_VS, RESOLVE_FS, RESOLVE_VS, SHADOW_FS, SHADOW_VS
+
+__all__ = ["GLRenderer", "GLScene", "View", "shared_renderer", "PIXEL_CONVENTIONS"]
+
+PIXEL_CONVENTIONS = ("opencv", "tinyrenderer")
+_MAX_ATLAS = 2048  # pixels per side of one batch of tiles
+_GL_SRGB8_ALPHA8 = 0x8C43
+_GL_FRAMEBUFFER_SRGB = 0x8DB9
+_GL_CLIP_DISTANCE0 = 0x3000
+_GL_TEXTURE_2D_ARRAY = 0x8C1A
+_BACKGROUND = (0.72, 0.76, 0.80)  # linear-light clear colour (a pale sky) where nothing is hit
+_DEFAULT_LIGHT = (0.4, 0.3, 2.5)
+
+
+@dataclass(frozen=True)
+class View:
+    """One view to render: a scene, an OpenCV C2W pose (4, 4) in metres, a camera (``rendering.CameraSpec``)."""
+
+    scene: "GLScene"
+    pose: np.ndarray
+    camera: object
+
+
+def _set(prog, name: str, value) -> None:
+    """Set a uniform (bytes are written raw); a uniform the GLSL compiler optimised away is skipped."""
+    u = prog.get(name, None)
+    if u is None:
+        return
+    if isinstance(value, bytes):
+        u.write(value)
+    else:
+        u.value = value
+
+
+def _mat_bytes(M: np.ndarray) -> bytes:
+    """Column-major float32 bytes of a (4, 4) matrix (GLSL's layout)."""
+    return np.asarray(M, dtype=np.float32).tobytes(order="F")
+
+
+def _projection(cam, shift_px) -> np.ndarray:
+    """OpenGL projection of ``cam`` (``rendering.projection_matrix``), flipped in y so that buffer row 0 is the
+    image's top row."""
+    from ..rendering import projection_matrix
+
+    P = np.array(projection_matrix(cam, shift_px), dtype=np.float64).reshape(4, 4, order="F")
+    return np.diag([1.0, -1.0, 1.0, 1.0]) @ P
+
+
+def _view(T_c2w: np.ndarray) -> np.ndarray:
+    T = np.asarray(T_c2w, dtype=np.float64) @ np.diag([1.0, -1.0, -1.0, 1.0])  # OpenCV -> OpenGL camera axes
+    R, t = T[:3, :3], T[:3, 3]
+    V = np.eye(4)
+    V[:3, :3] = R.T
+    V[:3, 3] = -R.T @ t
+    return V
+
+
+class GLScene:
+    """The GPU copy of one world's visual scene; rebuilt when the world's bodies change, matrices every frame.
+
+    ``world``: a ``rendering.BulletWorld`` (its PyBullet client, the meshes and textures its scene builder
+    registered, its light). Created by :meth:`GLRenderer.scene`."""
+
+    def __init__(self, renderer: "GLRenderer", world):
+        self.renderer = renderer
+        self.world = world
+        self.ctx = renderer.ctx
+        self._res: list = []
+        self.geometry: SceneGeometry | None = None
+        self._mats_prev = None
+        self._shadow_valid = False
+        self.shadow_tex = self.shadow_fbo = None
+        self.shadow_texel = 0.01
+        self._levels: dict = {}
+        self._shadow_budget = None
+
+    # ----- building ------------------------------------------------------------------------------------
+    def invalidate(self) -> None:
+        """Forget the geometry: the next render reads the world's visual shapes again (after ``reset_world``)."""
+        self._release_buffers()
+        self.geometry = None
+
+    def _release_buffers(self) -> None:
+        for r in self._res:
+            r.release()
+        self._res = []
+        self._levels = {}
+        self._shadow_valid = False
+        self._mats_prev = None
+
+    def release(self) -> None:
+        self._release_buffers()
+        if self.shadow_fbo is not None:
+            self.shadow_fbo.release()
+            self.shadow_tex.release()
+            self.shadow_fbo = self.shadow_tex = None
+        self.geometry = None
+
+    def _build(self, budget) -> None:
+        """Read the world's visual shapes (at face budget ``budget``) and set up what all levels share: the link
+        slots and their matrix texture, the texture array, the scene bounds, the light and its shadow map."""
+        self._release_buffers()
+        w = self.world
+        geo = extract_scene(w.p, w.client, getattr(w, "registered_meshes", None), getattr(w, "textures", None),
+                            budget)
+        self.geometry = geo
+        ctx = self.ctx
+        # per-frame query plan: bases (body, slot) and links (body, [links], [slots])
+        self._bases = [(b, i) for i, (b, link) in enumerate(geo.slots) if link < 0]
+        slot_of = {key: i for i, key in enumerate(geo.slots)}
+        self._links = [(b, links, [slot_of[(b, k)] for k in links]) for b, links in geo.links.items()]
+        self.mats = ctx.texture((4, max(len(geo.slots), 1)), 4, dtype="f4")
+        self.mats.filter = (0x2600, 0x2600)  # GL_NEAREST: matrices are read with texelFetch
+        self._res.append(self.mats)
+        mats = self._matrices()
+        self._upload(mats)
+        lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
+        for slot, _, part in geo.parts:
+            M = mats[slot]
+            pw = part.positions.astype(np.float64) @ M[:3, :3].T + M[:3, 3]
+            lo, hi = np.minimum(lo, pw.min(0)), np.maximum(hi, pw.max(0))
+        if not geo.parts:
+            lo, hi = np.zeros(3), np.ones(3)
+        self.bounds = (lo - 0.3, hi + 0.3)  # padded for what moves
+        self.top_z = float(hi[2])
+        # textures: one sRGB array, layers of one size (images resized), deduplicated by content
+        self.layer_of, images = {}, []
+        for _, _, part in geo.parts:
+            if part.texture is not None and part.texture_key not in self.layer_of:
+                self.layer_of[part.texture_key] = len(images)
+                images.append(part.texture)
+        self.texture = self._texture_array(images)
+        self._res.append(self.texture)
+        self._light()
+        self._levels = {}
+        self._add_level(budget, geo)
+
+    def _add_level(self, budget, geo: SceneGeometry | None = None) -> dict:
+        """The vertex and index buffers of one level of detail (face budget) and their vertex arrays."""
+        if geo is None:
+            w = self.world
+            geo = extract_scene(w.p, w.client, getattr(w, "registered_meshes", None), getattr(w, "textures", None),
+                                budget)
+        ctx, r = self.ctx, self.renderer
+        mats = self._mats_prev
+        # parts small to large (world size now): big surfaces drawn last are mostly rejected by the depth test
+        sized = []
+        for i, (slot, _, part) in enumerate(geo.parts):
+            M = mats[slot]
+            pw = part.positions.astype(np.float64) @ M[:3, :3].T + M[:3, 3]
+            sized.append((float(np.linalg.norm(pw.max(0) - pw.min(0))), i))
+        order = [i for _, i in sorted(sized)]
+        # one merged vertex buffer: pos 3f, normal 3f, uv 2f, colour 4 u8, ids 3 i32 (slot, layer, body)
+        n = sum(len(p.positions) for _, _, p in geo.parts)
+        dt = np.dtype([("pos", "<f4", 3), ("nrm", "<f4", 3), ("uv", "<f4", 2), ("col", "u1", 4), ("ids", "<i4", 3)])
+        vb = np.zeros(max(n, 3), dtype=dt)
+        idx, off = [], 0
+        for i in order:
+            slot, body, part = geo.parts[i]
+            k = len(part.positions)
+            v = vb[off:off + k]
+            v["pos"], v["nrm"], v["uv"], v["col"] = part.positions, part.normals, part.uvs, part.colors
+            layer = self.layer_of.get(part.texture_key, -1) if part.texture is not None else -1
+            v["ids"] = (slot, layer, body)
+            f = part.faces.astype(np.uint32) + off
+            # back faces are culled: an open shape is drawn two-sided by adding its faces wound the other way
+            idx.append(f if part.closed else np.concatenate([f, f[:, ::-1]]))
+            off += k
+        faces = np.concatenate(idx) if idx else np.zeros((1, 3), np.uint32)
+        vbo = ctx.buffer(vb.tobytes())
+        ibo = ctx.buffer(np.ascontiguousarray(faces, dtype=np.uint32).tobytes())
+        level = {"faces": sum(len(p.faces) for _, _, p in geo.parts), "decimated": geo.decimated,
+                 "color": ctx.vertex_array(r.prog_color, [(vbo, "3f 3f 2f 4f1 3i", "in_pos", "in_nrm", "in_uv",
+                                                           "in_col", "in_ids")], ibo, skip_errors=True),
+                 "depth": ctx.vertex_array(r.prog_depth, [(vbo, "3f 24x 3i", "in_pos", "in_ids")], ibo),
+                 "shadow": ctx.vertex_array(r.prog_shadow, [(vbo, "3f 24x 3i", "in_pos", "in_ids")], ibo)}
+        self._res += [vbo, ibo, level["color"], level["depth"], level["shadow"]]
+        self._levels[budget] = level
+        return level
+
+    def level(self, budget) -> dict:
+        """The level of detail for face budget ``budget`` (built on first use): ``faces`` (drawn), ``decimated``
+        (mesh files decimated), and the vertex arrays ``color``, ``depth``, ``shadow``."""
+        lv = self._levels.get(budget)
+        return lv if lv is not None else self._add_level(budget)
+
+    @property
+    def n_faces(self) -> int:
+        """Faces of the most detailed level built (0 before the first render)."""
+        if self.geometry is None or not self._levels:
+            return 0
+        return max(lv["faces"] for lv in self._levels.values())
+
+    def _texture_array(self, images: list):
+        ctx = self.ctx
+        if not images:
+            images = [np.full((4, 4, 4), 255, np.uint8)]
+        size = max(max(im.shape[0], im.shape[1]) for im in images)
+        S = int(min(512, max(64, 1 << max(0, math.ceil(math.log2(max(size, 1)))))))
+        from PIL import Image
+
+        data = np.empty((len(images), S, S, 4), np.uint8)
+        for i, im in enumerate(images):
+            if im.shape[:2] != (S, S):
+                im = np.asarray(Image.fromarray(im).resize((S, S), Image.BILINEAR))
+            data[i] = im[::-1]  # GL's t = 0 is the image's bottom row (OBJ / glTF texture coordinates)
+        tex = ctx.texture_array((S, S, len(images)), 4)
+        tex.use(location=0)
+        fn = gl_proc("glTexImage3D", None, ctypes.c_uint, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                     ctypes.c_int, ctypes.c_int, ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p)
+        data = np.ascontiguousarray(data)
+        fn(_GL_TEXTURE_2D_ARRAY, 0, _GL_SRGB8_ALPHA8, S, S, len(images), 0, 0x1908, 0x1401, data.ctypes.data)
+        tex.build_mipmaps()
+        tex.repeat_x = tex.repeat_y = True
+        return tex
+
+    def _light(self) -> None:
+        light = getattr(self.world, "light", None) or {}
+        d = np.asarray(light.get("lightDirection", _DEFAULT_LIGHT), dtype=np.float64)
+        d = d / (np.linalg.norm(d) or 1.0)
+        self.light_dir = d
+        self.light_col = np.asarray(light.get("lightColor", (1.0, 0.97, 0.92)), dtype=np.float64)
+        # an orthographic light camera over the scene's bounds, looking along −d
+        lo, hi = self.bounds
+        centre = (lo + hi) / 2
+        radius = float(np.linalg.norm(hi - lo)) / 2 + 0.1
+        f = -d
+        up = np.array([0.0, 0.0, 1.0]) if abs(f[2]) < 0.99 else np.array([1.0, 0.0, 0.0])
+        x = np.cross(f, up)
+        x /= np.linalg.norm(x)
+        y = np.cross(x, f)
+        V = np.eye(4)
+        V[0, :3], V[1, :3], V[2, :3] = x, y, -f
+        V[:3, 3] = -V[:3, :3] @ (centre - f * radius)
+        corners = np.array([[a, b, c, 1.0] for a in (lo[0], hi[0]) for b in (lo[1], hi[1]) for c in (lo[2], hi[2])])
+        pc = corners @ V.T
+        l, r = pc[:, 0].min(), pc[:, 0].max()
+        bo, t = pc[:, 1].min(), pc[:, 1].max()
+        n_, f_ = -pc[:, 2].max() - 0.1, -pc[:, 2].min() + 0.1
+        P = np.array([[2 / (r - l), 0, 0, -(r + l) / (r - l)], [0, 2 / (t - bo), 0, -(t + bo) / (t - bo)],
+                      [0, 0, -2 / (f_ - n_), -(f_ + n_) / (f_ - n_)], [0, 0, 0, 1]])
+        self.light_vp = P @ V
+        self._light_extent = max(r - l, t - bo)
+
+    def _shadow_map(self, S: int) -> None:
+        """(Re)allocate the shadow map at S × S texels."""
+        if self.shadow_tex is not None and self.shadow_tex.size == (S, S):
+            return
+        if self.shadow_tex is not None:
+            self.shadow_fbo.release()
+            self.shadow_tex.release()
+        self.shadow_tex = self.ctx.depth_texture((S, S))
+        self.shadow_tex.compare_func = "<="
+        self.shadow_tex.repeat_x = self.shadow_tex.repeat_y = False
+        self.shadow_fbo = self.ctx.framebuffer(depth_attachment=self.shadow_tex)
+
+    # ----- per frame -----------------------------------------------------------------------------------
+    def _matrices(self) -> np.ndarray:
+        """World matrices (n_slots, 4, 4) of the slots' link frames, read from PyBullet now."""
+        p, cid = self.world.p, self.world.client
+        geo = self.geometry
+        n = max(len(geo.slots), 1)
+        pos = np.zeros((n, 3))
+        quat = np.zeros((n, 4))
+        quat[:, 3] = 1.0
+        for body, slot in self._bases:
+            q, o = p.getBasePositionAndOrientation(body, physicsClientId=cid)
+            pos[slot], quat[slot] = q, o
+        for body, links, slots in self._links:
+            states = p.getLinkStates(body, links, computeForwardKinematics=1, physicsClientId=cid)
+            for s, st in zip(slots, states):
+                pos[s], quat[s] = st[4], st[5]
+        M = np.zeros((n, 4, 4))
+        M[:, :3, :3] = quat_to_matrix(quat)
+        M[:, :3, 3] = pos
+        M[:, 3, 3] = 1.0
+        for body, slot in self._bases:  # centre of mass -> the base's link frame
+            M[slot] = M[slot] @ geo.base_inertial_inv[body]
+        return M
+
+    def _upload(self, mats: np.ndarray) -> None:
+        # row s of the texture: the four columns of slot s's matrix
+        self.mats.write(np.ascontiguousarray(np.transpose(mats, (0, 2, 1))).astype(np.float32).tobytes())
+        self._mats_prev = mats
+
+    def sync(self, budget) -> dict:
+        """Bring the GPU copy up to date for a render at face budget ``budget`` and return that level: rebuild
+        when the body count changed, upload the link matrices when one moved, redraw the shadow map then."""
+        p, cid = self.world.p, self.world.client
+        if self.geometry is None or p.getNumBodies(physicsClientId=cid) != self.geometry.n_bodies:
+            self._build(budget)
+        else:
+            mats = self._matrices()
+            if not np.array_equal(mats, self._mats_prev):
+                self._upload(mats)
+                self._shadow_valid = False
+        lv = self.level(budget)
+        S = self.renderer.shadow_texels(budget)
+        if S and (not self._shadow_valid or self._shadow_budget != budget):
+            self._shadow_map(S)
+            self.shadow_texel = self._light_extent / S
+            self._draw_shadow(lv)
+            self._shadow_budget = budget
+        return lv
+
+    def _draw_shadow(self, lv: dict) -> None:
+        ctx, r = self.ctx, self.renderer
+        self.shadow_fbo.use()
+        self.shadow_fbo.clear(depth=1.0)
+        self.mats.use(location=1)
+        _set(r.prog_shadow, "u_light_vp", _mat_bytes(self.light_vp))
+        _set(r.prog_shadow, "u_clip_z", self.top_z - 0.25)
+        ctx.enable(ctx.DEPTH_TEST | ctx.CULL_FACE)
+        ctx.enable_direct(_GL_CLIP_DISTANCE0)
+        # the faces turned away from the light go into the map: lit surfaces never shadow themselves
+        ctx.front_face, ctx.cull_face = "ccw", "front"
+        lv["shadow"].render()
+        ctx.cull_face = "back"
+        ctx.disable_direct(_GL_CLIP_DISTANCE0)
+        self._shadow_valid = True
+
+    def bind_color(self, prog) -> None:
+        self.texture.use(location=0)
+        self.mats.use(location=1)
+        r = self.renderer
+        if self.shadow_tex is not None:
+            self.shadow_tex.use(location=2)
+        _set(prog, "u_light_vp", _mat_bytes(self.light_vp))
+        _set(prog, "u_light_dir", tuple(self.light_dir))
+        _set(prog, "u_light_col", tuple(self.light_col))
+        _set(prog, "u_texel", float(self.shadow_texel))
+        _set(prog, "u_shadows", int(bool(r.shadow_size)))
+
+
+class GLRenderer:
+    """Programs and render targets on the process's GL context; renders :class:`View` lists.
+
+    ``msaa``: colour samples per pixel (0 or 1: none; clamped to what the GL offers); ``shadow_size``: shadow map
+    side in texels (0: no shadows); ``max_faces``: meshes over this many faces are decimated (None: never);
+    ``pixel_convention``: see the module docstring. ``info``: the GL renderer string."""
+
+    def __init__(self, msaa: int = 4, shadow_size: int = 1024, max_faces: int | None = MAX_FACES,
+                 pixel_convention: str = "opencv", ambient: float = 0.42, diffuse: float = 0.85,
+                 specular: float = 0.18, shininess: float = 40.0):
+        if pixel_convention not in PIXEL_CONVENTIONS:
+            raise ValueError(f"pixel_convention must be one of {PIXEL_CONVENTIONS}, got {pixel_convention!r}")
+        self.ctx = ctx = gl_context()
+        self.info = gl_info()
+        self.msaa = int(min(max(int(msaa), 0), int(ctx.info.get("GL_MAX_SAMPLES", 4))))
+        if self.msaa == 1:
+            self.msaa = 0
+        self.shadow_size = int(shadow_size)
+        self.max_faces = max_faces
+        self.pixel_convention = pixel_convention
+        self.prog_color = ctx.program(vertex_shader=COLOR_VS, fragment_shader=COLOR_FS)
+        self.prog_depth = ctx.program(vertex_shader=DEPTH_VS, fragment_shader=DEPTH_FS)
+        self.prog_shadow = ctx.program(vertex_shader=SHADOW_VS, fragment_shader=SHADOW_FS)
+        self.prog_resolve = ctx.program(vertex_shader=RESOLVE_VS, fragment_shader=RESOLVE_FS)
+        _set(self.prog_resolve, "u_ms", 3)
+        self.vao_resolve = ctx.vertex_array(self.prog_resolve, [])
+        for prog in (self.prog_color, self.prog_depth, self.prog_shadow):
+            _set(prog, "u_mats", 1)
+        _set(self.prog_color, "u_tex", 0)
+        _set(self.prog_color, "u_shadow", 2)
+        pc = self.prog_color
+        for name, value in (("u_ambient", ambient), ("u_diffuse", diffuse), ("u_specular", specular),
+                            ("u_shininess", shininess)):
+            _set(pc, name, float(value))
+        _set(pc, "u_sky", (1.0, 1.0, 1.04))
+        _set(pc, "u_ground", (0.72, 0.66, 0.60))
+        self._targets: dict = {}
+        self.pid = os.getpid()
+
+    def face_budget(self, width: int, height: int):
+        """The face budget of meshes in a ``width`` × ``height`` image: ``max_faces`` from 320 px on, half of it
+        from 160 px, a quarter below (a mesh a few dozen pixels tall needs no more); None (never decimate) when
+        ``max_faces`` is None."""
+        if self.max_faces is None:
+            return None
+        side = max(int(width), int(height))
+        return self.max_faces if side >= 320 else (self.max_faces // 2 if side >= 160 else self.max_faces // 4)
+
+    def shadow_texels(self, budget) -> int:
+        """Shadow map side for a level: ``shadow_size`` at the full face budget, half at smaller levels (images
+        under 320 px; at least 256)."""
+        if not self.shadow_size:
+            return 0
+        if self.max_faces is None or budget is None or budget >= self.max_faces:
+            return self.shadow_size
+        return max(256, self.shadow_size // 2)
+
+    def scene(self, world) -> GLScene:
+        """A new :class:`GLScene` for a world (built lazily, on its first render)."""
+        return GLScene(self, world)
+
+    # ----- targets -------------------------------------------------------------------------------------
+    def _target(self, kind: str, size: tuple[int, int]):
+        """Framebuffers of one size, kept for reuse: ``color`` (sRGB colour + depth/body-id attachments,
+        multisampled when ``msaa``; with their single-sample resolve targets) or ``depth`` (depth/body id only)."""
+        key = (kind, size)
+        t = self._targets.get(key)
+        if t is not None:
+            return t
+        if len(self._targets) > 8:  # keep a few sizes; release the oldest
+            for res in self._targets.pop(next(iter(self._targets))).values():
+                if hasattr(res, "release"):
+                    res.release()
+        ctx, ms = self.ctx, self.msaa
+        t = {}
+        if kind == "color":
+            t["col"] = ctx.texture(size, 4, samples=ms, internal_format=_GL_SRGB8_ALPHA8)
+            t["zs"] = ctx.texture(size, 2, samples=ms, dtype="f4")
+            t["d"] = ctx.depth_renderbuffer(size, samples=ms)
+            t["fbo"] = ctx.framebuffer([t["col"], t["zs"]], t["d"])
+            if ms:
+                t["fbo_col"] = ctx.framebuffer([t["col"]])  # the colour attachment alone, to resolve it
+                t["col1"] = ctx.texture(size, 4, internal_format=_GL_SRGB8_ALPHA8)
+                t["fbo_col1"] = ctx.framebuffer([t["col1"]])
+                t["zs1"] = ctx.renderbuffer(size, 2, dtype="f4")
+                t["fbo_zs1"] = ctx.framebuffer([t["zs1"]])
+        else:
+            t["zs"] = ctx.renderbuffer(size, 2, dtype="f4")
+            t["d"] = ctx.depth_renderbuffer(size)
+            t["fbo"] = ctx.framebuffer([t["zs"]], t["d"])
+        self._targets[key] = t
+        return t
+
+    # ----- rendering -----------------------------------------------------------------------------------
+    def render(self, views: list[View], rgb: bool = True, depth: bool = True, segmentation: bool = False,
+               pixel_convention: str | None = None):
+        """Render views (all of one image size): ``(rgb (K, H, W, 3) uint8 or None, depth (K, H, W) float32
+        metres or None, seg (K, H, W) int32 or None)``. With ``rgb`` one lit pass gives all three; without it a
+        plain depth pass (cheaper) gives depth and segmentation."""
+        if os.getpid() != self.pid:
+            raise GLUnavailable("this GL renderer was made in another process (a GL context does not survive fork)")
+        if not views:
+            raise ValueError("render: no views")
+        conv = pixel_convention or self.pixel_convention
+        if conv not in PIXEL_CONVENTIONS:
+            raise ValueError(f"pixel_convention must be one of {PIXEL_CONVENTIONS}, got {conv!r}")
+        from ..rendering import TINY_SHIFT_PX
+
+        shift = (0.0, 0.0) if conv == "opencv" else (-TINY_SHIFT_PX[0], -TINY_SHIFT_PX[1])
+        W, H = int(views[0].camera.width), int(views[0].camera.height)
+        if any((int(v.camera.width), int(v.camera.height)) != (W, H) for v in views):
+            raise ValueError("render: all views of one call must have the same image size")
+        ctx = self.ctx
+        budget = self.face_budget(W, H)
+        levels = {id(sc): sc.sync(budget) for sc in {id(v.scene): v.scene for v in views}.values()}
+        K = len(views)
+        cols = max(1, min(K, _MAX_ATLAS // W))
+        per = cols * max(1, _MAX_ATLAS // H)
+        want_zs = depth or segmentation
+        out_rgb = np.empty((K, H, W, 3), np.uint8) if rgb else None
+        out_d = np.empty((K, H, W), np.float32) if depth else None
+        out_s = np.empty((K, H, W), np.int32) if segmentation else None
+        mats = [(_projection(v.camera, shift), _view(v.pose)) for v in views]
+        ctx.enable(ctx.DEPTH_TEST | ctx.CULL_FACE)
+        ctx.front_face, ctx.cull_face = "cw", "back"  # counter-clockwise in the world, y flipped on screen
+        for c0 in range(0, K, per):
+            chunk = list(range(c0, min(K, c0 + per)))
+            n = len(chunk)
+            ncols = min(cols, n)
+            nrows = math.ceil(n / ncols)
+            size = (ncols * W, nrows * H)
+            tiles = [((i % ncols) * W, (i // ncols) * H) for i in range(n)]
+            if rgb:
+                t = self._target("color", size)
+                fbo = t["fbo"]
+                fbo.use()
+                ctx.enable_direct(_GL_FRAMEBUFFER_SRGB)
+                fbo.viewport = (0, 0) + size
+                fbo.clear(*_BACKGROUND, 1.0, depth=1.0)  # also clears the depth/id attachment to 0: background
+                prog, vao_of = self.prog_color, "color"
+            else:
+                t = self._target("depth", size)
+                fbo = t["fbo"]
+                fbo.use()
+                fbo.viewport = (0, 0) + size
+                fbo.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)
+                prog, vao_of = self.prog_depth, "depth"
+            last = None
+            for (x, y), k in zip(tiles, chunk):
+                v = views[k]
+                if v.scene is not last:
+                    if rgb:
+                        v.scene.bind_color(prog)
+                    else:
+                        v.scene.mats.use(location=1)
+                    last = v.scene
+                P, Vm = mats[k]
+                _set(prog, "u_viewproj", _mat_bytes(P @ Vm))
+                _set(prog, "u_view", _mat_bytes(Vm))
+                _set(prog, "u_eye", tuple(float(a) for a in np.asarray(v.pose)[:3, 3]))
+                fbo.viewport = (x, y, W, H)
+                levels[id(v.scene)][vao_of].render()
+            full = (0, 0) + size
+            if rgb:
+                ctx.disable_direct(_GL_FRAMEBUFFER_SRGB)
+                if self.msaa:
+                    ctx.copy_framebuffer(t["fbo_col1"], t["fbo_col"])  # resolve (attachment 0) in linear light
+                    src = t["fbo_col1"]
+                else:
+                    src = fbo
+                buf = np.frombuffer(src.read(viewport=full, components=3, alignment=1), np.uint8)
+                img = buf.reshape(nrows, H, ncols, W, 3).transpose(0, 2, 1, 3, 4).reshape(nrows * ncols, H, W, 3)
+                out_rgb[c0:c0 + n] = img[:n]
+            if not want_zs:
+                continue
+            if rgb and self.msaa:  # depth and body id of each pixel from its samples
+                t["fbo_zs1"].use()
+                t["fbo_zs1"].viewport = full
+                ctx.disable(ctx.DEPTH_TEST | ctx.CULL_FACE)
+                t["zs"].use(location=3)
+                _set(self.prog_resolve, "u_samples", self.msaa)
+                self.vao_resolve.render(vertices=3)
+                ctx.enable(ctx.DEPTH_TEST | ctx.CULL_FACE)
+                zs = t["fbo_zs1"].read(viewport=full, components=2, dtype="f4", alignment=1)
+            else:
+                zs = fbo.read(viewport=full, components=2, attachment=1 if rgb else 0, dtype="f4", alignment=1)
+            buf = np.frombuffer(zs, np.float32)
+            img = buf.reshape(nrows, H, ncols, W, 2).transpose(0, 2, 1, 3, 4).reshape(nrows * ncols, H, W, 2)[:n]
+            for j, k in enumerate(chunk):
+                if depth:
+                    out_d[k] = np.where(img[j, :, :, 1] > 0, img[j, :, :, 0], np.float32(views[k].camera.far))
+                if segmentation:
+                    out_s[k] = img[j, :, :, 1].astype(np.int32) - 1
+        return out_rgb, out_d, out_s
+
+    def release(self) -> None:
+        for t in self._targets.values():
+            for res in t.values():
+                res.release()
+        self._targets = {}
+
+
+_SHARED: dict = {}
+
+
+def shared_renderer() -> GLRenderer:
+    """The process's default :class:`GLRenderer` (created on first use; a new one in a forked child)."""
+    pid = os.getpid()
+    r = _SHARED.get(pid)
+    if r is None:
+        _SHARED.clear()
+        r = _SHARED[pid] = GLRenderer()
+    return r
