@@ -182,18 +182,22 @@ def test_egl_renderer_loads_before_bodies_and_renders():
         w.close()
 
 
-def test_auto_renderer_picks_egl_only_with_a_gpu():
+def test_auto_renderer_picks_gl_when_it_starts():
+    """``auto`` is the project's gl renderer when its EGL context starts (a GPU, or Mesa's llvmpipe), else tiny with
+    the reason kept in ``fallback_reason``."""
+    from spatialact.envs.gl import gl_available
     from spatialact.envs.rendering import gpu_present
 
+    ok, why = gl_available()
     w = BulletWorld("auto")
     try:
-        if not gpu_present():
-            assert w.renderer == "tiny" and w.gl_renderer == "TinyRenderer (CPU)"
-        else:
-            assert w.renderer in ("egl", "tiny")
-            if w.renderer == "egl":
-                print("GL renderer:", w.gl_renderer)
+        if ok:
+            assert w.renderer == "gl" and w.gl_renderer.startswith("spatialact-gl on ")
+            print("GL renderer:", w.gl_renderer)
+            if gpu_present():
                 assert "llvmpipe" not in w.gl_renderer  # on a GPU machine EGL must not fall back to Mesa
+        else:
+            assert w.renderer == "tiny" and w.gl_renderer == "TinyRenderer (CPU)" and w.fallback_reason == why
     finally:
         w.close()
     with pytest.raises(ValueError, match="renderer"):

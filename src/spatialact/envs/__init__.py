@@ -20,7 +20,7 @@ from .replay_run import ReplayResult, replay_trajectory
 
 __all__ = ["make_env", "execute_sequence", "ExecutionResult", "procedural_tasks", "ENV_IDS", "KIND_TO_ID",
            "CameraNavEnv", "GripperManipEnv", "HandManipEnv", "replay_trajectory", "ReplayResult",
-           "check_droid_reachable", "replay_scene_for", "attach_replay_scenes"]
+           "check_droid_reachable", "replay_scene_for", "attach_replay_scenes", "make_vector_env"]
 
 KIND_TO_ID = {"nav": "spatialact/CameraNav-v0", "manip": "spatialact/GripperManip-v0",
               "hand": "spatialact/HandManip-v0"}
@@ -84,4 +84,7 @@ def __getattr__(name):  # lazy class access without importing every environment 
     if name == "HandManipEnv":
         from .hand_manip import HandManipEnv
         return HandManipEnv
+    if name == "make_vector_env":  # K environments in one process, observations rendered in one call
+        from .vector import make_vector_env
+        return make_vector_env
     raise AttributeError(name)

@@ -16,6 +16,11 @@ Action modes (SPEC §6):
 
 Reward: the decrease of ``φ = pos_err / 0.2 m + rot_err / 10°`` plus 10 on the step that succeeds.
 
+Renderers (``renderer=``): ``tiny``, ``egl``, ``gl`` (the project's OpenGL renderer) or ``auto`` (gl when it starts,
+else tiny); see :mod:`spatialact.envs.rendering`. With gl, every environment of a process draws through one shared
+renderer, :meth:`SpatialActEnv.render_views` renders K views in one call, and :class:`spatialact.envs.vector.
+BatchedVectorEnv` renders the observations of all its environments in one call per step.
+
 Replay scenes (a task whose ``scene`` is ``{"type": "replay", ...}``, :mod:`spatialact.envs.replay`): the world is
 built from the recorded trajectory; ``observation`` picks what ``rgb`` shows — ``"sim"`` (rendered, the default),
 ``"recorded"`` (the recorded frame nearest the current pose, resized) or ``"both"`` (``rgb`` rendered and
@@ -101,6 +106,7 @@ class SpatialActEnv(gym.Env):
         self.observation_space = spaces.Dict(obs)
 
         self.world = self._make_world(renderer)  # EGL (if asked) loads here, before any body exists
+        self._defer_observation = False  # set by BatchedVectorEnv: step() leaves rendering to it
         self.scene: SceneInfo | None = None
         self._scene_key = None
         self.task: Task | None = None
@@ -277,7 +283,8 @@ class SpatialActEnv(gym.Env):
             raise RuntimeError("call reset() before step()")
         self._execute(self.action_to_step(action), self.sizes)
         self._steps += 1
-        self._last_obs = self._observe()
+        # a batched vector env renders the observation of all its environments in one call afterwards
+        self._last_obs = None if self._defer_observation else self._observe()
         info = self._info()
         phi = self._potential()
         reward = float(self._phi - phi) + (SUCCESS_BONUS if info["success"] else 0.0)
@@ -299,10 +306,14 @@ class SpatialActEnv(gym.Env):
         return self._last_obs, self._info()
 
     # ----- observation, info, reward ------------------------------------------------------------------
-    def _observe(self) -> dict:
+    def _observe(self, rendered: tuple | None = None) -> dict:
+        """The observation now; ``rendered``: (rgb, depth or None) of :attr:`camera_pose` already rendered (by a
+        batched vector env), used instead of rendering here."""
         mode = self.observation_mode if self.replay is not None else "sim"
         if mode == "recorded" and not self.use_depth:
             rgb = depth = None
+        elif rendered is not None:
+            rgb, depth = rendered
         else:
             rgb, depth = self._observe_rgb()
         if mode != "sim":
@@ -396,6 +407,14 @@ class SpatialActEnv(gym.Env):
     def render_depth(self, T) -> np.ndarray:
         """Depth (H, W) float32, metres along the optical axis, from C2W pose ``T``."""
         return self.world.render(np.asarray(T, dtype=np.float64), self.camera, depth=True)[1]
+
+    def render_views(self, poses, depth: bool = False, segmentation: bool = False):
+        """K views of the current scene in one call (with gl, one pass; other renderers render them in turn):
+        C2W poses (K, 4, 4) → rgb (K, H, W, 3) uint8, or (rgb, depth (K, H, W) float32 metres or None,
+        seg (K, H, W) int32 or None) when ``depth`` or ``segmentation``. Many goal views, candidate poses, ..."""
+        rgb, d, s = self.world.render_batch([np.asarray(T, dtype=np.float64) for T in poses], self.camera,
+                                            depth=depth, segmentation=segmentation)
+        return (rgb, d, s) if depth or segmentation else rgb
 
     def render_segmentation(self, T) -> np.ndarray:
         """Body ids (H, W) int32 seen from C2W pose ``T``; −1 is background."""

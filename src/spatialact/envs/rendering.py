@@ -258,6 +258,7 @@ class BulletWorld:
         if renderer in ("gl", "auto"):
             try:
                 self._attach_gl(gl)
+                renderer = "gl"
             except Exception as e:
                 if renderer == "gl":
                     p.disconnect(self.client)

@@ -322,7 +322,7 @@ def _cache_file(path: str, st, max_faces) -> str:
     from ...cache import cache_dir
 
     key = hashlib.sha1(repr((os.path.abspath(path), st.st_size, st.st_mtime_ns, max_faces,
-                             DECIMATION_VERSION, 3)).encode()).hexdigest()[:24]
+                             DECIMATION_VERSION, 4)).encode()).hexdigest()[:24]
     return os.path.join(str(cache_dir("gl-meshes-v1")), f"{key}.npz")
 
 
@@ -371,9 +371,12 @@ def load_mesh_file(path: str, max_faces: int | None = MAX_FACES) -> tuple[list[P
         import trimesh
 
         materials = True
-        if path.lower().endswith(".obj"):
+        if path.lower().endswith(".obj"):  # materials only from an .mtl file that exists (else trimesh invents one)
             with open(path, "rb") as fh:
-                materials = b"mtllib" in fh.read()
+                libs = [ln.split(None, 1)[1].strip() for ln in fh.read().splitlines()
+                        if ln.startswith(b"mtllib") and len(ln.split(None, 1)) == 2]
+            folder = os.path.dirname(path)
+            materials = any(os.path.isfile(os.path.join(folder, lib.decode("utf-8", "replace"))) for lib in libs)
         got = _parts_of_trimesh(_geoms(trimesh.load(path, process=False)), max_faces, materials)
         try:
             _save(file, *got)
