@@ -19,7 +19,6 @@ from .tabletop import TabletopEnv, _pose_from_pq, _pq_from_pose
 __all__ = ["HandManipEnv"]
 
 _SKIN = (0.92, 0.72, 0.58)
-_NAIL = (0.97, 0.86, 0.83)
 _SLEEVE = (0.16, 0.25, 0.45)
 _FINGER_X = (-0.027, -0.009, 0.009, 0.027)  # little, ring, middle, index (the thumb is at +x)
 _FINGER_LEN = (0.058, 0.071, 0.076, 0.070)  # visual lengths (m); the collision boxes are 0.072 m each
@@ -39,8 +38,8 @@ class HandManipEnv(TabletopEnv):
     def _load_agent(self) -> None:
         p, cid = self.world.p, self.world.client
         # Collision: a palm box and five finger boxes (what grasping and the ground truths use). The visual shapes
-        # only make it read as a hand: rounded fingers of a hand's lengths with nails, and a sleeve at the wrist
-        # (visual-only links on fixed joints, no collision shape).
+        # only make it read as a hand: rounded fingers of a hand's lengths and a sleeve at the wrist (a visual-only
+        # link on a fixed joint, after the five finger joints so their indices 0–4 stay; no collision shape).
         palm_half = [0.042, 0.012, 0.048]
         palm_vis = p.createVisualShape(p.GEOM_BOX, halfExtents=palm_half, visualFramePosition=[0, 0, 0.05],
                                        rgbaColor=list(_SKIN) + [1], physicsClientId=cid)
@@ -62,25 +61,18 @@ class HandManipEnv(TabletopEnv):
         t_vis = capsule(0.0095, 0.058, [c * 0.97 for c in _SKIN])
         sleeve_vis = p.createVisualShape(p.GEOM_CYLINDER, radius=0.037, length=0.075, visualFramePosition=[0, 0, -0.03],
                                          rgbaColor=list(_SLEEVE) + [1], physicsClientId=cid)
-        nail_vis = p.createVisualShape(p.GEOM_BOX, halfExtents=[0.0055, 0.0012, 0.0065], rgbaColor=list(_NAIL) + [1],
-                                       physicsClientId=cid)
         n = len(_FINGER_X) + 1
         positions = [[x, 0.0, 0.098] for x in _FINGER_X] + [[0.045, 0.006, 0.03]]
         thumb_orn = p.getQuaternionFromEuler([0.0, 0.6, 0.0])
-        # links 0–3 fingers, 4 thumb (revolute, as before); 5 the sleeve, 6–9 the nails (fixed, visual only)
-        nails = [[0.0, -(_FINGER_R - 0.0006), ell - 0.0085] for ell in _FINGER_LEN]
-        m = n + 1 + len(_FINGER_X)
         self._agent_body = p.createMultiBody(
             baseMass=0, baseCollisionShapeIndex=palm_col, baseVisualShapeIndex=palm_vis,
-            linkMasses=[0] * m, linkCollisionShapeIndices=[f_col] * 4 + [t_col] + [-1] * (1 + len(_FINGER_X)),
-            linkVisualShapeIndices=f_vis + [t_vis, sleeve_vis] + [nail_vis] * len(_FINGER_X),
-            linkPositions=positions + [[0, 0, 0]] + nails,
-            linkOrientations=[[0, 0, 0, 1]] * 4 + [list(thumb_orn)] + [[0, 0, 0, 1]] * (1 + len(_FINGER_X)),
-            linkInertialFramePositions=[[0, 0, 0]] * m, linkInertialFrameOrientations=[[0, 0, 0, 1]] * m,
-            linkParentIndices=[0] * n + [0] + [1 + j for j in range(len(_FINGER_X))],
-            linkJointTypes=[p.JOINT_REVOLUTE] * n + [p.JOINT_FIXED] * (1 + len(_FINGER_X)),
-            linkJointAxis=[[1, 0, 0]] * 4 + [[0, 1, 0]] + [[0, 0, 1]] * (1 + len(_FINGER_X)),
-            physicsClientId=cid)
+            linkMasses=[0] * (n + 1), linkCollisionShapeIndices=[f_col] * 4 + [t_col, -1],
+            linkVisualShapeIndices=f_vis + [t_vis, sleeve_vis], linkPositions=positions + [[0, 0, 0]],
+            linkOrientations=[[0, 0, 0, 1]] * 4 + [list(thumb_orn), [0, 0, 0, 1]],
+            linkInertialFramePositions=[[0, 0, 0]] * (n + 1),
+            linkInertialFrameOrientations=[[0, 0, 0, 1]] * (n + 1), linkParentIndices=[0] * (n + 1),
+            linkJointTypes=[p.JOINT_REVOLUTE] * n + [p.JOINT_FIXED],
+            linkJointAxis=[[1, 0, 0]] * 4 + [[0, 1, 0], [0, 0, 1]], physicsClientId=cid)
         self._exact = np.eye(4)
         self._home()
 

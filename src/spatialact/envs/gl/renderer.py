@@ -449,6 +449,7 @@ class GLRenderer:
             t["zs"] = ctx.texture(size, 2, samples=ms, dtype="f4")
             t["d"] = ctx.depth_renderbuffer(size, samples=ms)
             t["fbo"] = ctx.framebuffer([t["col"], t["zs"]], t["d"])
+            t["fbo_zs"] = ctx.framebuffer([t["zs"]])  # to clear it to 0 (background) apart from the colour
             if ms:
                 t["fbo_col"] = ctx.framebuffer([t["col"]])  # the colour attachment alone, to resolve it
                 t["col1"] = ctx.texture(size, 4, internal_format=_GL_SRGB8_ALPHA8)
@@ -507,7 +508,11 @@ class GLRenderer:
                 fbo.use()
                 ctx.enable_direct(_GL_FRAMEBUFFER_SRGB)
                 fbo.viewport = (0, 0) + size
-                fbo.clear(*_BACKGROUND, 1.0, depth=1.0)  # also clears the depth/id attachment to 0: background
+                fbo.clear(*_BACKGROUND, 1.0, depth=1.0)  # clears every colour attachment, so then:
+                t["fbo_zs"].use()
+                t["fbo_zs"].viewport = (0, 0) + size
+                t["fbo_zs"].clear(0.0, 0.0, 0.0, 0.0)  # depth and body id 0: background
+                fbo.use()
                 prog, vao_of = self.prog_color, "color"
             else:
                 t = self._target("depth", size)
