@@ -397,3 +397,38 @@ def test_gl_prints_nothing(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout == "" and r.stderr == ""
 
+
+
+def test_model_agents_see_384_images_when_gl_renders(tmp_path, capsys, server, monkeypatch):
+    """``spatialact eval`` without --size: a model agent gets 384² images from gl (the size is in the run's
+    configuration and is what the endpoint receives); baselines and other renderers stay at 128²."""
+    import base64
+    import io
+    import json
+
+    from PIL import Image
+
+    from spatialact.cli.main import main
+    from spatialact.envs.rendering import default_image_size
+
+    pytest.importorskip("openai")
+    assert default_image_size("gl", True) == 384 and default_image_size("gl", False) == 128
+    assert default_image_size("tiny", True) == 128 and default_image_size("auto", True) == 384  # gl starts here
+    monkeypatch.setenv("SPATIALACT_TEST_KEY", "sk-test")
+    common = ["eval", "--no-progress", "--suite", "nav:1", "--limit", "1", "--renderer", "gl"]
+    out = tmp_path / "model"
+    code = main(common + ["--agent", "openai", "--agent-arg", "model=test-vlm", "--agent-arg",
+                          f"base_url={server.url}", "--agent-arg", "api_key_env=SPATIALACT_TEST_KEY",
+                          "--agent-arg", "backoff=0", "--out", str(out)])
+    capsys.readouterr()
+    assert code == 0
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["config"]["width"] == cfg["config"]["height"] == 384 and cfg["config"]["renderer"] == "gl"
+    urls = [part["image_url"]["url"] for m in server.requests[0]["body"]["messages"] if isinstance(m["content"], list)
+            for part in m["content"] if part.get("type") == "image_url"]
+    assert urls and all(Image.open(io.BytesIO(base64.b64decode(u.split(",", 1)[1]))).size == (384, 384)
+                        for u in urls if u.startswith("data:image/png"))
+    out2 = tmp_path / "oracle"
+    assert main(common + ["--agent", "oracle", "--out", str(out2)]) == 0
+    capsys.readouterr()
+    assert json.loads((out2 / "config.json").read_text())["config"]["width"] == 128

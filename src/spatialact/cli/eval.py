@@ -47,14 +47,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mode", choices=["one-shot", "closed-loop"], default="one-shot")
     p.add_argument("--env", choices=["pybullet", "habitat", "none"], default="pybullet",
                    help="simulator for tasks with a scene; 'none' scores one-shot without simulating")
-    p.add_argument("--renderer", choices=["auto", "tiny", "egl"], default="auto",
-                   help="PyBullet renderer: auto (EGL on an NVIDIA GPU when there is one, else tiny; default),"
-                        " tiny (CPU) or egl (GPU, or Mesa on a CPU); the GL that answered is in each record")
+    p.add_argument("--renderer", choices=["auto", "tiny", "egl", "gl"], default="auto",
+                   help="renderer: auto (gl when its OpenGL context starts, else tiny, saying why; default), gl (the"
+                        " project's OpenGL renderer: a GPU, or Mesa on a CPU), tiny (PyBullet's CPU renderer) or egl"
+                        " (PyBullet's EGL plugin); the GL that answered is in each record")
     p.add_argument("--scene", metavar="FILE", default=None,
                    help="a mesh scene (.glb/.gltf/.obj/.ply) for navigation tasks that have none (scene: null, e.g."
                         " camera-path tasks built with --no-scene), so they run in it; their poses must be in the"
                         " mesh's frame")
-    p.add_argument("--size", type=int, default=128, help="image width and height in pixels (default 128)")
+    p.add_argument("--size", type=int, default=None,
+                   help="image width and height in pixels (default 128; 384 for a model agent when gl renders)")
     p.add_argument("--max-steps", type=int, default=20,
                    help="step limit (default 20): closed-loop episodes and one-shot execution stop after "
                         "max(--max-steps, ground-truth steps); a one-shot answer is scored in full")
@@ -198,8 +200,19 @@ def run(args: argparse.Namespace) -> int:
 
     if args.workers < 1:
         raise CLIError(f"--workers {args.workers}: must be at least 1")
-    if args.size < 8 or args.size > 4096:
+    if args.size is not None and not 8 <= args.size <= 4096:
         raise CLIError(f"--size {args.size}: must be between 8 and 4096 pixels")
+    if args.size is None:  # images a model looks at are larger when the gl renderer draws them (SPEC §6)
+        from spatialact.agents import canonical_agent_name
+        from spatialact.envs.rendering import default_image_size
+
+        from .demo import BASELINES
+
+        try:
+            model = canonical_agent_name(args.agent) not in BASELINES
+        except AgentConfigError:
+            model = False  # refused below, naming the agent
+        args.size = default_image_size(args.renderer, model) if args.env != "none" else 128
     if args.max_steps < 1:
         raise CLIError(f"--max-steps {args.max_steps}: must be at least 1")
     if args.limit is not None and args.limit < 0:

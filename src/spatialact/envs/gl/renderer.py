@@ -336,7 +336,8 @@ class GLScene:
         if S and (not self._shadow_valid or self._shadow_budget != budget):
             self._shadow_map(S)
             self.shadow_texel = self._light_extent / S
-            self._draw_shadow(lv)
+            # shadows come from a coarser level: a texel of the map is a centimetre or more anyway
+            self._draw_shadow(self.level(None if budget is None else max(24, budget // 4)))
             self._shadow_budget = budget
         return lv
 
