@@ -12,8 +12,9 @@ frame), with the shape's local visual frame and mesh scale applied:
 * a mesh a scene builder made in a temporary file and registered with the world (``BulletWorld.register_mesh``) is
   taken from the registration, and a texture set through ``BulletWorld.set_texture`` replaces the shape's own.
 
-Colours: PyBullet's ``rgbaColor`` × the material's diffuse colour × vertex colours, in sRGB; textures are RGBA uint8
-images (sRGB). Shapes with alpha below 0.01 are not drawn. Units: metres.
+Colours: PyBullet's ``rgbaColor`` × the material's diffuse colour × vertex colours, in sRGB; a material with a
+diffuse map is drawn with the map alone (as PyBullet does: ``Kd`` is then ignored); textures are RGBA uint8 images
+(sRGB). Shapes with alpha below 0.01 are not drawn. Units: metres.
 """
 
 from __future__ import annotations
@@ -258,6 +259,8 @@ def _parts_of_trimesh(geoms, max_faces: int | None, materials: bool = True) -> t
                 uv = np.asarray(vis.uv, dtype=np.float64)[:, :2]
             if uv is None:
                 tex = None
+            if tex is not None:  # as PyBullet draws it: a diffuse map replaces the diffuse colour (Kd)
+                color = np.array([255, 255, 255, color[3] if len(color) > 3 else 255], np.uint8)
         elif getattr(vis, "kind", None) == "vertex":
             vcol = np.asarray(vis.vertex_colors, dtype=np.uint8)[:, :4]
         elif getattr(vis, "kind", None) == "face":  # unshare vertices so each face keeps its colour
@@ -322,7 +325,7 @@ def _cache_file(path: str, st, max_faces) -> str:
     from ...cache import cache_dir
 
     key = hashlib.sha1(repr((os.path.abspath(path), st.st_size, st.st_mtime_ns, max_faces,
-                             DECIMATION_VERSION, 4)).encode()).hexdigest()[:24]
+                             DECIMATION_VERSION, 5)).encode()).hexdigest()[:24]
     return os.path.join(str(cache_dir("gl-meshes-v1")), f"{key}.npz")
 
 
