@@ -18,20 +18,66 @@ import hashlib
 import json
 import os
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..action_space import parse_response
 from .base import AgentConfigError, AgentTurn, observation_mode, observation_step
-from .prompts import PROMPT_VERSION, build_prompt
+from .prompts import PROMPT_VERSION, build_prompt, prompt_version
 
-__all__ = ["OpenAIAgent", "ResponseCache", "request_key"]
+__all__ = ["OpenAIAgent", "ResponseCache", "request_key", "Completion"]
 
 
-def request_key(request: dict) -> str:
-    """SHA-256 of the canonical JSON of a request (sorted keys), with the prompt version mixed in."""
-    blob = json.dumps({"prompt_version": PROMPT_VERSION, "request": request}, sort_keys=True,
+def request_key(request: dict, version: str = PROMPT_VERSION) -> str:
+    """SHA-256 of the canonical JSON of a request (sorted keys), with the prompt version (``version``: the
+    variant's, e.g. with cues, see :func:`~spatialact.agents.prompts.prompt_version`) mixed in."""
+    blob = json.dumps({"prompt_version": version, "request": request}, sort_keys=True,
                       separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class Completion:
+    """One chat-completions request, answered (from the endpoint or the cache) or failed.
+
+    ``text`` the message content ("" when none), ``tool_calls`` the function calls of the message as plain dicts
+    ``{"id", "name", "arguments"}`` (``arguments`` the raw JSON text the model wrote), ``usage`` the tokens
+    (``cached: True`` on a cache hit), ``cost_usd`` (0 for a hit), ``error`` / ``error_kind`` as in
+    :class:`~spatialact.agents.base.AgentTurn`, ``key`` the request's cache key, ``attempts`` HTTP attempts made."""
+
+    text: str = ""
+    tool_calls: list = field(default_factory=list)
+    usage: dict = field(default_factory=dict)
+    cost_usd: float = 0.0
+    error: str | None = None
+    error_kind: str | None = None
+    cached: bool = False
+    key: str = ""
+    attempts: int = 0
+
+
+def _tool_calls(message) -> list[dict]:
+    """The tool calls of a reply message as ``{"id", "name", "arguments"}`` dicts, whatever shape the server sent
+    (a missing id or name is None; arguments that are not text are kept as JSON text)."""
+    calls = getattr(message, "tool_calls", None)
+    if calls is None and isinstance(message, dict):
+        calls = message.get("tool_calls")
+    out = []
+    for tc in calls or ():
+        get = (lambda o, k: o.get(k)) if isinstance(tc, dict) else (lambda o, k: getattr(o, k, None))
+        fn = get(tc, "function")
+        fget = (lambda o, k: o.get(k)) if isinstance(fn, dict) else (lambda o, k: getattr(o, k, None))
+        name = fget(fn, "name") if fn is not None else None
+        args = fget(fn, "arguments") if fn is not None else None
+        if args is not None and not isinstance(args, str):
+            try:
+                args = json.dumps(args)
+            except (TypeError, ValueError):
+                args = str(args)
+        tid = get(tc, "id")
+        out.append({"id": tid if isinstance(tid, str) and tid else None,
+                    "name": name if isinstance(name, str) else None, "arguments": args})
+    return out
 
 
 class ResponseCache:
@@ -109,7 +155,7 @@ class OpenAIAgent:
                  backoff: float = 1.0, max_backoff: float = 30.0, retry_on_timeout: bool = False,
                  cache_dir: str | os.PathLike | None = None, max_tokens: int | None = 1024,
                  params: dict | None = None, price_in: float | None = None, price_out: float | None = None,
-                 seed: int = 0):
+                 seed: int = 0, cues=None):
         if not model or not isinstance(model, str) or not model.strip():
             raise AgentConfigError("openai: a model name is required (--agent-arg model=NAME)")
         if len(model) > 256 or any(c.isspace() or not c.isprintable() for c in model):
@@ -124,7 +170,11 @@ class OpenAIAgent:
         if float(backoff) < 0 or float(max_backoff) < 0:
             raise AgentConfigError("openai: backoff and max_backoff must be ≥ 0")
         params = dict(params or {})
-        for bad in ("model", "messages", "api_key", "stream"):
+        from .cues import parse_cues
+
+        self.cues = parse_cues(cues)
+        self.prompt_version = prompt_version(self.cues)
+        for bad in ("model", "messages", "api_key", "stream", "tools", "tool_choice"):
             if bad in params:
                 raise AgentConfigError(f"openai: params may not set {bad!r}")
         try:
@@ -180,10 +230,18 @@ class OpenAIAgent:
         return {"agent": self.name, "model": self.model,
                 "params": {"base_url": self.base_url, "temperature": 0, "max_tokens": self.max_tokens,
                            "timeout": self.timeout, "max_retries": self.max_retries, "backoff": self.backoff,
-                           "extra": dict(self.params), "prompt_version": PROMPT_VERSION,
+                           "extra": dict(self.params), "prompt_version": self.prompt_version,
+                           "cues": list(self.cues),
                            "api_key_env": None if self.api_key_file else self.api_key_env,
                            "api_key_file": self.api_key_file is not None, "cache": self.cache_dir is not None,
                            "price_in": self.price_in, "price_out": self.price_out}}
+
+    def check_task(self, task, supplies) -> str | None:
+        """Why this agent cannot run ``task`` where the observation supplies ``supplies`` (a cue the environment
+        cannot give), or None; asked by the runner for every task before a run starts."""
+        from .cues import cue_problem
+
+        return cue_problem(task, self.cues, supplies)
 
     def reset(self, task, mode: str | None = None, seed: int | None = None, **kwargs) -> None:
         self.task = task
@@ -199,7 +257,7 @@ class OpenAIAgent:
         obs = {k: v for k, v in observation.items() if k != "pose"}
         if mode == "closed-loop":
             obs["previous_steps"] = list(self._history)
-        messages, _ = build_prompt(self.task, obs, mode)
+        messages, _ = build_prompt(self.task, obs, mode, cues=self.cues)
         req = {"model": self.model, "messages": messages, "temperature": 0}
         if self.max_tokens is not None:
             req["max_tokens"] = self.max_tokens
@@ -228,7 +286,14 @@ class OpenAIAgent:
         return wait
 
     def _call(self, request: dict) -> tuple[str | None, dict, str | None, str | None, int]:
-        """(text, usage, error, error kind, attempts) — never raises for HTTP or network trouble.
+        """(text, usage, error, error kind, attempts) — never raises for HTTP or network trouble (see
+        :meth:`_complete`)."""
+        message, usage, err, kind, attempts = self._complete(request)
+        return (None if message is None else message["content"]), usage, err, kind, attempts
+
+    def _complete(self, request: dict) -> tuple[dict | None, dict, str | None, str | None, int]:
+        """(message ``{"content", "tool_calls"}``, usage, error, error kind, attempts) — never raises for HTTP
+        or network trouble.
 
         Retried (up to ``max_retries`` more attempts, with backoff): 429, 5xx, connection failures, malformed
         replies (a body that is not a chat completion) and, with ``retry_on_timeout``, timeouts. Other 4xx
@@ -268,9 +333,11 @@ class OpenAIAgent:
                     continue
                 return None, {}, err, kind, attempts
             try:
-                text = resp.choices[0].message.content or ""
+                msg = resp.choices[0].message
+                text = msg.content or ""
                 if not isinstance(text, str):
                     raise TypeError("content is not text")
+                calls = _tool_calls(msg)
             except (AttributeError, IndexError, TypeError):
                 err, kind = "malformed reply: no choices[0].message.content", "malformed"
                 if not last:
@@ -280,7 +347,7 @@ class OpenAIAgent:
             u = getattr(resp, "usage", None)
             usage = {"prompt_tokens": int(getattr(u, "prompt_tokens", 0) or 0),
                      "completion_tokens": int(getattr(u, "completion_tokens", 0) or 0)}
-            return text, usage, None, None, attempts
+            return {"content": text, "tool_calls": calls}, usage, None, None, attempts
         return None, {}, err, kind, attempts  # pragma: no cover - the loop always returns
 
     def _cost(self, usage: dict) -> float:
@@ -291,29 +358,44 @@ class OpenAIAgent:
             c += usage.get("completion_tokens", 0) * float(self.price_out) / 1e6
         return c
 
+    def complete(self, request: dict) -> Completion:
+        """One request through the response cache: a hit makes no request and costs 0; an answer is scrubbed of
+        the API key (text and tool-call arguments), priced, and cached when it succeeded. Never raises for HTTP
+        or network trouble (the Completion carries the error)."""
+        key = request_key(request, self.prompt_version)
+        cached = self.cache.get(key) if self.cache is not None else None
+        if cached is not None:
+            calls = [dict(c, arguments=self._scrub_text(c["arguments"]) if isinstance(c.get("arguments"), str)
+                          else c.get("arguments")) for c in (cached.get("tool_calls") or ()) if isinstance(c, dict)]
+            return Completion(text=self._scrub_text(cached["text"]), tool_calls=calls,
+                              usage=dict(cached.get("usage") or {}, cached=True), cached=True, key=key)
+        message, usage, error, error_kind, attempts = self._complete(request)
+        if message is None:
+            return Completion(usage=usage, error=error, error_kind=error_kind, key=key, attempts=attempts)
+        text = self._scrub_text(message["content"])  # a model (or a proxy) may echo the key: never store it
+        calls = [dict(c, arguments=self._scrub_text(c["arguments"]) if isinstance(c["arguments"], str)
+                      else c["arguments"]) for c in message["tool_calls"]]
+        if self.cache is not None:
+            entry = {"model": self.model, "prompt_version": self.prompt_version, "text": text, "usage": usage,
+                     "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+            if calls:
+                entry["tool_calls"] = calls
+            self.cache.put(key, entry)
+        return Completion(text=text, tool_calls=calls, usage=usage, cost_usd=self._cost(usage), key=key,
+                          attempts=attempts)
+
     def act(self, observation: dict) -> AgentTurn:
         t0 = time.perf_counter()
         task = self.task
         request = self.build_request(observation)
-        key = request_key(request)
-        info = {"request_key": key, "step_index": observation_step(observation)}
-        cached = self.cache.get(key) if self.cache is not None else None
-        error_kind = None
-        if cached is not None:
-            text = self._scrub_text(cached["text"])
-            usage = dict(cached.get("usage") or {}, cached=True)
-            cost, error = 0.0, None
+        c = self.complete(request)
+        info = {"request_key": c.key, "step_index": observation_step(observation)}
+        if c.cached:
             info["cached"] = True
         else:
-            text, usage, error, error_kind, attempts = self._call(request)
-            info["attempts"] = attempts
-            cost = self._cost(usage) if error is None else 0.0
-            if text is not None:
-                text = self._scrub_text(text)  # a model (or a proxy) may echo the key: never store it
-            if error is None and self.cache is not None:
-                self.cache.put(key, {"model": self.model, "prompt_version": PROMPT_VERSION, "text": text,
-                                     "usage": usage,
-                                     "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")})
+            info["attempts"] = c.attempts
+        text, usage, error, error_kind, cost = (c.text if c.error is None else None), c.usage, c.error, \
+            c.error_kind, c.cost_usd
         parse = parse_response(text or "", sizes=task.sizes, cap=task.gt.cap)
         if parse.ok and observation_mode(observation, self.mode) == "closed-loop":
             first = parse.sequence[:1]

@@ -30,10 +30,19 @@ from ..action_space import ActionSequence, parse_object
 from ..action_space.primitives import MOTION_PRIMITIVES, Primitive
 
 __all__ = ["PROMPT_VERSION", "PromptImage", "build_prompt", "png_bytes", "png_data_url", "prompt_text",
-           "SYSTEM_PROMPT"]
+           "SYSTEM_PROMPT", "prompt_version"]
 
 # Bump when any template text changes: it is part of every cached request and every result's provenance.
 PROMPT_VERSION = "spatialact-l4-v1"
+
+
+def prompt_version(cues=()) -> str:
+    """The prompt version of a variant: :data:`PROMPT_VERSION`, with ``+cues=<names>`` appended when cue prompting
+    (:mod:`spatialact.agents.cues`) adds cues; part of every cache key and of the agent's provenance."""
+    from .cues import parse_cues
+
+    cues = parse_cues(cues)
+    return PROMPT_VERSION + (f"+cues={','.join(cues)}" if cues else "")
 
 SYSTEM_PROMPT = ("You are an expert embodied agent. You look at images and answer with a JSON object describing "
                  "the actions to take, exactly in the requested format.")
@@ -197,12 +206,14 @@ def _load_rgb(path: str | None) -> np.ndarray | None:
         return np.asarray(im.convert("RGB"))
 
 
-def build_prompt(task, observation: dict, mode: str = "one-shot") -> tuple[list[dict], list[PromptImage]]:
+def build_prompt(task, observation: dict, mode: str = "one-shot", cues=()) -> tuple[list[dict], list[PromptImage]]:
     """The chat-completions messages for one turn, and the images they carry (in order).
 
     ``observation``: ``rgb`` (current view; the start view in one-shot mode), ``goal_rgb``, optionally
     ``start_rgb``, ``example_rgb`` (else ``task.example["start_image"]`` is read) and ``previous_steps`` (the
     agent's own earlier steps as answer JSON, closed-loop). ``mode``: ``one-shot`` or ``closed-loop``.
+    ``cues`` (names of :data:`spatialact.agents.cues.CUES`): cue texts and images (correspondences, depth, size)
+    placed after the views, before the rules; see :func:`spatialact.agents.cues.cue_content`.
     Images travel as base64 PNG data URLs; the pose is never sent.
     """
     if mode not in ("one-shot", "closed-loop"):
@@ -263,6 +274,17 @@ def build_prompt(task, observation: dict, mode: str = "one-shot") -> tuple[list[
     for im in images:
         content.append({"type": "text", "text": f"{im.label} ({im.role} view):"})
         content.append({"type": "image_url", "image_url": {"url": png_data_url(im.rgb)}})
+    if cues:
+        from .cues import cue_content
+
+        labels = {("current" if im.role == "start" else im.role): im.label for im in images}
+        cue_images, cue_parts = cue_content(task, cur, goal, observation, cues, labels, first_label=len(images) + 1)
+        images = images + cue_images
+        for part in cue_parts:
+            if isinstance(part, PromptImage):
+                content.append({"type": "image_url", "image_url": {"url": png_data_url(part.rgb)}})
+            else:
+                content.append({"type": "text", "text": part})
     content.append({"type": "text", "text": "\n\n".join(rules)})
     messages = [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": content}]
     return messages, images
