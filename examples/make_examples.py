@@ -81,7 +81,13 @@ def wrap(text: str, symbols_text: str, style: int) -> str:
                 f"direction and the number of unit steps.</think>\n{text}")
     if style == 3:
         return f"```json\n{symbols_text}\n```"
-    return f"Answer: {text.lower()}"
+    # lower-case names and counts written as text: the lenient parser reads them and records the repairs
+    obj = json.loads(text)
+    for step in obj.values():
+        if isinstance(step, dict):
+            step["actions"] = [a.lower() for a in step["actions"]]
+            step["step_nums"] = [str(n) for n in step["step_nums"]]
+    return f"Answer: {json.dumps(obj, ensure_ascii=False)}"
 
 
 def build_answers(tasks) -> list[dict]:
