@@ -1,10 +1,13 @@
-"""Agents (SPEC §7): the ``Agent`` protocol, an MLLM agent for OpenAI-compatible endpoints, and baselines.
+"""Agents (SPEC §7): the ``Agent`` protocol, an MLLM agent for OpenAI-compatible endpoints, tool-using agents
+(``react``, ``plan-execute``) over the same endpoints, a local Hugging Face agent (``hf``), and baselines.
 
 ``make_agent(name, **kwargs)`` builds one by name (``AGENT_NAMES``, or an alias in ``AGENT_ALIASES``); a bad
 configuration raises ``AgentConfigError``. ``canonical_agent_name`` is the one place a name or alias becomes the
 canonical name that runs, records and resume keys carry. ``check_agent_args`` refuses secrets passed as agent
 arguments (an API key belongs in the environment or a key file). The ``openai`` client library and OpenCV are
-imported only by the agents that use them.
+imported only by the agents that use them; so are ``transformers`` and ``torch`` (the ``hf`` agent).
+``API_AGENTS`` are the agents that talk to a chat-completions endpoint (they get a response cache in the run
+directory by default and stop a run when the endpoint cannot be reached).
 """
 
 from __future__ import annotations
@@ -16,11 +19,15 @@ from .prompts import PROMPT_VERSION, PromptImage, build_prompt, png_data_url, pr
 
 __all__ = ["Agent", "AgentTurn", "AgentConfigError", "AGENT_NAMES", "AGENT_ALIASES", "make_agent",
            "canonical_agent_name", "check_agent_args", "build_prompt", "PROMPT_VERSION", "PromptImage",
-           "png_data_url", "prompt_text"]
+           "png_data_url", "prompt_text", "API_AGENTS"]
 
-AGENT_NAMES = ("random", "stay", "oracle", "noisy-oracle", "geometric", "openai")
+AGENT_NAMES = ("random", "stay", "oracle", "noisy-oracle", "geometric", "openai", "react", "plan-execute", "hf")
 # alias (lower case, '_' read as '-') -> canonical name
-AGENT_ALIASES = {"noisy": "noisy-oracle", "noisyoracle": "noisy-oracle", "mllm": "openai", "api": "openai"}
+AGENT_ALIASES = {"noisy": "noisy-oracle", "noisyoracle": "noisy-oracle", "mllm": "openai", "api": "openai",
+                 "planexecute": "plan-execute", "plan-and-execute": "plan-execute", "planandexecute": "plan-execute",
+                 "huggingface": "hf", "transformers": "hf"}
+# Agents that send requests to an OpenAI-compatible chat-completions endpoint.
+API_AGENTS = ("openai", "react", "plan-execute")
 
 # Argument names that are allowed although they mention a key: they name where the key is, not the key.
 _KEY_POINTERS = frozenset({"apikeyenv", "apikeyfile"})
@@ -51,7 +58,7 @@ def _secret_value(v: str) -> bool:
     s = v.strip()
     low = s.lower()
     return ((low.startswith(("sk-", "sk_", "rk-")) and len(s) >= 20) or low.startswith("bearer ")
-            or low.startswith(("hf_", "gsk_", "xai-")) and len(s) >= 20)
+            or low.startswith(("hf_", "gsk_", "xai-")) and len(s) >= 20 and "/" not in s)  # a path is not a key
 
 
 def check_agent_args(kwargs: dict, where: str = "agent argument") -> None:
@@ -106,7 +113,12 @@ def make_agent(name: str, **kwargs) -> Agent:
     * ``geometric``: ``seed``, ``n_features``, ``ratio``, ``min_matches``;
     * ``openai``: ``model`` (required), ``base_url``, ``api_key_env`` (default ``OPENAI_API_KEY``),
       ``api_key_file``, ``timeout``, ``max_retries``, ``backoff``, ``cache_dir``, ``max_tokens``, ``params``,
-      ``price_in``, ``price_out`` (USD per million tokens), ``seed``.
+      ``price_in``, ``price_out`` (USD per million tokens), ``seed``, ``cues`` (``matches,depth,size``: cue
+      prompting, :mod:`spatialact.agents.cues`);
+    * ``react``, ``plan-execute``: those of ``openai`` plus ``tools`` (``default`` | ``privileged``) and
+      ``max_calls`` (:mod:`spatialact.agents.tool_agent`);
+    * ``hf``: ``model`` (a Hugging Face id or a local folder; required), ``device``, ``dtype``, ``max_new_tokens``,
+      ``revision``, ``trust_remote_code``, ``local_files_only``, ``cues``, ``seed`` (:mod:`spatialact.agents.hf_agent`).
 
     Unknown names or parameters, and secrets passed as arguments (:func:`check_agent_args`), raise
     :class:`AgentConfigError`.
@@ -124,10 +136,17 @@ def make_agent(name: str, **kwargs) -> Agent:
             from .baselines import NoisyOracleAgent as cls
         elif key == "geometric":
             from .geometric import GeometricAgent as cls
+        elif key == "react":
+            from .tool_agent import ReActAgent as cls
+        elif key == "plan-execute":
+            from .tool_agent import PlanExecuteAgent as cls
+        elif key == "hf":
+            from .hf_agent import HFAgent as cls
         else:
             from .openai_agent import OpenAIAgent as cls
     except ImportError as e:
-        raise AgentConfigError(f"agent {key!r} needs a missing package: {e} (pip install 'spatialact[agents]')") \
+        extra = "hf" if key == "hf" else "agents"
+        raise AgentConfigError(f"agent {key!r} needs a missing package: {e} (pip install 'spatialact[{extra}]')") \
             from None
     try:
         return cls(**kwargs)

@@ -204,6 +204,7 @@ class OpenAIAgent:
         self.mode = "one-shot"
         self._history: list[str] = []
         self.n_requests = 0
+        self.last_images: list = []  # the PromptImages of the last request built (labels and roles)
 
     def _read_key(self) -> str:
         if self.api_key_file is not None:
@@ -257,7 +258,7 @@ class OpenAIAgent:
         obs = {k: v for k, v in observation.items() if k != "pose"}
         if mode == "closed-loop":
             obs["previous_steps"] = list(self._history)
-        messages, _ = build_prompt(self.task, obs, mode, cues=self.cues)
+        messages, self.last_images = build_prompt(self.task, obs, mode, cues=self.cues)
         req = {"model": self.model, "messages": messages, "temperature": 0}
         if self.max_tokens is not None:
             req["max_tokens"] = self.max_tokens

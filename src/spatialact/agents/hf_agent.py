@@ -1,0 +1,294 @@
+"""A local vision-language model loaded with Hugging Face ``transformers`` (``--agent hf --agent-arg model=ID``).
+
+The model is any checkpoint ``AutoModelForImageTextToText`` loads (Qwen2-VL / Qwen2.5-VL, Idefics3 / SmolVLM,
+LLaVA, Gemma 3, …), given by a Hub id or a local folder, with its own processor and chat template. Each turn:
+
+1. the prompt of :func:`spatialact.agents.prompts.build_prompt` — the same text and images as the ``openai``
+   agent, cues included (``cues=matches,depth,size``) — becomes the model's chat messages: text parts as text,
+   each image as an image placeholder, the images passed to the processor in order (PIL RGB). A chat template that
+   refuses the system role gets the system text at the start of the user message instead;
+2. the chat template renders the conversation (with the generation prompt), the processor tokenises it with the
+   images, and ``generate`` decodes **greedily** (``do_sample=False``, one beam, at most ``max_new_tokens``;
+   torch seeded with the episode's seed);
+3. the new tokens are decoded without special tokens and parsed like any answer (``ok=False`` with a reason when
+   they do not parse).
+
+Device and dtype are chosen for the machine unless given: CUDA (bfloat16 where the GPU supports it, else float16),
+else Apple MPS (float16), else the CPU (float32). A model is loaded once per process and shared by the agents
+built in it (the runner builds one agent per episode). Usage records the prompt and generated token counts; a
+local model costs nothing (``cost_usd`` 0). Loading problems (no such model, no network for a Hub id that is not
+in the local cache, a model that is not image-text-to-text, no chat template, a processor that needs a missing
+package) raise :class:`~spatialact.agents.base.AgentConfigError` when the agent is built, before a run writes
+anything. Nothing is downloaded except by ``from_pretrained`` itself for a Hub id (``local_files_only=true``
+forbids even that).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import time
+
+import numpy as np
+
+from ..action_space import parse_response
+from .base import AgentConfigError, AgentTurn, observation_mode, observation_step
+from .prompts import build_prompt, prompt_version
+
+__all__ = ["HFAgent", "choose_device", "choose_dtype", "hf_messages", "DTYPES"]
+
+DTYPES = {"float32": "float32", "fp32": "float32", "float16": "float16", "fp16": "float16", "half": "float16",
+          "bfloat16": "bfloat16", "bf16": "bfloat16"}
+# (model, revision, trust_remote_code, local_files_only, device, dtype) -> (model, processor)
+_LOADED: dict = {}
+
+
+def choose_device(device: str = "auto") -> str:
+    """``auto`` → ``cuda`` when a CUDA GPU is visible, else ``mps`` (Apple), else ``cpu``; a named device is
+    checked (``cuda`` without a GPU raises AgentConfigError)."""
+    import torch
+
+    d = str(device or "auto").strip().lower()
+    if d == "auto":
+        if torch.cuda.is_available():
+            return "cuda"
+        mps = getattr(torch.backends, "mps", None)
+        return "mps" if mps is not None and mps.is_available() else "cpu"
+    try:
+        dev = torch.device(d)
+    except (RuntimeError, ValueError):
+        raise AgentConfigError(f"hf: device {device!r:.40} is not a torch device (auto, cpu, cuda, cuda:1, mps)") \
+            from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise AgentConfigError(f"hf: device {device!r}: no CUDA GPU is visible here (use device=auto or cpu)")
+    return d
+
+
+def choose_dtype(dtype: str, device: str):
+    """``auto`` → bfloat16 on a GPU that supports it, float16 on other GPUs and MPS, float32 on the CPU; or one of
+    :data:`DTYPES`. Returns a ``torch.dtype``."""
+    import torch
+
+    d = str(dtype or "auto").strip().lower()
+    if d == "auto":
+        if device.startswith("cuda"):
+            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return torch.float16 if device.startswith("mps") else torch.float32
+    if d not in DTYPES:
+        raise AgentConfigError(f"hf: dtype {dtype!r:.40} is not one of auto, {', '.join(sorted(set(DTYPES)))}")
+    return getattr(torch, DTYPES[d])
+
+
+def hf_messages(messages: list[dict], merge_system: bool = False) -> list[dict]:
+    """Chat-completions messages (text parts and ``image_url`` parts) → the ``transformers`` chat layout: text
+    parts ``{"type": "text", "text"}``, each image ``{"type": "image"}`` (the pixels go to the processor, in the
+    same order). ``merge_system`` puts the system text at the start of the first user message instead."""
+    out = []
+    for m in messages:
+        content = m["content"]
+        if isinstance(content, str):
+            parts = [{"type": "text", "text": content}]
+        else:
+            parts = [{"type": "text", "text": p["text"]} if p["type"] == "text" else {"type": "image"} for p in content]
+        out.append({"role": m["role"], "content": parts})
+    if merge_system:
+        system = "\n\n".join(p["text"] for m in out if m["role"] == "system" for p in m["content"]
+                             if p["type"] == "text")
+        out = [m for m in out if m["role"] != "system"]
+        first_user = next((m for m in out if m["role"] == "user"), None)
+        if system and first_user is not None:
+            first_user["content"] = [{"type": "text", "text": system + "\n\n"}] + first_user["content"]
+    return out
+
+
+@contextlib.contextmanager
+def _quiet_transformers():
+    """No progress bars or backend warnings while loading (the run has its own progress bar)."""
+    from transformers.utils import logging as hf_logging
+
+    bar = hf_logging.is_progress_bar_enabled()
+    level = hf_logging.get_verbosity()
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(level)
+        if bar:
+            hf_logging.enable_progress_bar()
+
+
+def _first_line(e: BaseException, n: int = 300) -> str:
+    text = " ".join(str(e).split()) or e.__class__.__name__
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+def _load(model: str, revision, trust_remote_code: bool, local_files_only: bool, device: str, dtype):
+    key = (model, revision, bool(trust_remote_code), bool(local_files_only), device, str(dtype))
+    if key in _LOADED:
+        return _LOADED[key]
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    kw = {"revision": revision, "trust_remote_code": bool(trust_remote_code),
+          "local_files_only": bool(local_files_only)}
+    with _quiet_transformers():
+        try:
+            processor = AutoProcessor.from_pretrained(model, **kw)
+        except Exception as e:  # noqa: BLE001 - every loading failure becomes one line before the run
+            hint = ""
+            if importlib.util.find_spec("torchvision") is None and any(
+                    w in str(e).lower() for w in ("video", "torchvision")):
+                hint = " (this model's processor needs torchvision: pip install torchvision)"
+            raise AgentConfigError(f"hf: cannot load the processor of {model!r}: {_first_line(e)}{hint}") from None
+        try:
+            net = AutoModelForImageTextToText.from_pretrained(model, dtype=dtype, **kw)
+        except Exception as e:  # noqa: BLE001
+            raise AgentConfigError(f"hf: cannot load {model!r} as an image-text-to-text model: {_first_line(e)}") \
+                from None
+    if not (getattr(processor, "chat_template", None)
+            or getattr(getattr(processor, "tokenizer", None), "chat_template", None)):
+        raise AgentConfigError(f"hf: {model!r} has no chat template (its processor and tokenizer define none); "
+                               f"use an instruction-tuned checkpoint")
+    net.to(device)
+    net.eval()
+    _LOADED[key] = (net, processor)
+    return net, processor
+
+
+class HFAgent:
+    """A local VLM through ``transformers`` (see the module doc).
+
+    ``model``: Hub id or local folder (required). ``device``: ``auto`` | ``cpu`` | ``cuda`` | ``cuda:N`` |
+    ``mps``. ``dtype``: ``auto`` | ``float32`` | ``float16`` | ``bfloat16``. ``max_new_tokens`` (default 512).
+    ``revision``, ``trust_remote_code`` (default False), ``local_files_only`` (default False) go to
+    ``from_pretrained``. ``cues`` as for the ``openai`` agent. ``seed`` seeds torch before each ``generate``.
+    """
+
+    name = "hf"
+
+    def __init__(self, model: str | None = None, device: str = "auto", dtype: str = "auto",
+                 max_new_tokens: int = 512, revision: str | None = None, trust_remote_code: bool = False,
+                 local_files_only: bool = False, cues=None, seed: int = 0):
+        if not model or not isinstance(model, str) or not model.strip():
+            raise AgentConfigError("hf: a model is required (--agent-arg model=HUB_ID or model=/path/to/folder)")
+        if len(model) > 1024 or any(not c.isprintable() for c in model):
+            raise AgentConfigError(f"hf: model {model[:60]!r} is not a model id or folder")
+        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or not 1 <= max_new_tokens <= 32768:
+            raise AgentConfigError(f"hf: max_new_tokens must be a whole number from 1 to 32768, got {max_new_tokens!r}")
+        for flag, v in (("trust_remote_code", trust_remote_code), ("local_files_only", local_files_only)):
+            if not isinstance(v, bool):
+                raise AgentConfigError(f"hf: {flag} must be true or false, got {v!r:.40}")
+        from .cues import parse_cues
+
+        self.cues = parse_cues(cues)
+        self.prompt_version = prompt_version(self.cues)
+        try:
+            import torch  # noqa: F401
+            import transformers
+        except ImportError as e:
+            raise AgentConfigError(f"hf: needs transformers and torch ({e}; pip install 'spatialact[hf]')") from None
+        self.model = model
+        self.local_path = os.path.isdir(os.path.expanduser(model))
+        self.device = choose_device(device)
+        self.dtype = choose_dtype(dtype, self.device)
+        self.max_new_tokens = int(max_new_tokens)
+        self.revision = revision
+        self.trust_remote_code = trust_remote_code
+        self.local_files_only = local_files_only
+        self.seed = int(seed)
+        self.transformers_version = transformers.__version__
+        path = os.path.expanduser(model) if self.local_path else model
+        self._net, self._processor = _load(path, revision, trust_remote_code, local_files_only, self.device,
+                                           self.dtype)
+        self.task = None
+        self.mode = "one-shot"
+        self._history: list[str] = []
+        self.merged_system = False
+
+    def __repr__(self) -> str:
+        return f"HFAgent(model={self.model!r}, device={self.device!r}, dtype={str(self.dtype)!r})"
+
+    def describe(self) -> dict:
+        return {"agent": self.name, "model": self.model,
+                "params": {"device": self.device, "dtype": str(self.dtype).replace("torch.", ""),
+                           "max_new_tokens": self.max_new_tokens, "decoding": "greedy", "revision": self.revision,
+                           "trust_remote_code": self.trust_remote_code, "local_files_only": self.local_files_only,
+                           "prompt_version": self.prompt_version, "cues": list(self.cues),
+                           "transformers": self.transformers_version,
+                           "architecture": type(self._net).__name__}}
+
+    def check_task(self, task, supplies) -> str | None:
+        """Why the agent cannot run ``task`` (a cue the environment cannot supply), or None."""
+        from .cues import cue_problem
+
+        return cue_problem(task, self.cues, supplies)
+
+    def reset(self, task, mode: str | None = None, seed: int | None = None, **kwargs) -> None:
+        self.task = task
+        if mode is not None:
+            self.mode = mode
+        self._history = []
+
+    # ----- one turn --------------------------------------------------------------------------------------------
+    def build_inputs(self, observation: dict):
+        """(processor inputs on the model's device, the rendered prompt text, the number of images)."""
+        import torch
+        from PIL import Image
+
+        if self.task is None:
+            raise RuntimeError("hf: act() called before reset(task)")
+        mode = observation_mode(observation, self.mode)
+        obs = {k: v for k, v in observation.items() if k != "pose"}
+        if mode == "closed-loop":
+            obs["previous_steps"] = list(self._history)
+        messages, images = build_prompt(self.task, obs, mode, cues=self.cues)
+        proc = self._processor
+        try:
+            text = proc.apply_chat_template(hf_messages(messages, self.merged_system), add_generation_prompt=True,
+                                            tokenize=False)
+        except Exception:  # noqa: BLE001 - templates without a system role raise from Jinja
+            if self.merged_system:
+                raise
+            self.merged_system = True
+            text = proc.apply_chat_template(hf_messages(messages, True), add_generation_prompt=True, tokenize=False)
+        pil = [Image.fromarray(np.ascontiguousarray(np.asarray(im.rgb)[..., :3])) for im in images]
+        inputs = proc(text=[text], images=[pil] if pil else None, return_tensors="pt")
+        inputs = inputs.to(self.device)
+        for k, v in list(inputs.items()):
+            if isinstance(v, torch.Tensor) and torch.is_floating_point(v):
+                inputs[k] = v.to(self.dtype)
+        return inputs, text, len(pil)
+
+    def act(self, observation: dict) -> AgentTurn:
+        import torch
+
+        t0 = time.perf_counter()
+        task = self.task
+        inputs, _, n_images = self.build_inputs(observation)
+        net = self._net
+        gen = getattr(net, "generation_config", None)
+        kw = {"do_sample": False, "num_beams": 1, "max_new_tokens": self.max_new_tokens}
+        if gen is not None:  # greedy: the checkpoint's sampling settings do not apply
+            kw.update(temperature=None, top_p=None, top_k=None)
+            if gen.pad_token_id is None and gen.eos_token_id is not None:
+                eos = gen.eos_token_id
+                kw["pad_token_id"] = eos[0] if isinstance(eos, (list, tuple)) else eos
+        torch.manual_seed(self.seed)
+        with torch.inference_mode():
+            out = net.generate(**inputs, **kw)
+        n_in = int(inputs["input_ids"].shape[1])
+        new = out[0, n_in:]
+        tok = getattr(self._processor, "tokenizer", self._processor)
+        text = tok.decode(new, skip_special_tokens=True)
+        parse = parse_response(text, sizes=task.sizes, cap=task.gt.cap)
+        if parse.ok and observation_mode(observation, self.mode) == "closed-loop":
+            first = parse.sequence[:1]
+            self._history.append(first.to_text("vector" if first.has_vectors else "flat"))
+        info = {"step_index": observation_step(observation), "device": self.device,
+                "dtype": str(self.dtype).replace("torch.", ""), "images": n_images}
+        if self.merged_system:
+            info["system_merged_into_user"] = True
+        return AgentTurn(text=text, parse=parse, latency_s=time.perf_counter() - t0,
+                         usage={"prompt_tokens": n_in, "completion_tokens": int(new.shape[0])}, cost_usd=0.0,
+                         info=info)
