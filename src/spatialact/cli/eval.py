@@ -23,6 +23,8 @@ Examples:
   spatialact eval --suite default --agent oracle --out runs/oracle
   spatialact eval --tasks tasks.jsonl --agent openai --agent-arg model=gpt-4o --mode closed-loop --out runs/gpt4o
   spatialact eval --suite nav:50 --agent geometric --workers 2 --out runs/geo
+  spatialact eval --suite default --agent react --agent-arg model=gpt-4o --agent-arg tools=default --out runs/react
+  spatialact eval --suite default --agent hf --agent-arg model=Qwen/Qwen2.5-VL-3B-Instruct --out runs/qwen
 """
 
 from __future__ import annotations
@@ -38,8 +40,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     src.add_argument("--tasks", metavar="FILE", help="task file (JSONL)")
     src.add_argument("--suite", metavar="NAME[:N]", help="built-in procedural suite (default: default)")
     p.add_argument("--agent", default="oracle",
-                   help="random | stay | oracle | noisy-oracle | geometric | openai (default: oracle); aliases "
-                        "noisy, mllm and any capitalisation name the same agent")
+                   help="random | stay | oracle | noisy-oracle | geometric | openai | react | plan-execute | hf "
+                        "(default: oracle); aliases noisy, mllm and any capitalisation name the same agent")
     p.add_argument("--agent-arg", action="append", default=[], metavar="KEY=VALUE",
                    help="agent keyword argument, repeatable (e.g. model=gpt-4o, base_url=http://localhost:8000/v1,"
                         " api_key_env=OPENAI_API_KEY); values are read as JSON when they parse, else as text;"
@@ -225,7 +227,9 @@ def run(args: argparse.Namespace) -> int:
         agent = AgentSpec(args.agent, kwargs)
     except AgentConfigError as e:
         raise CLIError(f"--agent {args.agent[:40]!r}: {e}" if "unknown agent" in str(e) else str(e)) from None
-    if agent.name == "openai" and "cache_dir" not in kwargs:
+    from spatialact.agents import API_AGENTS
+
+    if agent.name in API_AGENTS and "cache_dir" not in kwargs:
         # API answers are cached by default (a rerun or a resumed run does not pay twice), inside the run.
         agent = AgentSpec(agent.name, dict(kwargs, cache_dir=str(Path(args.out) / "cache")))
     tasks, source, sha, task_file = load_task_source(args.tasks, args.suite, args.seed)

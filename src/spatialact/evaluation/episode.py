@@ -40,7 +40,7 @@ from ..tasks import Task
 
 __all__ = ["EpisodeConfig", "EpisodeFrames", "run_episode", "episode_key", "record_key", "episode_seed",
            "check_runnable", "execution_limit", "env_name", "TaskInputError", "FAILURE_REASONS",
-           "RETRIED_ON_RESUME", "is_failure"]
+           "RETRIED_ON_RESUME", "is_failure", "observation_supplies"]
 
 MODES = ("one-shot", "closed-loop")
 ENVS = ("pybullet", "habitat", "none")
@@ -194,6 +194,21 @@ def execution_limit(task: Task, cfg: EpisodeConfig) -> int:
     return max(int(cfg.max_steps), len(task.gt))
 
 
+def _shows_recorded_frames(task: Task, cfg: EpisodeConfig) -> bool:
+    """One-shot with a simulator shows a task's recorded start and goal frames (as the paper), not renders."""
+    return cfg.mode == "one-shot" and bool(task.start_image and task.goal_image)
+
+
+def observation_supplies(task: Task, cfg: EpisodeConfig) -> frozenset:
+    """What the agent's observations of ``task`` under ``cfg`` hold beyond the two views: ``pose`` always;
+    ``depth``, ``intrinsics`` and ``simulator`` (the unwrapped environment, for privileged tools) when the
+    simulator renders the views — not with ``--env none`` or a one-shot task showing its recorded frames.
+    Agents that need more (cue prompting, tools) are asked through their ``check_task(task, supplies)``."""
+    if env_name(task, cfg) == "none" or _shows_recorded_frames(task, cfg):
+        return frozenset({"pose"})
+    return frozenset({"pose", "depth", "intrinsics", "simulator"})
+
+
 _HABITAT: dict[str, bool] = {}
 
 
@@ -285,7 +300,7 @@ def _observation(task: Task, cfg: EpisodeConfig, env, obs: dict | None, info: di
     """What an agent sees (the ``Agent`` protocol's observation dict)."""
     o: dict[str, Any] = {"step_index": step_index, "mode": cfg.mode, "start_rgb": start_rgb, "depth": None,
                          "intrinsics": None}
-    if obs is not None and cfg.mode == "one-shot" and task.start_image and task.goal_image:
+    if obs is not None and _shows_recorded_frames(task, cfg):
         # One-shot shows the recorded start and goal frames, as the paper does (a trajectory task's images); the
         # simulator only executes the answer. Depth and intrinsics belong to the simulated camera: none given.
         o["rgb"] = _load_image(task.start_image, "start_image", task.id)
@@ -297,6 +312,7 @@ def _observation(task: Task, cfg: EpisodeConfig, env, obs: dict | None, info: di
         o["depth"] = obs["depth"] if "depth" in obs else u.observation_depth()  # the rgb camera's depth
         o["intrinsics"] = np.asarray(u.intrinsics, dtype=np.float64)
         o["pose"] = np.asarray(info["pose"], dtype=np.float64)
+        o["simulator"] = u  # for privileged tools only (agents.tools); never sent to a model
     else:
         o["rgb"] = _load_image(task.start_image, "start_image", task.id)
         o["goal_rgb"] = _load_image(task.goal_image, "goal_image", task.id)
@@ -455,7 +471,7 @@ def _record(task, agent, cfg, scores, closed, pred, turns, poses, error, wall_s,
     closed = closed or {}
     parse = turns[-1].parse if turns and failure is None else None
     texts = [getattr(t, "text", "") for t in turns]
-    return {
+    rec = {
         "key": episode_key(task.id, agent_name, env, cfg.mode, cfg.seed, cfg.variant),
         "task_id": task.id, "kind": task.kind, "source": task.source, "tags": dict(task.tags),
         "agent": agent_name, "model": desc.get("model"), "env": env, "mode": cfg.mode, "seed": cfg.seed,
@@ -477,3 +493,9 @@ def _record(task, agent, cfg, scores, closed, pred, turns, poses, error, wall_s,
         "usage": _usage(turns), "wall_s": float(wall_s), "error": error,
         "error_kind": failure[1] if failure is not None else None,
     }
+    if desc.get("tools") is not None:  # a tool-using agent: its tool set and every call, per turn
+        rec["tools"] = desc["tools"]
+        rec["privileged"] = bool(desc.get("privileged"))
+        rec["tool_calls"] = [dict(c, turn=i) for i, t in enumerate(turns)
+                             for c in ((getattr(t, "info", None) or {}).get("tool_calls") or ())]
+    return rec

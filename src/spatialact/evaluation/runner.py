@@ -28,7 +28,7 @@ from typing import Callable, Iterable, Iterator
 
 from ..tasks import Task
 from .episode import (RETRIED_ON_RESUME, EpisodeConfig, check_runnable, env_name, episode_key, episode_seed,
-                      is_failure, run_episode)
+                      is_failure, observation_supplies, run_episode)
 
 __all__ = ["AgentSpec", "RunSummary", "run_eval", "run_config", "TaskNotRunnable", "EndpointUnreachable",
            "failure_line", "CONNECTION_FAILURES_TO_STOP"]
@@ -77,7 +77,9 @@ class AgentSpec:
 
     def endpoint(self) -> str | None:
         """The URL the agent talks to (None for agents that talk to nothing)."""
-        if self.name != "openai":
+        from ..agents import API_AGENTS
+
+        if self.name not in API_AGENTS:
             return None
         return str(self.kwargs.get("base_url") or "https://api.openai.com/v1 (the default base_url)")
 
@@ -237,12 +239,16 @@ def _echo(line: str, bar) -> None:
         print(msg, file=sys.stderr, flush=True)
 
 
-def check_tasks(tasks: list[Task], cfg: EpisodeConfig) -> None:
-    """Refuse (:class:`TaskNotRunnable`, one line) when any task cannot run with ``cfg``; names the first and how
+def check_tasks(tasks: list[Task], cfg: EpisodeConfig, agent=None) -> None:
+    """Refuse (:class:`TaskNotRunnable`, one line) when any task cannot run with ``cfg`` — or with ``agent``, when
+    it has a ``check_task(task, supplies)`` (e.g. a cue the environment cannot supply); names the first and how
     many there are."""
     bad = []
+    agent_check = getattr(agent, "check_task", None)
     for t in tasks:
         why = check_runnable(t, cfg)
+        if why is None and agent_check is not None:
+            why = agent_check(t, observation_supplies(t, cfg))
         if why:
             bad.append(why)
     if bad:
@@ -279,7 +285,7 @@ def run_eval(tasks: Iterable[Task], agent: AgentSpec, cfg: EpisodeConfig, run_di
     built = agent.validate()
     desc = built.describe() if hasattr(built, "describe") else {"agent": agent.name}
     label = desc.get("agent") or agent.name
-    check_tasks(tasks, cfg)
+    check_tasks(tasks, cfg, built)
     if backend == "ray":
         try:
             import ray  # noqa: F401
