@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 import html
+import json
 import math
 import shutil
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ import numpy as np
 from .results import read_config, read_records, safe_name
 from .stats import Summary, bootstrap_ci
 
-__all__ = ["make_report", "load_runs", "RunData", "error_distance_layout"]
+__all__ = ["make_report", "load_runs", "RunData", "error_distance_layout", "tool_use_section"]
 
 MAX_RESPONSE_CHARS = 2000
 N_PATH_EXAMPLES = 4
@@ -449,6 +450,7 @@ def make_report(run_dirs, out_dir) -> tuple[Path, Path]:
                          prov.get("spatialact_version", "–"), (prov.get("git_commit") or "–")[:12],
                          (prov.get("task_file_sha256") or "–")[:12]])
     table(["run", "directory", "mode", "episodes", "version", "commit", "task file sha256"], run_rows)
+    tool_use_section(runs, heading, para, table)
 
     heading(2, "Overall")
     table(*_overall_rows(runs))
@@ -533,6 +535,53 @@ def make_report(run_dirs, out_dir) -> tuple[Path, Path]:
             + "\n</body></html>\n")
     html_path.write_text(page, encoding="utf-8")
     return md_path, html_path
+
+
+MAX_TOOL_TEXT = 300  # characters of a tool call's arguments or result shown in the report
+
+
+def tool_use_section(runs: list[RunData], heading, para, table) -> None:
+    """The "Tool use" section, for runs of tool-using agents (records with ``tools``): which tool set each run
+    offered — runs with ``privileged`` tools are flagged, they read simulator truth — how many calls per episode,
+    how many were malformed or failed, calls per tool, and every call of one example episode per run (arguments
+    and results cut to :data:`MAX_TOOL_TEXT` characters). Writes through the report's ``heading`` / ``para`` /
+    ``table`` writers, which escape every string."""
+    tool_runs = [run for run in runs if any("tools" in r for r in run.records)]
+    if not tool_runs:
+        return
+    heading(2, "Tool use")
+    for run in tool_runs:
+        if any(r.get("privileged") for r in run.records):
+            para(f"PRIVILEGED: run {run.label} offered tools that read the simulator's truth (exact poses, "
+                 f"segmentation); its scores are not comparable with agents that see only the images.")
+    rows = []
+    for run in tool_runs:
+        rs = [r for r in run.records if "tools" in r]
+        calls = [c for r in rs for c in (r.get("tool_calls") or []) if isinstance(c, dict)]
+        by_name: dict[str, int] = {}
+        for c in calls:
+            by_name[str(c.get("name"))] = by_name.get(str(c.get("name")), 0) + 1
+        sets = sorted({str(r.get("tools")) for r in rs})
+        rows.append([run.label, ", ".join(sets) + (" (privileged)" if any(r.get("privileged") for r in rs) else ""),
+                     len(rs), len(calls), f"{len(calls) / max(1, len(rs)):.2f}",
+                     sum(1 for c in calls if c.get("malformed")),
+                     sum(1 for c in calls if c.get("error") and not c.get("malformed")),
+                     ", ".join(f"{k} {v}" for k, v in sorted(by_name.items())) or "–"])
+    table(["run", "tool set", "episodes", "tool calls", "calls / episode", "malformed", "failed", "calls per tool"],
+          rows)
+
+    def cut(v) -> str:
+        t = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+        return t if len(t) <= MAX_TOOL_TEXT else t[:MAX_TOOL_TEXT] + "…"
+
+    for run in tool_runs:
+        ex = next((r for r in run.records if r.get("tool_calls")), None)
+        if ex is None:
+            continue
+        para(f"{run.label}: the tool calls of task {ex.get('task_id')} (score {_num(_get(ex, 'score')):.3f}).")
+        table(["turn", "call", "tool", "arguments", "result", "error"],
+              [[c.get("turn", "–"), c.get("call", "–"), c.get("name"), cut(c.get("arguments")),
+                cut(c.get("result")), c.get("error") or ""] for c in ex["tool_calls"] if isinstance(c, dict)])
 
 
 def overall_json(run_dirs) -> list[dict]:
