@@ -4,7 +4,10 @@ Script entries, consumed one per request (when empty, a valid one-step answer):
 ``("ok", text)``; ``("status", code)`` (an error status with a JSON error body, ``retry-after: 0``);
 ``("sleep", seconds, text)``; ``("raw", body_bytes)`` (status 200, that body: a malformed reply);
 ``("echo_auth",)`` (a valid answer whose text contains the request's Authorization header);
-``("drop",)`` (the connection is closed without a reply).
+``("drop",)`` (the connection is closed without a reply);
+``("tool_calls", calls, text=None)`` (an assistant message with function calls; each call is ``(name, arguments)``
+— arguments a JSON text, or any value sent as given — or a dict sent verbatim as the tool-call object, e.g. one
+without an id). When the script is empty and ``responder`` is set, ``responder(body)`` gives the action.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ class FakeServer:
         self.requests: list[dict] = []
         self.headers: list[dict] = []
         self.usage = usage
+        self.responder = None
         self.lock = threading.Lock()
         server = self
 
@@ -52,7 +56,12 @@ class FakeServer:
                 with server.lock:
                     server.requests.append({"path": self.path, "body": body})
                     server.headers.append(dict(self.headers))
-                    action = server.script.pop(0) if server.script else ("ok", DEFAULT_ANSWER)
+                    if server.script:
+                        action = server.script.pop(0)
+                    elif server.responder is not None:
+                        action = server.responder(body)
+                    else:
+                        action = ("ok", DEFAULT_ANSWER)
                 if action[0] == "status":
                     payload = json.dumps({"error": {"message": f"status {action[1]}", "type": "x"}}).encode()
                     self._send(action[1], payload, [("retry-after", "0")])
@@ -69,16 +78,25 @@ class FakeServer:
                     return
                 if action[0] == "sleep":
                     time.sleep(action[1])
+                message = {"role": "assistant"}
+                finish = "stop"
                 if action[0] == "echo_auth":
                     auth = self.headers.get("Authorization", "")
-                    text = f'{{"actions": ["W"], "step_nums": [1]}} (your header was {auth})'
+                    message["content"] = f'{{"actions": ["W"], "step_nums": [1]}} (your header was {auth})'
+                elif action[0] == "tool_calls":
+                    message["content"] = action[2] if len(action) > 2 else None
+                    message["tool_calls"] = [
+                        c if isinstance(c, dict) else
+                        {"id": f"call_{k}_{len(server.requests)}", "type": "function",
+                         "function": {"name": c[0], "arguments": c[1]}}
+                        for k, c in enumerate(action[1])]
+                    finish = "tool_calls"
                 else:
-                    text = action[-1]
+                    message["content"] = action[-1]
                 p, c = server.usage
                 payload = json.dumps({
                     "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                 "finish_reason": "stop"}],
+                    "choices": [{"index": 0, "message": message, "finish_reason": finish}],
                     "usage": {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}}).encode()
                 self._send(200, payload)
 
