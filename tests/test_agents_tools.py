@@ -252,3 +252,97 @@ def test_bad_parameters_are_refused(agent_factory):
     a = agent_factory(tools="privileged")
     assert a.describe()["privileged"] is True and a.describe()["tools"] == "privileged"
     assert SECRET not in json.dumps(a.describe()) and SECRET not in repr(a)
+
+
+# ----- end to end: spatialact eval --agent react / plan-execute, report -------------------------------------------
+def _read(out):
+    return [json.loads(x) for x in (Path(out) / "results.jsonl").read_text().splitlines()]
+
+
+def test_a_scripted_server_reaches_the_oracles_score_on_the_default_suite(server, tmp_path, monkeypatch, capsys):
+    pytest.importorskip("pybullet")
+    from spatialact.agents.base import answer_text
+    from spatialact.cli.main import main
+    from spatialact.evaluation.report import make_report
+    from spatialact.evaluation.suites import builtin_suite
+
+    monkeypatch.setenv("SPATIALACT_TEST_KEY", SECRET)
+    common = ["--suite", "default", "--size", "64", "--renderer", "tiny", "--no-progress", "--json"]
+    assert main(["eval", *common, "--agent", "oracle", "--out", str(tmp_path / "oracle")]) == 0
+    oracle = {r["task_id"]: r["score"] for r in _read(tmp_path / "oracle")}
+    tasks = builtin_suite("default")
+    assert len(tasks) == 10 and len(oracle) == 10
+    # The scripted model: per task (the runner visits them in order), one round of tool calls, then the truth.
+    for t in tasks:
+        gt = answer_text(t.gt, t.answer_format)
+        server.script += [("tool_calls", [("relative_pose", "{}"), ("depth_at", '{"points": [[32, 32]]}'),
+                                          ("simulate_answer", json.dumps({"answer": gt})),
+                                          ("depth_at", "{broken")]),
+                          ("ok", f"The tools agree.\n```json\n{gt}\n```")]
+    capsys.readouterr()
+    argv = ["eval", *common, "--agent", "react", "--agent-arg", "model=test-vlm", "--agent-arg",
+            f"base_url={server.url}", "--agent-arg", "api_key_env=SPATIALACT_TEST_KEY", "--agent-arg", "price_in=1",
+            "--out", str(tmp_path / "react")]
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["new"] == 10
+    assert len(server.requests) == 20 and not server.script
+    recs = _read(tmp_path / "react")
+    assert {r["task_id"]: r["score"] for r in recs} == oracle  # the oracle's score, task by task
+    for r, t in zip(recs, tasks):
+        assert r["agent"] == "react" and r["tools"] == "default" and r["privileged"] is False
+        names = [c["name"] for c in r["tool_calls"]]
+        assert names == ["relative_pose", "depth_at", "simulate_answer", "depth_at"]
+        sim = r["tool_calls"][2]["result"]
+        assert sim["ok"] is True and sim["n_steps"] == len(t.gt)
+        assert r["tool_calls"][3]["malformed"] is True and r["reason"] is None
+        assert r["usage"]["prompt_tokens"] == 642 and r["usage"]["cost_usd"] == pytest.approx(642e-6)
+        assert r["provenance"]["agent"]["params"]["prompt_version"].endswith("+react-tools-v1")
+    # the depth the tool read is the rendered depth of the start view (the result was computed, not scripted)
+    assert all(0.05 < r["tool_calls"][1]["result"]["depths"][0]["depth_m"] < 20 for r in recs)
+    assert any((tmp_path / "react" / "cache").rglob("*.json"))
+    # rerunning the same command resumes: nothing to do, no request
+    assert main(argv) == 0 and len(server.requests) == 20
+    md, html_path = make_report([tmp_path / "react"], tmp_path / "report")
+    text = md.read_text()
+    assert "## Tool use" in text and "relative_pose 10" in text and "PRIVILEGED" not in text
+    assert "arguments are not valid JSON" in text
+    assert "&lt;" not in SECRET and SECRET not in html_path.read_text()
+
+
+def test_privileged_tools_are_marked_in_every_record_and_the_report(server, tmp_path, monkeypatch, capsys):
+    pytest.importorskip("pybullet")
+    from spatialact.cli.main import main
+    from spatialact.evaluation.report import make_report
+
+    monkeypatch.setenv("SPATIALACT_TEST_KEY", SECRET)
+
+    def respond(body):  # read the exact motion, answer with it in one step (it reaches the goal)
+        tool = [m for m in body["messages"] if m["role"] == "tool"]
+        if not tool:
+            return ("tool_calls", [("true_motion_to_goal", "{}"), ("object_at", '{"points": [[32, 32]]}')])
+        u = json.loads(tool[0]["content"])["in_units"]
+        names = {"truck": ("D", "A"), "pedestal": ("shift", "space"), "dolly": ("W", "S"), "tilt": ("↑", "↓"),
+                 "pan": ("→", "←"), "roll": ("↺", "↻")}
+        acts, nums = [], []
+        for k, v in u.items():
+            if round(v):
+                acts.append(names[k][0 if v > 0 else 1])
+                nums.append(abs(round(v)))
+        return ("ok", json.dumps({"actions": acts or ["STOP"], "step_nums": nums or [1]}))
+
+    server.responder = respond
+    out = tmp_path / "priv"
+    argv = ["eval", "--suite", "nav:2", "--size", "64", "--renderer", "tiny", "--no-progress", "--json",
+            "--agent", "plan-execute", "--agent-arg", "model=test-vlm", "--agent-arg", f"base_url={server.url}",
+            "--agent-arg", "api_key_env=SPATIALACT_TEST_KEY", "--agent-arg", "tools=privileged", "--out", str(out)]
+    assert main(argv) == 0
+    recs = _read(out)
+    assert len(recs) == 2 and all(r["privileged"] is True and r["tools"] == "privileged" for r in recs)
+    assert all(r["provenance"]["agent"]["privileged"] is True for r in recs)
+    for r in recs:
+        motion, seg = r["tool_calls"][0], r["tool_calls"][1]
+        assert motion["privileged"] and motion["result"]["exact"] and seg["privileged"]
+        assert seg["result"]["points"][0]["label"]  # the simulator's segmentation named something
+        assert r["success"] is True and r["final_position_error"] < 1e-3  # answered from the exact motion
+    text = make_report([out], tmp_path / "report")[0].read_text()
+    assert "PRIVILEGED: run" in text and "privileged (privileged)" not in text and "true_motion_to_goal 2" in text

@@ -562,7 +562,7 @@ def tool_use_section(runs: list[RunData], heading, para, table) -> None:
         for c in calls:
             by_name[str(c.get("name"))] = by_name.get(str(c.get("name")), 0) + 1
         sets = sorted({str(r.get("tools")) for r in rs})
-        rows.append([run.label, ", ".join(sets) + (" (privileged)" if any(r.get("privileged") for r in rs) else ""),
+        rows.append([run.label, ", ".join(sets),
                      len(rs), len(calls), f"{len(calls) / max(1, len(rs)):.2f}",
                      sum(1 for c in calls if c.get("malformed")),
                      sum(1 for c in calls if c.get("error") and not c.get("malformed")),
