@@ -1,8 +1,9 @@
 """Issue K: every notebook under notebooks/ runs top to bottom on the CPU, on a kernel of this environment.
 
-The kernel is this interpreter (``sys.executable``: the project's ``.venv`` under ``make test``), registered as a
-kernelspec in a temporary folder that ``JUPYTER_PATH`` points to, so no ``jupyter kernelspec install`` step is
-needed on a fresh clone or in CI, and no other Python on the machine can answer. Each notebook runs in its own
+The kernel is this interpreter (``sys.executable``: the project's ``.venv`` under ``make test``) importing this
+checkout's ``src/``, registered as a kernelspec in a temporary folder that ``JUPYTER_PATH`` points to, so no
+``jupyter kernelspec install`` step is needed on a fresh clone or in CI, and no other Python on the machine can
+answer. Each notebook runs in its own
 folder (as Jupyter runs it), and any cell that raises fails the test with the cell and its traceback. The committed
 notebooks carry no outputs (``python scripts/strip_notebooks.py`` strips them), open with a markdown cell that says
 what they show and how long they take, and the README links each one.
@@ -42,7 +43,9 @@ def kernel_env(tmp_path_factory):
     (spec / "kernel.json").write_text(json.dumps({
         "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
         "display_name": "spatialact (tests)", "language": "python",
-        "env": {"PYTHONHASHSEED": "0", "SB3_LOGDIR": str(d / "sb3")},
+        # this checkout's package first, as pytest's own pythonpath has it (an installed copy elsewhere never answers)
+        "env": {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")])),
+                "PYTHONHASHSEED": "0", "SB3_LOGDIR": str(d / "sb3")},
     }))
     old = {k: os.environ.get(k) for k in ("JUPYTER_PATH", "JUPYTER_PLATFORM_DIRS")}
     os.environ["JUPYTER_PATH"] = str(d)
