@@ -1,0 +1,170 @@
+"""The local Hugging Face agent on tiny random-weight models of real architectures (LLaVA, Idefics3; Qwen2-VL where
+torchvision is installed), built offline by tests/_tiny_vlm.py: the prompt and images it feeds the model, greedy
+decoding, a ParseResult per episode, determinism, and one-line refusals of what cannot load."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from _fabricate import make_task  # noqa: E402
+from _tiny_vlm import BUILDERS  # noqa: E402
+from spatialact.action_space import ParseResult  # noqa: E402
+from spatialact.agents import AgentConfigError, make_agent  # noqa: E402
+from spatialact.agents.hf_agent import choose_device, choose_dtype  # noqa: E402
+
+ARCHS = ["llava", "idefics3"] + (["qwen2_vl"] if importlib.util.find_spec("torchvision") else [])
+# image tokens per image: LLaVA (32/8)^2 patches (CLS dropped); Idefics3 (32/8)^2 / 2^2 after the pixel shuffle
+IMAGE_TOKENS = {"llava": 16, "idefics3": 4}
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tiny_vlms")
+    return {name: str(BUILDERS[name](root / name)) for name in ARCHS}
+
+
+def _obs(mode="one-shot"):
+    rng = np.random.default_rng(11)
+    return {"rgb": rng.integers(0, 256, (40, 48, 3), dtype=np.uint8),
+            "goal_rgb": rng.integers(0, 256, (40, 48, 3), dtype=np.uint8), "pose": np.eye(4), "mode": mode,
+            "step_index": 0}
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_each_architecture_answers_with_a_parse_result_deterministically(models, arch):
+    task = make_task()
+    agent = make_agent("hf", model=models[arch], max_new_tokens=12, seed=7)
+    agent.reset(task)
+    turn = agent.act(_obs())
+    assert isinstance(turn.parse, ParseResult) and turn.error is None and turn.cost_usd == 0.0
+    assert turn.parse.ok is False and turn.parse.error  # random weights: meaningless text, a reason why
+    assert 1 <= turn.usage["completion_tokens"] <= 12 and turn.usage["prompt_tokens"] > 1000
+    inputs, _, n_images = agent.build_inputs(_obs())
+    assert turn.usage["prompt_tokens"] == inputs["input_ids"].shape[1] and n_images == 2
+    again = make_agent("hf", model=models[arch], max_new_tokens=12, seed=7)
+    again.reset(task)
+    assert again.act(_obs()).text == turn.text  # same seed, same answer
+    d = agent.describe()
+    assert d["agent"] == "hf" and d["model"] == models[arch] and d["params"]["decoding"] == "greedy"
+    assert d["params"]["device"] == choose_device() and d["params"]["architecture"].endswith("ForConditionalGeneration")
+
+
+@pytest.mark.parametrize("arch", ["llava", "idefics3"])
+def test_the_prompt_the_images_and_the_greedy_loop(models, arch):
+    from PIL import Image
+
+    task = make_task()
+    agent = make_agent("hf", model=models[arch], max_new_tokens=4, seed=0)
+    agent.reset(task)
+    obs = _obs()
+    inputs, text, _ = agent.build_inputs(obs)
+    proc, net = agent._processor, agent._net
+    assert "0.0626 metres per step" in text and '"step_1"' in text and "Roll CCW" in text
+    if arch == "llava":  # its template has no system role: the system text opens the user message
+        assert text.startswith("USER: You are an expert embodied agent") and text.endswith("ASSISTANT:")
+        assert agent.merged_system
+    else:
+        assert text.startswith("<|im_start|>system\nYou are an expert embodied agent")
+        assert text.endswith("<|im_start|>assistant\n") and not agent.merged_system
+    image_id = proc.tokenizer.convert_tokens_to_ids("<image>")
+    assert int((inputs["input_ids"] == image_id).sum()) == 2 * IMAGE_TOKENS[arch]
+    # the pixels are the observation's two views, preprocessed by the model's own image processor
+    ref = proc.image_processor(images=[Image.fromarray(obs["rgb"]), Image.fromarray(obs["goal_rgb"])],
+                               return_tensors="pt")["pixel_values"]
+    assert torch.equal(inputs["pixel_values"].reshape(ref.shape), ref)
+    # greedy decoding: the argmax of the next-token logits, step by step, without a cache
+    ids = inputs["input_ids"]
+    extra = {k: v for k, v in inputs.items() if k not in ("input_ids", "attention_mask")}
+    eos = net.generation_config.eos_token_id
+    manual = []
+    with torch.inference_mode():
+        for _ in range(4):
+            logits = net(input_ids=ids, attention_mask=torch.ones_like(ids), **extra).logits[0, -1]
+            nxt = int(torch.argmax(logits))
+            manual.append(nxt)
+            if nxt == eos:
+                break
+            ids = torch.cat([ids, torch.tensor([[nxt]])], dim=1)
+    turn = agent.act(obs)
+    assert turn.usage["completion_tokens"] == len(manual)
+    assert turn.text == proc.tokenizer.decode(manual, skip_special_tokens=True)
+
+
+def test_cues_reach_the_model(models):
+    task = make_task()
+    agent = make_agent("hf", model=models["idefics3"], max_new_tokens=2, cues="matches")
+    agent.reset(task)
+    _, text, n_images = agent.build_inputs(_obs())
+    assert n_images == 3 and "Cue (correspondences)" in text
+    assert agent.describe()["params"]["prompt_version"].endswith("+cues=matches")
+
+
+def test_eval_runs_a_local_model_end_to_end(models, tmp_path, capsys):
+    pytest.importorskip("pybullet")
+    from spatialact.cli.main import main
+
+    def run(out, mode="one-shot"):
+        assert main(["eval", "--suite", "nav:1", "--size", "32", "--renderer", "tiny", "--agent", "hf",
+                     "--agent-arg", f"model={models['llava']}", "--agent-arg", "max_new_tokens=8", "--mode", mode,
+                     "--no-progress", "--json", "--out", str(out)]) == 0
+        return json.loads((out / "results.jsonl").read_text().splitlines()[0])
+
+    a, b = run(tmp_path / "a"), run(tmp_path / "b")
+    assert a["agent"] == "hf" and a["model"] == models["llava"]
+    assert a["reason"] == "parse_error" and a["score"] == 0.0 and a["error"] is None  # a result, not a failure
+    assert a["usage"]["prompt_tokens"] > 1000 and 1 <= a["usage"]["completion_tokens"] <= 8
+    assert a["response"] == b["response"]  # deterministic across runs
+    assert a["provenance"]["agent"]["params"]["dtype"] == "float32"
+    c = run(tmp_path / "c", "closed-loop")
+    assert c["mode"] == "closed-loop" and c["usage"]["turns"] == 1 and c["reason"] == "parse_error"
+
+
+def test_what_cannot_load_is_refused_in_one_line(tmp_path, capsys, models):
+    from spatialact.cli.main import main
+
+    capsys.readouterr()
+    out = tmp_path / "run"
+    assert main(["eval", "--suite", "nav:1", "--agent", "hf", "--agent-arg", f"model={tmp_path / 'nope'}",
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("spatialact") and "hf: cannot load the processor of" in err
+    assert not out.exists()
+    # a text-only model (a Llama without a vision tower) is not an image-text-to-text model
+    from _tiny_vlm import byte_tokenizer
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    tok = byte_tokenizer(["<s>", "</s>"], eos="</s>", pad="</s>", bos="<s>")
+    tok.chat_template = "{% for m in messages %}{{ m['role'] }}{% endfor %}"
+    LlamaForCausalLM(LlamaConfig(vocab_size=len(tok), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                                 num_attention_heads=2)).save_pretrained(tmp_path / "llama")
+    tok.save_pretrained(tmp_path / "llama")
+    with pytest.raises(AgentConfigError, match="as an image-text-to-text model"):
+        make_agent("hf", model=str(tmp_path / "llama"))
+    with pytest.raises(AgentConfigError, match="a model is required"):
+        make_agent("hf")
+    with pytest.raises(AgentConfigError, match="dtype 'float8' is not one of auto"):
+        make_agent("hf", model=models["llava"], dtype="float8")
+    with pytest.raises(AgentConfigError, match="max_new_tokens must be a whole number"):
+        make_agent("hf", model=models["llava"], max_new_tokens=0)
+    with pytest.raises(AgentConfigError, match="cues: unknown cue"):
+        make_agent("hf", model=models["llava"], cues="colour")
+
+
+def test_device_and_dtype_for_the_machine():
+    if torch.cuda.is_available():
+        assert choose_device() == "cuda" and choose_dtype("auto", "cuda") in (torch.bfloat16, torch.float16)
+    else:
+        assert choose_device() in ("cpu", "mps")
+        with pytest.raises(AgentConfigError, match="no CUDA GPU is visible"):
+            choose_device("cuda")
+    assert choose_dtype("auto", "cpu") == torch.float32 and choose_dtype("auto", "mps") == torch.float16
+    assert choose_dtype("bf16", "cpu") == torch.bfloat16 and choose_device("cpu") == "cpu"
+    with pytest.raises(AgentConfigError, match="is not a torch device"):
+        choose_device("gpu please")
