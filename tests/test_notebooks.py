@@ -73,6 +73,31 @@ def test_notebook_is_committed_clean(path):
     for i, c in enumerate(nb.cells):
         if c.cell_type == "code":
             assert c.outputs == [] and c.execution_count is None, f"cell {i} has outputs: strip them"
+    # and nothing else the strip script would remove (run metadata, the Python version)
+    assert not _strip_script().strip(nb), f"run: python scripts/strip_notebooks.py {path.relative_to(ROOT)}"
+
+
+def _strip_script():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("strip_notebooks", ROOT / "scripts" / "strip_notebooks.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_strip_script_strips_an_executed_notebook():
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 + 1")],
+                                  metadata={"language_info": {"name": "python", "version": "3.11.7"},
+                                            "widgets": {}})
+    nb.cells[0].outputs = [nbformat.v4.new_output("execute_result", {"text/plain": "2"}, execution_count=1)]
+    nb.cells[0].execution_count = 1
+    nb.cells[0].metadata = {"scrolled": True}
+    strip = _strip_script().strip
+    assert strip(nb) is True
+    assert nb.cells[0].outputs == [] and nb.cells[0].execution_count is None and nb.cells[0].metadata == {}
+    assert nb.metadata == {"language_info": {"name": "python"}}
+    assert strip(nb) is False  # idempotent
 
 
 def test_readme_links_every_notebook():
