@@ -196,3 +196,29 @@ def test_rendered_views_give_every_cue(server, tmp_path, monkeypatch):
     assert any(t.startswith("Cue (depth)") for t in texts) and any(t.startswith("Cue (size and scale)") for t in texts)
     rec = json.loads((out / "results.jsonl").read_text())
     assert rec["provenance"]["agent"]["params"]["prompt_version"] == PROMPT_VERSION + "+cues=matches,depth,size"
+
+
+def test_spatialact_prompt_shows_the_cued_prompt(tmp_path, capsys):
+    pytest.importorskip("pybullet")
+    from spatialact.cli.main import main
+    from spatialact.evaluation.suites import builtin_suite
+    from spatialact.tasks import save_tasks
+
+    task, f = _image_task_file(tmp_path)
+    capsys.readouterr()
+    assert main(["prompt", task.id, "--tasks", str(f), "--cues", "depth", "--out", str(tmp_path / "p0")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--cues depth needs the depth of the current view" in err
+    assert main(["prompt", task.id, "--tasks", str(f), "--cues", "nope", "--out", str(tmp_path / "p0")]) == 2
+    assert "--cues: unknown cue 'nope'" in capsys.readouterr().err
+    assert main(["prompt", task.id, "--tasks", str(f), "--cues", "matches", "--out", str(tmp_path / "p1")]) == 0
+    assert (tmp_path / "p1" / "image_3_matches.png").is_file()
+    rendered = builtin_suite("nav:1")[0]
+    save_tasks([rendered], tmp_path / "r.jsonl")
+    out = tmp_path / "p2"
+    assert main(["prompt", rendered.id, "--tasks", str(tmp_path / "r.jsonl"), "--cues", "size,depth,matches",
+                 "--width", "96", "--height", "96", "--out", str(out)]) == 0
+    text = (out / "prompt.txt").read_text()
+    assert f"prompt version {PROMPT_VERSION}+cues=matches,depth,size" in text and "Cue (size and scale)" in text
+    assert sorted(p.name for p in out.glob("*.png")) == ["image_1_start.png", "image_2_goal.png",
+                                                         "image_3_matches.png", "image_4_depth.png"]

@@ -3,7 +3,8 @@
 The images come from the task's start_image / goal_image files; a task without them is rendered in its scene
 (spatialact.envs). The output directory gets the images as PNG (image_1_start.png, ...), prompt.txt (what is
 printed) and messages.json (the chat-completions messages exactly as sent, images as base64 data URLs).
-The pose is never part of a prompt.
+The pose is never part of a prompt. --cues matches,depth,size shows the cue-prompting variant (the depth and size
+cues need views rendered in the task's scene, which come with depth and intrinsics).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--height", type=int, default=128, help="render height in pixels when rendering (default 128)")
     p.add_argument("--renderer", choices=["tiny", "egl"], default="tiny", help="PyBullet renderer when rendering")
     p.add_argument("--json", action="store_true", help="print JSON (messages with image file names) instead of text")
+    p.add_argument("--cues", metavar="LIST", default=None,
+                   help="cue prompting as --agent-arg cues=LIST would give it: any of matches,depth,size")
 
 
 def _load(path):
@@ -59,6 +62,8 @@ def observation_for(task, mode: str, width: int = 128, height: int = 128, render
         o, _ = env.reset(seed=0, options={"task": task})
         obs["rgb"] = obs["start_rgb"] = np.asarray(o["rgb"])
         obs["goal_rgb"] = np.asarray(o["goal_rgb"])
+        obs["depth"] = env.unwrapped.observation_depth()  # for cue prompting (--cues)
+        obs["intrinsics"] = np.asarray(env.unwrapped.intrinsics, dtype=np.float64)
         ex = task.example or {}
         if not ex.get("start_image") and ex.get("start_pose") is not None and hasattr(env.unwrapped, "render_view"):
             view = env.unwrapped.render_view(np.asarray(ex["start_pose"], dtype=np.float64))
@@ -71,7 +76,9 @@ def observation_for(task, mode: str, width: int = 128, height: int = 128, render
 def run(args: argparse.Namespace) -> int:
     from PIL import Image
 
-    from spatialact.agents import PROMPT_VERSION, build_prompt
+    from spatialact.agents import AgentConfigError, build_prompt
+    from spatialact.agents.cues import cue_problem, parse_cues
+    from spatialact.agents.prompts import prompt_version
     from spatialact.evaluation.results import safe_name
     from spatialact.tasks import load_tasks
 
@@ -81,8 +88,16 @@ def run(args: argparse.Namespace) -> int:
     task = next((t for t in tasks if t.id == args.task_id), None)
     if task is None:
         raise CLIError(f"{args.tasks}: no task with id {args.task_id!r} ({len(tasks)} tasks in the file)")
+    try:
+        cues = parse_cues(args.cues)
+    except AgentConfigError as e:
+        raise CLIError(f"--{e}") from None
     obs = observation_for(task, args.mode, args.width, args.height, args.renderer)
-    messages, images = build_prompt(task, obs, args.mode)
+    why = cue_problem(task, cues, {k for k in ("depth", "intrinsics") if obs.get(k) is not None})
+    if why:
+        raise CLIError(why.replace("--agent-arg cues=", "--cues "))
+    version = prompt_version(cues)
+    messages, images = build_prompt(task, obs, args.mode, cues=cues)
     out = Path(args.out) if args.out else Path(f"prompt_{safe_name(task.id)}")
     out.mkdir(parents=True, exist_ok=True)
     files = []
@@ -104,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
                 parts.append(part)
         shown.append({"role": m["role"], "content": parts})
     lines = [f"# prompt for task {task.id} ({task.kind}, {task.answer_format}, {args.mode}); "
-             f"prompt version {PROMPT_VERSION}"]
+             f"prompt version {version}"]
     for m in shown:
         lines.append(f"--- {m['role']} ---")
         if isinstance(m["content"], str):
@@ -116,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     (out / "prompt.txt").write_text(text + "\n", encoding="utf-8")
     (out / "messages.json").write_text(json.dumps(messages, ensure_ascii=False, indent=1), encoding="utf-8")
     if args.json:
-        print(json.dumps({"task_id": task.id, "mode": args.mode, "prompt_version": PROMPT_VERSION,
+        print(json.dumps({"task_id": task.id, "mode": args.mode, "prompt_version": version,
                           "messages": shown, "images": [str(out / f) for f in files], "out": str(out)},
                          ensure_ascii=False, indent=2))
     else:
