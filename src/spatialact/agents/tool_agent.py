@@ -92,7 +92,11 @@ class ToolAgent(OpenAIAgent):
         if isinstance(max_calls, bool) or not isinstance(max_calls, int) or not 1 <= max_calls <= MAX_CALLS_LIMIT:
             raise AgentConfigError(f"{self.name}: max_calls must be a whole number from 1 to {MAX_CALLS_LIMIT}, "
                                    f"got {max_calls!r}")
-        super().__init__(model=model, max_tokens=max_tokens, **kwargs)
+        try:
+            super().__init__(model=model, max_tokens=max_tokens, **kwargs)
+        except AgentConfigError as e:  # the parent's messages name "openai"; this agent has its own name
+            msg = str(e)
+            raise AgentConfigError(f"{self.name}:{msg[7:]}" if msg.startswith("openai:") else msg) from None
         self.max_calls = int(max_calls)
         self.privileged = self.tool_set == "privileged"
         self.prompt_version = f"{self.prompt_version}+{self.paradigm}-tools-v1"
