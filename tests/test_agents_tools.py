@@ -277,7 +277,7 @@ def test_a_scripted_server_reaches_the_oracles_score_on_the_default_suite(server
         gt = answer_text(t.gt, t.answer_format)
         server.script += [("tool_calls", [("relative_pose", "{}"), ("depth_at", '{"points": [[32, 32]]}'),
                                           ("simulate_answer", json.dumps({"answer": gt})),
-                                          ("depth_at", "{broken")]),
+                                          ("depth_at", "{<script>alert(1)</script>")]),
                           ("ok", f"The tools agree.\n```json\n{gt}\n```")]
     capsys.readouterr()
     argv = ["eval", *common, "--agent", "react", "--agent-arg", "model=test-vlm", "--agent-arg",
@@ -306,7 +306,8 @@ def test_a_scripted_server_reaches_the_oracles_score_on_the_default_suite(server
     text = md.read_text()
     assert "## Tool use" in text and "relative_pose 10" in text and "PRIVILEGED" not in text
     assert "arguments are not valid JSON" in text
-    assert "&lt;" not in SECRET and SECRET not in html_path.read_text()
+    page = html_path.read_text()  # the model's text is escaped in the page
+    assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page and SECRET not in page
 
 
 def test_privileged_tools_are_marked_in_every_record_and_the_report(server, tmp_path, monkeypatch, capsys):
