@@ -65,7 +65,7 @@ def test_the_prompt_the_images_and_the_greedy_loop(models, arch):
     agent.reset(task)
     obs = _obs()
     inputs, text, _ = agent.build_inputs(obs)
-    proc, net = agent._processor, agent._net
+    proc, net = agent.processor, agent.network
     assert "0.0626 metres per step" in text and '"step_1"' in text and "Roll CCW" in text
     if arch == "llava":  # its template has no system role: the system text opens the user message
         assert text.startswith("USER: You are an expert embodied agent") and text.endswith("ASSISTANT:")

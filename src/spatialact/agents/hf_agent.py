@@ -206,6 +206,16 @@ class HFAgent:
         self._history: list[str] = []
         self.merged_system = False
 
+    @property
+    def processor(self):
+        """The model's ``transformers`` processor (tokenizer, image processor, chat template)."""
+        return self._processor
+
+    @property
+    def network(self):
+        """The loaded ``transformers`` model (on :attr:`device`, in :attr:`dtype`, eval mode)."""
+        return self._net
+
     def __repr__(self) -> str:
         return f"HFAgent(model={self.model!r}, device={self.device!r}, dtype={str(self.dtype)!r})"
 
