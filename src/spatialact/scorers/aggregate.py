@@ -28,7 +28,8 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["bootstrap_ci", "summarise", "aggregate_episodes", "aggregate_arrays", "hierarchical_scores",
+__all__ = ["bootstrap_ci", "bootstrap_means", "summarise",
+           "aggregate_episodes", "aggregate_arrays", "hierarchical_scores",
            "DEFAULT_TREE", "SPATREE_L4", "load_tree", "leaf_of", "tag_label", "MAX_GROUPS", "KIND_LEAVES",
            "aggregate_coded"]
 
@@ -63,10 +64,11 @@ MAX_GROUPS = 100
 # ------------------------------------------------------------------------------------------------------------
 def _index_means(x: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
     """Resampled means by index draws: resample r is ``x[rng.integers(0, n, size=n)]``; blocks of bounded size
-    (the same draws as one big call)."""
+    (the same draws as one big call). ``x`` (n,) gives (n_boot,) means; (n, k) paired columns, whose rows are drawn
+    together, give (n_boot, k)."""
     n = len(x)
     rng = np.random.default_rng(seed)
-    means = np.empty(n_boot)
+    means = np.empty((n_boot,) + x.shape[1:])
     rows = max(1, _MAX_DRAWS // n)
     for a in range(0, n_boot, rows):
         b = min(n_boot, a + rows)
@@ -76,7 +78,7 @@ def _index_means(x: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
                 tot = 0.0
                 for c in range(0, n, _MAX_DRAWS):
                     idx = rng.integers(0, n, size=min(_MAX_DRAWS, n - c))
-                    tot += x[idx].sum()
+                    tot += x[idx].sum(axis=0)
                 means[r] = tot / n
         else:
             # int32 indices: the same draws as the default int64 (numpy draws 32-bit values below 2**32), half
@@ -136,6 +138,26 @@ def bootstrap_ci(values, n_boot: int = 1000, seed: int = 0, level: float = 0.95)
     alpha = (1.0 - level) / 2.0
     lo, hi = np.quantile(means, [alpha, 1.0 - alpha])
     return (float(lo), float(hi))
+
+
+def bootstrap_means(columns, n_boot: int = 1000, seed: int = 0) -> np.ndarray:
+    """The resampled means behind :func:`bootstrap_ci`, for paired columns: ``columns`` (n, k) — k values measured
+    on the same n items (a task's score from a common and from an uncommon viewpoint) — are resampled by whole
+    rows, and the (n_boot, k) column means of each resample are returned, so that any statistic of the k means
+    (a ratio, a difference) gets its paired percentile interval. Resample r draws the same row indices as
+    :func:`bootstrap_ci`'s resample r of n ≤ 50 000 values (one column gives the same means; beyond that
+    bootstrap_ci draws counts instead, and paired rows are still drawn by index); a (n,) input is one column.
+    No rows give an empty (0, k) array; rows must be finite."""
+    x = np.asarray(columns, dtype=np.float64)
+    if x.ndim == 1:
+        x = x[:, None]
+    if x.ndim != 2:
+        raise ValueError(f"bootstrap_means takes (n, k) paired columns, got shape {x.shape}")
+    if len(x) == 0 or n_boot <= 0:
+        return np.empty((0, x.shape[1]))
+    if not np.isfinite(x).all():
+        raise ValueError("bootstrap_means: the paired columns hold NaN or infinite values (drop those rows)")
+    return _index_means(x, n_boot, seed)
 
 
 def summarise(values, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> dict:
