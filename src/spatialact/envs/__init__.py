@@ -14,11 +14,12 @@ from __future__ import annotations
 import gymnasium as gym
 
 from .executor import ExecutionResult, execute_sequence
-from .procedural import procedural_tasks
+from .procedural import ladder_tasks, procedural_tasks, viewpoint_pairs
 from .replay import attach_replay_scenes, check_droid_reachable, replay_scene_for
 from .replay_run import ReplayResult, replay_trajectory
 
-__all__ = ["make_env", "execute_sequence", "ExecutionResult", "procedural_tasks", "ENV_IDS", "KIND_TO_ID",
+__all__ = ["make_env", "execute_sequence", "ExecutionResult", "procedural_tasks", "ladder_tasks", "viewpoint_pairs",
+           "ENV_IDS", "KIND_TO_ID",
            "CameraNavEnv", "GripperManipEnv", "HandManipEnv", "replay_trajectory", "ReplayResult",
            "check_droid_reachable", "replay_scene_for", "attach_replay_scenes", "make_vector_env"]
 

@@ -512,12 +512,54 @@ def _build_room(world: BulletWorld, spec: dict) -> SceneInfo:
             los, his = zip(*(b.aabb(i) for i in ids))
             obstacles.append((np.min(los, axis=0), np.max(his, axis=0)))
 
+    n_distractors = params.get("distractors", 0) or 0
+    if isinstance(n_distractors, bool) or not isinstance(n_distractors, (int, np.integer)) \
+            or not 0 <= n_distractors <= 20:
+        raise ValueError(f"scene.params.distractors must be a whole number from 0 to 20, got {n_distractors!r}")
+    for i, (body, lo, hi) in enumerate(_distractors(world, plan, spec["seed"], int(n_distractors))):
+        bodies[f"distractor{i}"] = body
+        obstacles.append((lo, hi))
+
     nav_box = np.array([[-Lx / 2 + 0.5, Lx / 2 - 0.5], [-Ly / 2 + 0.5, Ly / 2 - 0.5], [0.6, 2.0]])
     light = _light(rng)
     spec_params = dict(params)
     spec_params.setdefault("layout", layout)
     return SceneInfo(spec={**spec, "params": spec_params}, bodies=bodies, nav_box=nav_box, obstacles=obstacles,
                      light=light)
+
+
+def _distractors(world: BulletWorld, plan: _Floorplan, seed: int, n: int) -> list:
+    """``n`` look-alike objects on free floor spots of a room — copies of one floor toy or of one coloured shape,
+    so that what the start view shows can be mistaken for another of them (the difficulty ladder's distractors,
+    ``scene.params.distractors``). Drawn from their own random stream: the rest of the room is the same with or
+    without them. Returns (body, aabb lo, aabb hi) of each."""
+    if n <= 0:
+        return []
+    b = _Builder(world, np.random.default_rng([int(seed), 3]))
+    rng = b.rng
+    toy = _FLOOR_TOYS[int(rng.integers(len(_FLOOR_TOYS)))]
+    use_toy = bool(rng.random() < 0.5)
+    colour = tuple(float(c) for c in rng.uniform(0.15, 0.95, 3))
+    shape = ("box", "cylinder", "sphere")[int(rng.integers(3))]
+    size = float(rng.uniform(0.3, 0.5))
+    out = []
+    for _ in range(n):
+        spot = _place(b, plan, size + 0.2, size + 0.2, False)
+        if spot is None:
+            break
+        x, y, yaw = spot
+        if use_toy:
+            body = b.urdf(toy[0], [x, y, 0.5], float(rng.uniform(-np.pi, np.pi)), toy[1])
+            b.set_on(body, 0.0, (x, y))
+        elif shape == "box":
+            body = b.box([size / 2] * 3, [x, y, size / 2], yaw=float(rng.uniform(-np.pi, np.pi)), color=colour)
+        elif shape == "cylinder":
+            body = b.cylinder(size / 2, size, [x, y, size / 2], colour)
+        else:
+            body = b.sphere(size / 2, [x, y, size / 2], colour)
+        lo, hi = b.aabb(body)
+        out.append((body, lo, hi))
+    return out
 
 
 def _light(rng) -> dict:
@@ -572,10 +614,26 @@ def _build_tabletop(world: BulletWorld, spec: dict) -> SceneInfo:
     for obj in params.get("objects", []):
         objects[obj["name"]] = _task_object(b, obj)
     workspace = np.array([[0.35, 0.75], [-0.3, 0.3], [table_z + 0.03, table_z + 0.45]])
-    # exterior camera: in front-right of the robot, looking at the workspace centre
+    # exterior camera: in front-right of the robot, looking at the workspace centre, unless the spec places it
+    # (scene.params.camera: a 4×4 C2W pose; the difficulty ladder and the viewpoint pairs vary it)
     ext = look_at(np.array([1.0, -1.0, 1.3]), np.array([0.45, 0.0, table_z + 0.16]))
+    if params.get("camera") is not None:
+        ext = _camera_param(params["camera"])
     return SceneInfo(spec=spec, bodies=bodies, table_z=table_z, workspace=workspace, exterior_camera=ext,
                      light=_light(rng), objects=objects)
+
+
+def _camera_param(value) -> np.ndarray:
+    """``scene.params.camera``: a C2W pose (4 × 4 nested list, rotation orthonormal) or a one-line ValueError."""
+    try:
+        T = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        T = None
+    if T is None or T.shape != (4, 4) or not np.all(np.isfinite(T)) or not np.allclose(T[3], [0, 0, 0, 1]) \
+            or not np.allclose(T[:3, :3] @ T[:3, :3].T, np.eye(3), atol=1e-6) or np.linalg.det(T[:3, :3]) < 0:
+        raise ValueError("scene.params.camera must be a 4×4 camera-to-world pose (rotation orthonormal, last row "
+                         "0 0 0 1)")
+    return T
 
 
 def _task_object(b: _Builder, obj: dict) -> int:

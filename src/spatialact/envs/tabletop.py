@@ -72,9 +72,11 @@ class TabletopEnv(SpatialActEnv):
             return {}
         return {"wrist_rgb": self.world.render(self.wrist_pose(), self.camera, depth=False)[0]}
 
-    def wrist_pose(self) -> np.ndarray:
-        """C2W pose of the wrist camera: beside the gripper, looking along the controlled frame's +Z."""
-        return self.pose @ geometry.make_pose(geometry.rot_y(-0.35), [0.08, 0.0, -0.10])
+    def wrist_pose(self, T: np.ndarray | None = None) -> np.ndarray:
+        """C2W pose of the wrist camera: beside the gripper, looking along the controlled frame's +Z — of the
+        controlled frame as it is now, or at C2W pose ``T`` when given."""
+        T = self.pose if T is None else np.asarray(T, dtype=np.float64)
+        return T @ geometry.make_pose(geometry.rot_y(-0.35), [0.08, 0.0, -0.10])
 
     def _populate_scene(self) -> None:
         p, cid = self.world.p, self.world.client
