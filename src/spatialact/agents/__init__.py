@@ -21,7 +21,8 @@ __all__ = ["Agent", "AgentTurn", "AgentConfigError", "AGENT_NAMES", "AGENT_ALIAS
            "canonical_agent_name", "check_agent_args", "build_prompt", "PROMPT_VERSION", "PromptImage",
            "png_data_url", "prompt_text", "API_AGENTS"]
 
-AGENT_NAMES = ("random", "stay", "oracle", "noisy-oracle", "geometric", "openai", "react", "plan-execute", "hf")
+AGENT_NAMES = ("random", "stay", "oracle", "noisy-oracle", "constant", "geometric", "openai", "react", "plan-execute",
+               "hf")
 # alias (lower case, '_' read as '-') -> canonical name
 AGENT_ALIASES = {"noisy": "noisy-oracle", "noisyoracle": "noisy-oracle", "mllm": "openai", "api": "openai",
                  "planexecute": "plan-execute", "plan-and-execute": "plan-execute", "planandexecute": "plan-execute",
@@ -110,6 +111,7 @@ def make_agent(name: str, **kwargs) -> Agent:
 
     * ``random``: ``seed``, ``p_move``, ``max_count``;  ``stay``: ``seed``;
     * ``oracle``: ``seed``;  ``noisy-oracle``: ``seed``, ``noise`` (count std), ``grip_flip``;
+    * ``constant``: ``seed``, ``action`` (a primitive, default ``"Truck Left"``), ``count`` (units per step);
     * ``geometric``: ``seed``, ``n_features``, ``ratio``, ``min_matches``;
     * ``openai``: ``model`` (required), ``base_url``, ``api_key_env`` (default ``OPENAI_API_KEY``),
       ``api_key_file``, ``timeout``, ``max_retries``, ``backoff``, ``cache_dir``, ``max_tokens``, ``params``,
@@ -134,6 +136,8 @@ def make_agent(name: str, **kwargs) -> Agent:
             from .baselines import OracleAgent as cls
         elif key == "noisy-oracle":
             from .baselines import NoisyOracleAgent as cls
+        elif key == "constant":
+            from .baselines import ConstantAgent as cls
         elif key == "geometric":
             from .geometric import GeometricAgent as cls
         elif key == "react":

@@ -1,7 +1,8 @@
-"""Calibration baselines: ``random``, ``stay``, ``oracle`` and ``noisy-oracle`` (SPEC §7).
+"""Calibration baselines: ``random``, ``stay``, ``oracle``, ``noisy-oracle`` and ``constant`` (SPEC §7).
 
 Their scores are the calibration rows of every report: ``oracle`` is the ceiling (1.0 one-shot), ``stay`` and
-``random`` the floors. Every baseline answers in the task's answer format with the task's unit sizes, so its text
+``random`` the floors, ``constant`` (always the same primitive) the extreme of a biased answerer for the
+diagnostics: the largest left/right bias and the largest mirror inconsistency a one-primitive answer can have. Every baseline answers in the task's answer format with the task's unit sizes, so its text
 goes through the same parser and scorer as a model's.
 
 Poses are (4, 4) float64 C2W matrices (metres; world +Z up; camera OpenCV axes: +X right, +Y down, +Z forward);
@@ -15,11 +16,11 @@ import time
 import numpy as np
 
 from .. import geometry
-from ..action_space import ActionSequence, Step
+from ..action_space import ActionSequence, Primitive, Step, lookup_primitive
 from .base import (AgentConfigError, AgentTurn, observation_mode, observation_step, quantise_motion,
                    stay_sequence, task_rng, turn_from_sequence)
 
-__all__ = ["BaselineAgent", "StayAgent", "RandomAgent", "OracleAgent", "NoisyOracleAgent"]
+__all__ = ["BaselineAgent", "StayAgent", "RandomAgent", "OracleAgent", "NoisyOracleAgent", "ConstantAgent"]
 
 
 class BaselineAgent:
@@ -210,3 +211,40 @@ class NoisyOracleAgent(OracleAgent):
         else:
             seq, info = task.gt, {}
         return self._turn(self._perturb(seq, rng), t0, info)
+
+
+class ConstantAgent(BaselineAgent):
+    """Always the same primitive, whatever it sees: ``action`` (a motion primitive's name, symbol or alias, e.g.
+    ``"Truck Left"``; Push / Pull stand for Dolly In / Out; ``"Stay"`` answers Stay) ``count`` units at a time.
+    One-shot: one such step per ground-truth step; closed-loop: one step per turn (so a moving constant agent runs
+    to the step limit). No gripper state. A calibration row for the diagnostics: its left/right bias is ±1 for a
+    Truck, Pan or Roll primitive, and under a mirror it answers the same words, which mean the opposite side."""
+
+    name = "constant"
+
+    def __init__(self, seed: int = 0, action: str = "Truck Left", count: int = 1):
+        super().__init__(seed)
+        prim = lookup_primitive(action) if isinstance(action, str) else None
+        if prim is not None and prim.spec.motion_as is not None:
+            prim = prim.spec.motion_as
+        if prim is None or (prim is not Primitive.STAY and prim.spec.axis is None):
+            raise AgentConfigError(f"constant: action must name a motion primitive (e.g. \"Truck Left\") or "
+                                   f"\"Stay\", got {str(action)[:60]!r}")
+        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or not 1 <= int(count) <= 10:
+            raise AgentConfigError(f"constant: count must be a whole number from 1 to 10, got {count!r}")
+        self.primitive, self.count = prim, int(count)
+
+    def params(self) -> dict:
+        return {"seed": self.seed, "action": self.primitive.value, "count": self.count}
+
+    def _step(self, count: int) -> Step:
+        if self.primitive is Primitive.STAY:
+            return Step.stay()
+        return Step.from_counts({self.primitive: count})
+
+    def act(self, observation: dict) -> AgentTurn:
+        t0 = time.perf_counter()
+        task = self._require_task()
+        n = 1 if observation_mode(observation, self.mode) == "closed-loop" else max(1, task.n_steps)
+        step = self._step(min(self.count, task.gt.cap))
+        return self._turn(ActionSequence(tuple(step for _ in range(n)), task.sizes, task.gt.cap), t0)
