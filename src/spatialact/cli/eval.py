@@ -12,6 +12,13 @@ directory made with a different configuration is refused, naming what differs. T
 every task are checked before anything is written; an API key is never an --agent-arg (use api_key_env=NAME or
 api_key_file=PATH).
 
+--flip (FlipEval, 3DSRBench) runs every episode twice, plain and mirrored left-right: the agent sees flipped
+images, mirrored poses and ground truth and an instruction with left and right swapped, and its answer is mirrored
+back before it is executed and scored (two records per task, variant "" and "mirror"). The command then also
+prints the plain, mirrored and paired scores, the mirror inconsistency and the left/right bias
+(docs/diagnostics.md). Built-in diagnostic suites: ladder (difficulty levels L1-L5) and viewpoint (common and
+uncommon viewpoint pairs); `spatialact report` shows their figures.
+
 Failures are not results. An episode whose agent call failed (connection, timeout, HTTP error, malformed reply,
 after the agent's retries) is recorded with reason api_error, printed as it happens, and the command exits 1;
 rerunning the same command retries those episodes (an answer that did not parse is a result and stays);
@@ -23,6 +30,8 @@ Examples:
   spatialact eval --suite default --agent oracle --out runs/oracle
   spatialact eval --tasks tasks.jsonl --agent openai --agent-arg model=gpt-4o --mode closed-loop --out runs/gpt4o
   spatialact eval --suite nav:50 --agent geometric --workers 2 --out runs/geo
+  spatialact eval --suite default --agent constant --agent-arg action="Truck Left" --flip --out runs/const
+  spatialact eval --suite ladder:2 --agent noisy-oracle --flip --out runs/noisy-ladder
   spatialact eval --suite default --agent react --agent-arg model=gpt-4o --agent-arg tools=default --out runs/react
   spatialact eval --suite default --agent hf --agent-arg model=Qwen/Qwen2.5-VL-3B-Instruct --out runs/qwen
 """
@@ -70,6 +79,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workers", type=int, default=1, help="parallel worker processes (default 1)")
     p.add_argument("--backend", choices=["local", "ray"], default="local",
                    help="'ray' runs the episodes as Ray tasks on a local Ray instance")
+    p.add_argument("--flip", action="store_true",
+                   help="FlipEval: run every episode plain and mirrored left-right (two records per task, variant "
+                        "'mirror'); also prints plain, mirrored and paired scores, mirror inconsistency and "
+                        "left/right bias")
     p.add_argument("--retry-errors", action="store_true",
                    help="also retry episodes that failed with reason 'error' (api_error episodes are retried "
                         "anyway); answers that did not parse are results and are not retried")
@@ -176,6 +189,31 @@ def summary_rows(records: list[dict]) -> tuple[list[list], list[str]]:
     return rows, headers
 
 
+def flip_rows(records: list[dict]) -> tuple[list[list], list[str], dict]:
+    """The FlipEval table of a run (all kinds, then each kind) and its JSON form
+    (:func:`spatialact.diagnostics.flip_summary` per row)."""
+    from spatialact.diagnostics import flip_summary
+
+    def mean(s):
+        return s["mean"] if s and s["n"] else float("nan")
+
+    def bias(v):
+        return float("nan") if v is None else v
+
+    headers = ["kind", "pairs", "plain", "mirrored", "paired", "inconsistency", "unparsed", "L/R bias",
+               "L/R bias truth"]
+    rows, js = [], {}
+    for kind in ("all", "nav", "manip", "hand"):
+        rs = records if kind == "all" else [r for r in records if r.get("kind") == kind]
+        f = flip_summary(rs)
+        if f is None:
+            continue
+        js[kind] = f
+        rows.append([kind, f["n_pairs"], mean(f["plain"]), mean(f["mirrored"]), mean(f["paired"]),
+                     mean(f["inconsistency"]), f["inconsistency_nan"], bias(f["bias_pred"]), bias(f["bias_gt"])])
+    return rows, headers, js
+
+
 def failure_summary(failures: dict) -> str | None:
     """The end-of-run line for failed episodes (counts by reason and what a rerun does), or None."""
     if not failures:
@@ -238,20 +276,31 @@ def run(args: argparse.Namespace) -> int:
     try:
         summary = run_eval(tasks, agent, cfg, args.out, task_source=source, task_hash=sha, task_file=task_file,
                            limit=args.limit, workers=args.workers, backend=args.backend,
-                           progress=not args.no_progress, retry_errors=args.retry_errors)
+                           progress=not args.no_progress, retry_errors=args.retry_errors,
+                           variants=("", "mirror") if args.flip else None)
         records = read_records(args.out)
     except (RunStoreError, EndpointUnreachable) as e:
         raise CLIError(str(e)) from None
     except PermissionError as e:
         raise CLIError(f"{e.filename or args.out}: {e.strerror or e}") from None
-    rows, headers = summary_rows(records)
+    plain = [r for r in records if not r.get("variant")]
+    rows, headers = summary_rows(plain)
+    flip = flip_rows(records) if args.flip else None
     line = failure_summary(summary.failures)
     if args.json:
-        print(json.dumps({"run_dir": str(summary.run_dir), "new": summary.n_new, "skipped": summary.n_skipped,
-                          "errors": summary.n_errors, "failures": summary.failures,
-                          "summary": [dict(zip(headers, r)) for r in rows]}))
+        out = {"run_dir": str(summary.run_dir), "new": summary.n_new, "skipped": summary.n_skipped,
+               "errors": summary.n_errors, "failures": summary.failures,
+               "summary": [dict(zip(headers, r)) for r in rows]}
+        if flip is not None:
+            out["flip"] = flip[2]
+        print(json.dumps(out))
     else:
-        print(format_table(rows, headers, title=f"{agent.name} · {args.mode} · {source}"))
+        print(format_table(rows, headers, title=f"{agent.name} · {args.mode} · {source}"
+                                                 + (" · plain episodes" if args.flip else "")))
+        if flip is not None:
+            print()
+            print(format_table(flip[0], flip[1], title="FlipEval · scores of the mirrored answers mirrored back; "
+                                                       "paired = the worse of the two per task"))
         print(f"\n{summary.n_new} episodes run, {summary.n_skipped} already done; results: "
               f"{summary.run_dir / 'results.jsonl'}")
     if line:

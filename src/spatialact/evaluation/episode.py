@@ -206,6 +206,8 @@ def observation_supplies(task: Task, cfg: EpisodeConfig) -> frozenset:
     Agents that need more (cue prompting, tools) are asked through their ``check_task(task, supplies)``."""
     if env_name(task, cfg) == "none" or _shows_recorded_frames(task, cfg):
         return frozenset({"pose"})
+    if cfg.variant == "mirror":  # a simulator handle would answer in the unmirrored world: withheld (diagnostics)
+        return frozenset({"pose", "depth", "intrinsics"})
     return frozenset({"pose", "depth", "intrinsics", "simulator"})
 
 
@@ -349,6 +351,10 @@ def run_episode(task: Task, agent, cfg: EpisodeConfig) -> tuple[dict, EpisodeFra
     frames = EpisodeFrames()
     turns: list = []
     env = None
+    if cfg.variant:  # e.g. "mirror": the agent plays the task mirrored, its answers come back mirrored (FlipEval)
+        from ..diagnostics.mirror import variant_agent
+
+        agent = variant_agent(agent, cfg.variant)
     try:
         env = _make_env(task, cfg)
         obs, info = env.reset(seed=cfg.seed, options={"task": task}) if env is not None else (None, None)
@@ -480,6 +486,7 @@ def _record(task, agent, cfg, scores, closed, pred, turns, poses, error, wall_s,
         "repairs": list(parse.repairs) if parse is not None else [],
         "response": (texts[0] if len(texts) == 1 else texts) if turns else None,
         "pred": pred.to_dict() if pred is not None else None,
+        "gt": task.gt.to_dict(),
         "gt_poses": task.gt_poses().tolist(),
         "pred_poses": np.asarray(poses).tolist(),
         "start_pose": task.start_pose.tolist(), "goal_pose": task.goal_pose.tolist(),

@@ -22,9 +22,9 @@ import sys
 import threading
 from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator, Sequence
 
 from ..tasks import Task
 from .episode import (RETRIED_ON_RESUME, EpisodeConfig, check_runnable, env_name, episode_key, episode_seed,
@@ -91,7 +91,7 @@ class AgentSpec:
 class RunSummary:
     run_dir: Path
     n_tasks: int
-    n_skipped: int  # finished by an earlier run of the same command
+    n_skipped: int  # episodes finished by an earlier run of the same command (a task per variant)
     n_new: int
     n_errors: int  # failures among the episodes run now
     failures: dict = field(default_factory=dict)  # reason -> count, over the latest records of the run's tasks
@@ -260,9 +260,14 @@ def run_eval(tasks: Iterable[Task], agent: AgentSpec, cfg: EpisodeConfig, run_di
              task_source: str, task_hash: str | None = None, task_file: str | None = None,
              limit: int | None = None, workers: int = 1, backend: str = "local", progress: bool = True,
              retry_errors: bool = False, echo: bool = True,
-             on_record: Callable[[dict], None] | None = None) -> RunSummary:
+             on_record: Callable[[dict], None] | None = None,
+             variants: Sequence[str] | None = None) -> RunSummary:
     """Run ``agent`` on ``tasks`` (the first ``limit`` of them) and append one record per episode to
     ``run_dir/results.jsonl``.
+
+    ``variants`` runs every task once per variant (``("", "mirror")``: plain and mirrored, FlipEval —
+    ``spatialact eval --flip``); the records are told apart by their ``variant`` field and key. Default: the one
+    variant of ``cfg``. Several variants are part of the run's configuration (``"variants"``).
 
     Checked before anything is written: the backend and workers, the agent (built once: ``AgentConfigError``)
     and every task (:class:`TaskNotRunnable`). Episodes already in the run directory are skipped, except those
@@ -282,16 +287,27 @@ def run_eval(tasks: Iterable[Task], agent: AgentSpec, cfg: EpisodeConfig, run_di
     tasks = list(tasks)
     if limit is not None:
         tasks = tasks[: max(0, int(limit))]
+    variants = (cfg.variant,) if variants is None else tuple(variants)
+    if not variants or len(set(variants)) != len(variants):
+        raise ValueError(f"variants must be distinct and at least one, got {variants!r}")
+    from ..diagnostics.mirror import check_variant
+
+    for v in variants:
+        check_variant(v)
+    cfgs = {v: replace(cfg, variant=v) for v in variants}
     built = agent.validate()
     desc = built.describe() if hasattr(built, "describe") else {"agent": agent.name}
     label = desc.get("agent") or agent.name
-    check_tasks(tasks, cfg, built)
+    for c in cfgs.values():
+        check_tasks(tasks, c, built)
     if backend == "ray":
         try:
             import ray  # noqa: F401
         except ImportError:
             raise ValueError("--backend ray needs Ray: pip install 'spatialact[ray]'") from None
     config = run_config(agent, cfg, task_source, task_hash)
+    if variants != (cfg.variant,):
+        config["variants"] = list(variants)
     prov = provenance(task_file=task_file, agent=desc, seed=cfg.seed)
     store = RunStore(run_dir, config, prov)
     try:
@@ -299,9 +315,11 @@ def run_eval(tasks: Iterable[Task], agent: AgentSpec, cfg: EpisodeConfig, run_di
             done = store.done_keys(include_errors=False)
         else:
             done = store.done_keys(retry_reasons=RETRIED_ON_RESUME)
-        keys = {t.id: episode_key(t.id, label, env_name(t, cfg), cfg.mode, cfg.seed, cfg.variant) for t in tasks}
-        todo = [t for t in tasks if keys[t.id] not in done]
-        jobs = [(t.to_record(), agent, cfg) for t in todo]
+        keys = {(t.id, v): episode_key(t.id, label, env_name(t, cfg), cfg.mode, cfg.seed, v)
+                for t in tasks for v in variants}
+        todo = [(t, v) for t in tasks for v in variants if keys[t.id, v] not in done]
+        jobs = [(t.to_record(), agent, cfgs[v]) for t, v in todo]
+        total = len(keys)
         runner = _ray if backend == "ray" else _local
         n_new = n_err = 0
         conn_streak, got_through = 0, False
@@ -309,7 +327,7 @@ def run_eval(tasks: Iterable[Task], agent: AgentSpec, cfg: EpisodeConfig, run_di
         if progress and jobs:
             from tqdm.auto import tqdm
 
-            bar = tqdm(total=len(tasks), initial=len(tasks) - len(todo), desc=f"{label} {cfg.mode}", unit="ep",
+            bar = tqdm(total=total, initial=total - len(todo), desc=f"{label} {cfg.mode}", unit="ep",
                        dynamic_ncols=True)
         results = runner(jobs, workers)
         try:
@@ -342,8 +360,8 @@ def run_eval(tasks: Iterable[Task], agent: AgentSpec, cfg: EpisodeConfig, run_di
             results.close()  # stopped early: the workers are stopped now, not at garbage collection
             if bar is not None:
                 bar.close()
-        failures = Counter(r["reason"] or "error" for r in (store.latest(keys[t.id]) for t in tasks)
+        failures = Counter(r["reason"] or "error" for r in (store.latest(k) for k in keys.values())
                            if r is not None and is_failure(r))
     finally:
         store.close()
-    return RunSummary(Path(run_dir), len(tasks), len(tasks) - len(todo), n_new, n_err, dict(sorted(failures.items())))
+    return RunSummary(Path(run_dir), len(tasks), total - len(todo), n_new, n_err, dict(sorted(failures.items())))

@@ -1,15 +1,23 @@
 """Built-in task suites: procedural scenes with exact ground truth, rebuilt from their seeds on any machine.
 
-A suite is named ``NAME`` or ``NAME:N`` (N tasks of each kind). ``default`` is what ``spatialact demo`` runs:
-navigation in procedural rooms, Franka manipulation on a tabletop and a floating hand, small enough that every
-baseline agent runs through it in a few minutes on two cores.
+A suite is named ``NAME`` or ``NAME:N``. ``default`` is what ``spatialact demo`` runs: navigation in procedural
+rooms, Franka manipulation on a tabletop and a floating hand, small enough that every baseline agent runs through
+it in a few minutes on two cores. ``nav``, ``manip``, ``hand`` and ``full`` are more of the same (N: tasks per
+kind).
+
+Diagnostic suites (``docs/diagnostics.md``), navigation and manipulation:
+
+* ``ladder`` — the difficulty ladder, levels L1–L5 (N: tasks per level and kind; default 2);
+* ``viewpoint`` — pairs of tasks sharing scene and goal, from a common and an uncommon viewpoint (N: pairs per
+  kind; default 4);
+* ``diagnostics`` — one task per ladder level and one viewpoint pair per kind (N of each): the demo's subset.
 """
 
 from __future__ import annotations
 
 from ..tasks import Task
 
-__all__ = ["SUITES", "builtin_suite", "is_suite"]
+__all__ = ["SUITES", "DIAGNOSTIC_SUITES", "builtin_suite", "is_suite"]
 
 # name -> tasks per kind
 SUITES: dict[str, dict[str, int]] = {
@@ -19,27 +27,45 @@ SUITES: dict[str, dict[str, int]] = {
     "hand": {"hand": 10},
     "full": {"nav": 40, "manip": 30, "hand": 30},
 }
+# name -> {builder: {kind: how many}} (ladder: tasks per level; viewpoint: pairs)
+DIAGNOSTIC_SUITES: dict[str, dict[str, dict[str, int]]] = {
+    "ladder": {"ladder": {"nav": 2, "manip": 2}},
+    "viewpoint": {"viewpoint": {"nav": 4, "manip": 4}},
+    "diagnostics": {"ladder": {"nav": 1, "manip": 1}, "viewpoint": {"nav": 1, "manip": 1}},
+}
 
 
 def is_suite(spec: str) -> bool:
-    return spec.split(":", 1)[0] in SUITES
+    name = spec.split(":", 1)[0]
+    return name in SUITES or name in DIAGNOSTIC_SUITES
 
 
 def builtin_suite(spec: str = "default", seed: int = 0) -> list[Task]:
-    """The tasks of a built-in suite: ``"default"``, ``"nav:20"`` (20 navigation tasks), ...
+    """The tasks of a built-in suite: ``"default"``, ``"nav:20"`` (20 navigation tasks), ``"ladder:3"`` (3 tasks
+    per level and kind), ...
 
     Deterministic: the same spec and seed give the same tasks (scenes, poses, ground truth)."""
     name, _, n = spec.partition(":")
-    if name not in SUITES:
-        raise ValueError(f"unknown suite {name!r}; built-in suites: {', '.join(SUITES)}")
+    if name not in SUITES and name not in DIAGNOSTIC_SUITES:
+        known = ", ".join(list(SUITES) + list(DIAGNOSTIC_SUITES))
+        raise ValueError(f"unknown suite {name!r}; built-in suites: {known}")
+    if n and (not n.isdigit() or int(n) < 1):
+        raise ValueError(f"suite {spec!r}: the part after ':' must be a positive number of tasks per kind")
+    if name in DIAGNOSTIC_SUITES:
+        from ..envs.procedural import ladder_tasks, viewpoint_pairs
+
+        builders = {"ladder": ladder_tasks, "viewpoint": viewpoint_pairs}
+        tasks: list[Task] = []
+        for i, (builder, counts) in enumerate(DIAGNOSTIC_SUITES[name].items()):
+            for j, (kind, k) in enumerate(counts.items()):
+                tasks += builders[builder](kind, int(n) if n else k, seed=seed * 1000 + 10 * i + j)
+        return tasks
     counts = dict(SUITES[name])
     if n:
-        if not n.isdigit() or int(n) < 1:
-            raise ValueError(f"suite {spec!r}: the part after ':' must be a positive number of tasks per kind")
         counts = {k: int(n) for k in counts}
     from ..envs import procedural_tasks
 
-    tasks: list[Task] = []
+    tasks = []
     for i, (kind, k) in enumerate(counts.items()):
         tasks += procedural_tasks(kind, k, seed=seed * 1000 + i)
     return tasks
