@@ -1,10 +1,15 @@
 """Run the main job on the embedded default and write a report.
 
 The built-in procedural suite (navigation in PyBullet rooms, Franka manipulation on a tabletop, a floating hand)
-is run one-shot with every baseline agent — oracle, noisy-oracle, geometric, random, stay — on the PyBullet
-simulator, no API key needed. It prints one score table (agents × task kinds) and writes a Markdown and HTML
-report comparing the agents. Each agent's run directory is resumable, so an interrupted demo picks up where it
-stopped.
+is run one-shot with every baseline agent — oracle, noisy-oracle, geometric, random, stay, and constant (always
+"Truck Left") — on the PyBullet simulator, no API key needed. It prints one score table (agents × task kinds).
+
+Diagnostics (docs/diagnostics.md) ride along on a small subset: one task per difficulty level L1–L5 and one
+common/uncommon viewpoint pair, for navigation and manipulation (suite "diagnostics"), and every task is also run
+mirrored left-right (FlipEval). A second table gives each agent's paired score, mirror inconsistency, left/right
+bias, label CV, viewpoint δ and score per level; the Markdown and HTML report compares the agents in full.
+--no-diagnostics runs the suite alone, plain. Each agent's run directory is resumable, so an interrupted demo picks
+up where it stopped.
 """
 
 from __future__ import annotations
@@ -14,7 +19,9 @@ import json
 import sys
 from pathlib import Path
 
-BASELINES = ("oracle", "noisy-oracle", "geometric", "random", "stay")
+BASELINES = ("oracle", "noisy-oracle", "geometric", "random", "stay", "constant")
+# The diagnostic subset the demo adds to its suite (spatialact.evaluation.suites).
+DIAGNOSTIC_SUITE = "diagnostics"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -24,6 +31,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"comma-separated agents (default: {','.join(BASELINES)})")
     p.add_argument("--mode", choices=["one-shot", "closed-loop"], default="one-shot")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-diagnostics", action="store_true",
+                   help="run the suite alone and plain: no diagnostic subset, no mirrored episodes")
     p.add_argument("--workers", type=int, default=1, help="parallel worker processes (default 1)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.add_argument("--json", action="store_true", help="print the score table as JSON")
@@ -53,10 +62,17 @@ def run(args: argparse.Namespace) -> int:
             spec.validate()
     except AgentConfigError as e:
         raise CLIError(f"--agents: {e}") from None
+    if args.workers < 1:
+        raise CLIError(f"--workers {args.workers}: must be at least 1")
     tasks = builtin_suite(args.suite, seed=args.seed)
-    cfg = EpisodeConfig(mode=args.mode, seed=args.seed)
+    main_ids = {t.id for t in tasks}
+    diagnostics = not args.no_diagnostics
     source = f"suite:{args.suite}:seed={args.seed}"
-    run_dirs, table, failures = [], [], {}
+    if diagnostics:
+        tasks += [t for t in builtin_suite(DIAGNOSTIC_SUITE, seed=args.seed) if t.id not in main_ids]
+        source += f"+suite:{DIAGNOSTIC_SUITE}:seed={args.seed}"
+    cfg = EpisodeConfig(mode=args.mode, seed=args.seed)
+    run_dirs, table, diag_rows, failures = [], [], [], {}
 
     def mean(xs):
         xs = [x for x in xs if x is not None]
@@ -64,13 +80,16 @@ def run(args: argparse.Namespace) -> int:
 
     for spec in specs:
         name = spec.name
-        run_dir = out / "runs" / f"{name}-{args.mode}"
+        run_dir = out / "runs" / (f"{name}-{args.mode}" + ("-diagnostics" if diagnostics else ""))
         try:
             summary = run_eval(tasks, spec, cfg, run_dir, task_source=source, workers=args.workers,
-                               progress=not args.no_progress)
-            recs = read_records(run_dir)
+                               progress=not args.no_progress, variants=("", "mirror") if diagnostics else None)
+            every = read_records(run_dir)
         except (RunStoreError, EndpointUnreachable) as e:
             raise CLIError(str(e)) from None
+        recs = [r for r in every if not r.get("variant") and r["task_id"] in main_ids]
+        if diagnostics:
+            diag_rows.append(_diagnostic_row(name, every))
         for k, v in summary.failures.items():
             failures[k] = failures.get(k, 0) + v
         run_dirs.append(run_dir)
@@ -84,15 +103,46 @@ def run(args: argparse.Namespace) -> int:
     md, html = make_report(run_dirs, out / "report")
     headers = ["agent", "episodes", "score", "nav", "manip", "hand", "success", "SPL"]
     if args.json:
-        print(json.dumps({"table": table, "report_md": str(md), "report_html": str(html), "failures": failures}))
+        print(json.dumps({"table": table, "diagnostics": diag_rows, "report_md": str(md), "report_html": str(html),
+                          "failures": failures}))
     else:
         print()
         print(format_table([[r[h] for h in headers] for r in table], headers,
-                           title=f"spatialact demo · {len(tasks)} tasks × {len(specs)} agents · {args.mode}"
+                           title=f"spatialact demo · {len(main_ids)} tasks × {len(specs)} agents · {args.mode}"
                                  f" · mean step score (paper profile), closed-loop success and SPL"))
+        if diag_rows:
+            print()
+            print(format_table([[r[h] for h in DIAG_HEADERS] for r in diag_rows], DIAG_HEADERS, floatfmt=".3f",
+                               title=f"diagnostics · {len(tasks)} tasks plain and mirrored (FlipEval) · viewpoint "
+                                     f"pairs · ladder L1-L5 (nav / manip)"))
         print(f"\nreport: {html}\n        {md}")
     line = failure_summary(failures)
     if line:
         print(f"spatialact demo: {line}", file=sys.stderr)
         return 1
     return 0
+
+
+DIAG_HEADERS = ["agent", "paired", "inconsist.", "L/R bias", "label CV", "δ view", "ladder nav", "ladder manip"]
+
+
+def _diagnostic_row(agent: str, records: list[dict]) -> dict:
+    """One agent's line of the diagnostics table (spatialact.diagnostics.run_diagnostics of its run)."""
+    from spatialact.diagnostics import run_diagnostics
+    from spatialact.diagnostics.summaries import LEVELS
+
+    d = run_diagnostics(records)
+    flip, vp, lad, bias = d["flip"] or {}, d["viewpoint"] or {}, d["ladder"] or {}, d["bias"] or {}
+
+    def num(v):
+        return float("nan") if v is None else float(v)
+
+    def levels(kind):
+        sc = (lad.get(kind) or {}).get("scores") or {}
+        return "/".join(f"{sc[lv]['mean']:.2f}" if lv in sc else "–" for lv in LEVELS) if sc else "–"
+
+    vp_all = vp.get("all") or next(iter(vp.values()), {})
+    return {"agent": agent, "paired": num((flip.get("paired") or {}).get("mean")),
+            "inconsist.": num((flip.get("inconsistency") or {}).get("mean")), "L/R bias": num(flip.get("bias_pred")),
+            "label CV": num(bias.get("label_cv")), "δ view": num(vp_all.get("delta")),
+            "ladder nav": levels("nav"), "ladder manip": levels("manip")}

@@ -6,7 +6,10 @@ overall (several runs side by side), per kind and per tag, each mean with its bo
 (:mod:`.stats`); plots (matplotlib, Agg): score distributions per run, final position error against start–goal
 distance (symmetric-log axes, with a note, when an outlier would squash the rest: :func:`error_distance_layout`),
 predicted against true paths in top view (world x–y, metres, from ``pred_poses`` and ``gt_poses``);
-start / goal / final frames of example episodes (best, median and worst score of each run); token and cost totals.
+start / goal / final frames of example episodes (best, median and worst score of each run); token and cost totals;
+a Diagnostics section (FlipEval, viewpoint robustness, difficulty ladder, prediction bias) for the runs it applies
+to (:func:`diagnostics_section`). Tables and plots outside it show the plain episodes (variant ""); the mirrored
+episodes of ``eval --flip`` appear in the Diagnostics section.
 
 Model answers, task ids, tags and every other string from a run are untrusted: each is escaped with
 ``html.escape`` in the HTML, and frame paths from records are used only when they resolve inside their run.
@@ -28,7 +31,7 @@ import numpy as np
 from .results import read_config, read_records, safe_name
 from .stats import Summary, bootstrap_ci
 
-__all__ = ["make_report", "load_runs", "RunData", "error_distance_layout", "tool_use_section"]
+__all__ = ["make_report", "load_runs", "RunData", "error_distance_layout", "tool_use_section", "diagnostics_section"]
 
 MAX_RESPONSE_CHARS = 2000
 N_PATH_EXAMPLES = 4
@@ -36,10 +39,14 @@ N_PATH_EXAMPLES = 4
 
 @dataclass
 class RunData:
+    """One run of a report. ``records``: its plain episodes (variant ""), what the general tables and plots show;
+    ``all_records``: every record, the mirrored episodes of ``eval --flip`` too (the diagnostics section)."""
+
     path: Path
     label: str
     config: dict
     records: list[dict] = field(default_factory=list)
+    all_records: list[dict] = field(default_factory=list)
 
     @property
     def agent(self) -> str:
@@ -113,7 +120,7 @@ def load_runs(run_dirs) -> list[RunData]:
         p = Path(d)
         recs = read_records(p)
         cfg = read_config(p)
-        runs.append(RunData(p, "", cfg, recs))
+        runs.append(RunData(p, "", cfg, [r for r in recs if not r.get("variant")], recs))
     labels = []
     for run in runs:
         lab = run.agent + (f" ({run.model})" if run.model else "")
@@ -172,11 +179,15 @@ def _by_kind(r: dict) -> list[str]:
     return [str(r.get("kind"))]
 
 
+# Tags that name a group of tasks rather than a category (one value per viewpoint pair): not broken down by.
+_PAIRING_TAGS = ("pair",)
+
+
 def _by_tag(r: dict) -> list[str]:
     tags = r.get("tags") or {}
     if not isinstance(tags, dict):
         return []
-    return [f"{k}={v}" for k, v in sorted(tags.items())]
+    return [f"{k}={v}" for k, v in sorted(tags.items()) if k not in _PAIRING_TAGS]
 
 
 def _by_source(r: dict) -> list[str]:
@@ -441,6 +452,9 @@ def make_report(run_dirs, out_dir) -> tuple[Path, Path]:
          f"percentile-bootstrap 95% intervals of the mean (1000 resamples, seed 0).")
 
     heading(2, "Runs")
+    if any(len(run.all_records) != len(run.records) for run in runs):
+        para("Runs with mirrored episodes (eval --flip): the tables and plots below show the plain episodes; the "
+             "mirrored ones are compared with them in the Diagnostics section.")
     run_rows = []
     for run in runs:
         prov = (run.records[0].get("provenance") if run.records else None) or {}
@@ -464,12 +478,12 @@ def make_report(run_dirs, out_dir) -> tuple[Path, Path]:
         table(*_group_table(runs, _by_tag))
 
     api = [run for run in runs if any(_usage(r, "prompt_tokens") or _usage(r, "completion_tokens")
-                                      for r in run.records)]
+                                      for r in run.all_records)]
     if api:
         heading(2, "API usage")
         rows = []
         for run in api:
-            rs = run.records
+            rs = run.all_records  # the mirrored episodes of --flip cost tokens too
             pt = sum(_usage(r, "prompt_tokens") for r in rs)
             ct = sum(_usage(r, "completion_tokens") for r in rs)
             cost = sum(_usage(r, "cost_usd") for r in rs)
@@ -480,6 +494,8 @@ def make_report(run_dirs, out_dir) -> tuple[Path, Path]:
                          f"{cost / max(1, len(rs)):.5f}", cached, f"{np.mean(lat):.2f}" if lat else "–"])
         table(["run", "model", "prompt tokens", "completion tokens", "cost (USD)", "cost / episode", "cache hits",
                "mean latency (s)"], rows)
+
+    diagnostics_section(runs, figdir, heading, para, table, image)
 
     heading(2, "Plots")
     image(_plot_scores(runs, figdir / "scores.png"), "score distribution per run")
@@ -537,6 +553,251 @@ def make_report(run_dirs, out_dir) -> tuple[Path, Path]:
     return md_path, html_path
 
 
+# ----- diagnostics (SPEC §9, docs/diagnostics.md) -----------------------------------------------------------------
+_SHORT = {"Dolly In": "DollyIn", "Dolly Out": "DollyOut", "Truck Right": "TruckR", "Truck Left": "TruckL",
+          "Pedestal Down": "PedDown", "Pedestal Up": "PedUp", "Pan Right": "PanR", "Pan Left": "PanL",
+          "Tilt Up": "TiltUp", "Tilt Down": "TiltDown", "Roll CCW": "RollCCW", "Roll CW": "RollCW"}
+
+
+def _fmt_mean(s: dict | None, digits: int = 3, ci: bool = True) -> str:
+    """A ``{"mean", "ci_low", "ci_high", "n"}`` summary as text ("–" when empty)."""
+    if not s or not s.get("n") or s.get("mean") is None:
+        return "–"
+    out = f"{s['mean']:.{digits}f}"
+    if ci and s["n"] > 1 and s.get("ci_low") is not None:
+        out += f" [{s['ci_low']:.{digits}f}, {s['ci_high']:.{digits}f}]"
+    return out
+
+
+def _fmt_val(v, digits: int = 3, signed: bool = False) -> str:
+    f = _num(v)
+    if not math.isfinite(f):
+        return "–"
+    return f"{f:+.{digits}f}" if signed else f"{f:.{digits}f}"
+
+
+def _plot_flip(flips: list, path: Path) -> Path | None:
+    """Plain, mirrored and paired scores and the mirror inconsistency per run (bars with 95% intervals)."""
+    plt = _plt()
+    names = ("plain", "mirrored", "paired", "inconsistency")
+    colours = ("#2b6cb0", "#dd6b20", "#38a169", "#c53030")
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.5 * len(flips) + 2.5), 3.2))
+    width = 0.8 / len(names)
+    for j, (name, col) in enumerate(zip(names, colours)):
+        xs, ys, lo, hi = [], [], [], []
+        for i, (_, f) in enumerate(flips):
+            s = f[name]
+            if s and s.get("n") and s.get("mean") is not None:
+                xs.append(i + (j - 1.5) * width)
+                ys.append(s["mean"])
+                lo.append(s["mean"] - (s["ci_low"] if s["ci_low"] is not None else s["mean"]))
+                hi.append((s["ci_high"] if s["ci_high"] is not None else s["mean"]) - s["mean"])
+        ax.bar(xs, ys, width, color=col, label=name, yerr=[lo, hi], capsize=2, error_kw={"lw": 0.8})
+    ax.set_xticks(range(len(flips)))
+    ax.set_xticklabels([run.label for run, _ in flips], rotation=15, ha="right", fontsize=8)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("score / inconsistency")
+    ax.set_title("FlipEval: plain, mirrored, paired scores and mirror inconsistency")
+    ax.legend(fontsize=7, ncol=4, loc="upper center", bbox_to_anchor=(0.5, -0.28))
+    return _save(fig, path)
+
+
+def _plot_ladder(entries: list, path: Path) -> Path | None:
+    """Score per difficulty level (with 95% intervals), one panel per kind, one line per run."""
+    from ..diagnostics.summaries import LEVELS
+
+    kinds = [k for k in ("nav", "manip", "hand") if any(k in lad for _, lad in entries)]
+    if not kinds:
+        return None
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(kinds), figsize=(4.2 * len(kinds), 3.2), squeeze=False)
+    for ax, kind in zip(axes[0], kinds):
+        for run, lad in entries:
+            if kind not in lad:
+                continue
+            sc = lad[kind]["scores"]
+            xs = [i for i, lv in enumerate(LEVELS) if lv in sc and sc[lv]["mean"] is not None]
+            ys = [sc[LEVELS[i]]["mean"] for i in xs]
+            lo = [ys[k] - sc[LEVELS[i]]["ci_low"] for k, i in enumerate(xs)]
+            hi = [sc[LEVELS[i]]["ci_high"] - ys[k] for k, i in enumerate(xs)]
+            ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", ms=4, lw=1.2, capsize=2, label=run.label)
+        ax.set_xticks(range(len(LEVELS)))
+        ax.set_xticklabels(LEVELS)
+        ax.set_ylim(-0.05, 1.05)
+        ax.set_xlabel("difficulty level")
+        ax.set_ylabel("mean episode score")
+        ax.set_title(f"{kind}: score per level")
+        ax.grid(True, lw=0.3, alpha=0.5)
+    axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    return _save(fig, path)
+
+
+def _plot_viewpoints(entries: list, path: Path) -> Path | None:
+    """S_common against S_uncommon per run and kind (bars with 95% intervals), δ written above each pair."""
+    rows = [(run, kind, v) for run, vp in entries for kind, v in vp.items() if kind != "all"]
+    if not rows:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.1 * len(rows) + 2.5), 3.3))
+    for j, (name, col) in enumerate((("common", "#2b6cb0"), ("uncommon", "#dd6b20"))):
+        xs = [i + (j - 0.5) * 0.38 for i in range(len(rows))]
+        ys = [v[name]["mean"] or 0.0 for _, _, v in rows]
+        lo = [y - (v[name]["ci_low"] if v[name]["ci_low"] is not None else y) for y, (_, _, v) in zip(ys, rows)]
+        hi = [(v[name]["ci_high"] if v[name]["ci_high"] is not None else y) - y for y, (_, _, v) in zip(ys, rows)]
+        ax.bar(xs, ys, 0.38, color=col, label=f"{name} viewpoint", yerr=[lo, hi], capsize=2, error_kw={"lw": 0.8})
+    for i, (_, _, v) in enumerate(rows):
+        top = max(v["common"]["ci_high"] or 0.0, v["uncommon"]["ci_high"] or 0.0)
+        ax.text(i, min(1.0, top + 0.04), f"δ {_fmt_val(v['delta'], 2, signed=True)}", ha="center", fontsize=7)
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels([f"{run.label}\n{kind}" for run, kind, _ in rows], fontsize=7)
+    ax.set_ylim(0, 1.12)
+    ax.set_ylabel("mean episode score")
+    ax.set_title("Viewpoint robustness: the same tasks from common and uncommon viewpoints")
+    ax.legend(fontsize=7, loc="upper right")
+    return _save(fig, path)
+
+
+def _plot_bias(label: str, bias: dict, path: Path) -> Path | None:
+    """Predicted against true label counts (12 primitives), and the −/0/+ confusion matrix of each motion axis
+    (rows: true sign, columns: predicted sign; colour = share of the row, numbers = counts)."""
+    from ..action_space import AXES, MOTION_PRIMITIVES
+    from ..diagnostics.metrics import SIGN_LABELS
+
+    plt = _plt()
+    fig = plt.figure(figsize=(12.5, 4.4))
+    gs = fig.add_gridspec(2, 6, height_ratios=[1.0, 1.3], hspace=0.45, wspace=0.45)
+    ax = fig.add_subplot(gs[0, :])
+    x = np.arange(12)
+    ax.bar(x - 0.2, bias["gt_counts"], 0.4, color="#999999", label="ground truth")
+    ax.bar(x + 0.2, bias["pred_counts"], 0.4, color="#2b6cb0", label="predicted")
+    ax.set_xticks(x)
+    ax.set_xticklabels([_SHORT[p.value] for p in MOTION_PRIMITIVES], fontsize=7)
+    ax.set_ylabel("steps with the label", fontsize=8)
+    ax.set_title(f"{label}: label counts (CV {_fmt_val(bias['label_cv'], 2)}, truth {_fmt_val(bias['label_cv_gt'], 2)}"
+                 f", normalised {_fmt_val(bias['label_cv_normalised'], 2)}; L/R bias "
+                 f"{_fmt_val(bias['bias_pred'], 2, True)}, truth {_fmt_val(bias['bias_gt'], 2, True)})", fontsize=9)
+    ax.legend(fontsize=7)
+    conf = np.asarray(bias["confusion"], dtype=np.float64)
+    for a, name in enumerate(AXES):
+        cax = fig.add_subplot(gs[1, a])
+        m = conf[a]
+        share = m / np.maximum(m.sum(axis=1, keepdims=True), 1.0)
+        cax.imshow(share, vmin=0.0, vmax=1.0, cmap="Blues")
+        for i in range(3):
+            for j in range(3):
+                cax.text(j, i, f"{int(m[i, j])}", ha="center", va="center", fontsize=7,
+                         color="white" if share[i, j] > 0.6 else "black")
+        cax.set_xticks(range(3))
+        cax.set_yticks(range(3))
+        cax.set_xticklabels(SIGN_LABELS, fontsize=7)
+        cax.set_yticklabels(SIGN_LABELS, fontsize=7)
+        cax.set_title(name, fontsize=8)
+        cax.set_xlabel("predicted", fontsize=7)
+        if a == 0:
+            cax.set_ylabel("true", fontsize=7)
+    return _save(fig, path)
+
+
+def _calibration(runs: list[RunData]) -> dict | None:
+    """The ladder's calibration rows: the per-level means of the first ``random`` and ``oracle`` runs of the
+    report that have ladder episodes (None unless both exist)."""
+    from ..diagnostics.summaries import calibration_levels
+
+    rows = {}
+    for want in ("random", "oracle"):
+        for run in runs:
+            if run.agent == want:
+                lv = calibration_levels(run.records)
+                if lv:
+                    rows[want] = lv
+                    break
+    return rows if len(rows) == 2 else None
+
+
+def diagnostics_section(runs: list[RunData], figdir: Path, heading, para, table, image) -> None:
+    """The "Diagnostics" section (SPEC §9): FlipEval (plain, mirrored, paired, inconsistency, left/right bias), the
+    viewpoint robustness δ with paired intervals, the difficulty ladder with RPDR (and chance-normalised scores when
+    random and oracle runs are in the report), and prediction bias with the sign confusion matrices. Each part is
+    shown for the runs it applies to; nothing when none applies. Strings go through the report's escaping writers."""
+    from ..diagnostics.summaries import LEVELS, run_diagnostics
+
+    calib = _calibration(runs)
+    diags = [(run, run_diagnostics(run.all_records, calib)) for run in runs]
+    if not any(v for _, d in diags for v in d.values()):
+        return
+    heading(2, "Diagnostics")
+    para("Why an agent fails, not only how often (SPEC §9; definitions in docs/diagnostics.md). Intervals are "
+         "percentile-bootstrap 95% intervals (1000 resamples, seed 0); '–' marks a figure that is undefined "
+         "(a zero denominator) or has no data.")
+
+    flips = [(run, d["flip"]) for run, d in diags if d["flip"]]
+    if flips:
+        heading(3, "FlipEval: mirrored views")
+        para("Each task is also run mirrored left-right (eval --flip): images flipped, poses M T M, ground truth and "
+             "instruction mirrored; the answer is mirrored back and scored against the true ground truth. Paired: "
+             "the worse of the two scores per task. Inconsistency: 1 − the mean of the two answers scored against "
+             "each other (0 = mirror-consistent; pairs with an unparsed answer are counted apart). L/R bias: "
+             "(left − right) / (left + right) over the Truck, Pan and Roll units of the answers as given, beside the "
+             "same figure of the ground truths asked (0 by construction under the flip).")
+        table(["run", "pairs", "plain", "mirrored", "paired", "inconsistency", "unparsed pairs", "L/R bias",
+               "L/R bias truth"],
+              [[run.label, f["n_pairs"], _fmt_mean(f["plain"]), _fmt_mean(f["mirrored"]), _fmt_mean(f["paired"]),
+                _fmt_mean(f["inconsistency"]), f["inconsistency_nan"], _fmt_val(f["bias_pred"], signed=True),
+                _fmt_val(f["bias_gt"], signed=True)] for run, f in flips])
+        image(_plot_flip(flips, figdir / "diag_flip.png"), "FlipEval per run")
+
+    vps = [(run, d["viewpoint"]) for run, d in diags if d["viewpoint"]]
+    if vps:
+        heading(3, "Viewpoint robustness")
+        para("Pairs of tasks that share scene and goal, one from a common viewpoint (level, |pitch| ≤ 15°, eye "
+             "height) and one from an uncommon one (|roll| ≥ 20°, |pitch| ≥ 40°, or very low or high). "
+             "δ = (S_uncommon − S_common) / S_common, with a paired bootstrap interval.")
+        table(["run", "kind", "pairs", "S_common", "S_uncommon", "δ", "δ 95% CI"],
+              [[run.label, kind, v["n_pairs"], _fmt_mean(v["common"]), _fmt_mean(v["uncommon"]),
+                _fmt_val(v["delta"], signed=True),
+                f"[{_fmt_val(v['delta_ci'][0], signed=True)}, {_fmt_val(v['delta_ci'][1], signed=True)}]"]
+               for run, vp in vps for kind, v in vp.items()])
+        image(_plot_viewpoints(vps, figdir / "diag_viewpoint.png"), "viewpoint robustness per run")
+
+    lads = [(run, d["ladder"]) for run, d in diags if d["ladder"]]
+    if lads:
+        heading(3, "Difficulty ladder")
+        para("Levels add one factor at a time: L1 one translation axis, L2 several, L3 with rotation, L4 distractor "
+             "objects and low view overlap, L5 an uncommon viewpoint. RPDR = min(1, S_next / S_prev) between "
+             "consecutive levels (Spatial457; 1 = no drop)."
+             + (" Normalised: (S − S_random) / (S_oracle − S_random), from the random and oracle runs of this "
+                "report." if calib else " A chance-normalised score needs random and oracle runs in the report."))
+        rp_names = [f"{LEVELS[i]}→{LEVELS[i + 1]}" for i in range(len(LEVELS) - 1)]
+        rows = []
+        for run, lad in lads:
+            for kind, v in lad.items():
+                sc, rp = v["scores"], v["rpdr"]
+                rows.append([run.label, kind] + [_fmt_mean(sc.get(lv), ci=False) for lv in LEVELS]
+                            + [_fmt_val(rp.get(n)) for n in rp_names])
+        table(["run", "kind"] + list(LEVELS) + [f"RPDR {n}" for n in rp_names], rows)
+        if calib:
+            table(["run", "kind"] + [f"normalised {lv}" for lv in LEVELS],
+                  [[run.label, kind] + [_fmt_val((v.get("normalised") or {}).get(lv)) for lv in LEVELS]
+                   for run, lad in lads for kind, v in lad.items()])
+        image(_plot_ladder(lads, figdir / "diag_ladder.png"), "score per difficulty level")
+
+    biases = [(run, d["bias"]) for run, d in diags if d["bias"]]
+    if biases:
+        heading(3, "Prediction bias")
+        para("A label is a motion primitive present in a step. Label CV: the coefficient of variation (population "
+             "std / mean) of the predicted label counts over the 12 primitives, zeros included (0 = every "
+             "primitive equally often); normalised: the CV of predicted / true count over the labels in the ground "
+             "truth (0 = the ground truth's own mix). The matrices compare the sign (−, 0, +) of each axis per step, "
+             "predicted against true.")
+        table(["run", "episodes", "label CV", "label CV truth", "label CV normalised", "L/R bias", "L/R bias truth"],
+              [[run.label, b["n"], _fmt_val(b["label_cv"]), _fmt_val(b["label_cv_gt"]),
+                _fmt_val(b["label_cv_normalised"]), _fmt_val(b["bias_pred"], signed=True),
+                _fmt_val(b["bias_gt"], signed=True)] for run, b in biases])
+        for i, (run, b) in enumerate(biases):
+            image(_plot_bias(run.label, b, figdir / f"diag_bias_{i}.png"), f"{run.label}: label counts and sign "
+                                                                            f"confusion per axis")
+
+
 MAX_TOOL_TEXT = 300  # characters of a tool call's arguments or result shown in the report
 
 
@@ -586,15 +847,20 @@ def tool_use_section(runs: list[RunData], heading, para, table) -> None:
 
 def overall_json(run_dirs) -> list[dict]:
     """The overall figures per run as JSON-able dicts (for ``spatialact report --json``)."""
+    from ..diagnostics.summaries import run_diagnostics
+
     runs = load_runs([Path(d) for d in run_dirs])
+    calib = _calibration(runs)
     out = []
     for run in runs:
         rs = run.records
         s: Summary = bootstrap_ci(_num(_get(r, "score")) for r in rs)
         succ = bootstrap_ci(_get(r, "success") for r in rs if _get(r, "success") is not None)
+        every = run.all_records
         out.append({"run": run.label, "dir": str(run.path), "episodes": len(rs), "score": s.to_dict(),
                     "success": succ.to_dict(), "errors": sum(1 for r in rs if r.get("error")),
-                    "prompt_tokens": sum(_usage(r, "prompt_tokens") for r in rs),
-                    "completion_tokens": sum(_usage(r, "completion_tokens") for r in rs),
-                    "cost_usd": sum(_usage(r, "cost_usd") for r in rs)})
+                    "prompt_tokens": sum(_usage(r, "prompt_tokens") for r in every),
+                    "completion_tokens": sum(_usage(r, "completion_tokens") for r in every),
+                    "cost_usd": sum(_usage(r, "cost_usd") for r in every),
+                    "diagnostics": run_diagnostics(every, calib)})
     return out
