@@ -432,3 +432,34 @@ def test_model_agents_see_384_images_when_gl_renders(tmp_path, capsys, server, m
     assert main(common + ["--agent", "oracle", "--out", str(out2)]) == 0
     capsys.readouterr()
     assert json.loads((out2 / "config.json").read_text())["config"]["width"] == 128
+
+
+def test_a_child_forked_after_gl_started_refuses_instead_of_hanging():
+    """fork copies Mesa's state without its threads: a context made in such a child waits for ever. The child gets
+    GLUnavailable (auto falls back to tiny there, saying why) and finishes; spawn-started workers are unaffected."""
+    import os
+
+    from spatialact.envs.gl import gl_context
+
+    gl_context()  # started here, in the parent
+    r, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report what happens, never run pytest's teardown
+        code = 3
+        try:
+            w = BulletWorld("auto")
+            code = 0 if (w.renderer == "tiny" and "spawn" in (w.fallback_reason or "")) else 1
+            w.render(np.eye(4), CameraSpec(8, 8))
+            w.close()
+        except BaseException:  # noqa: BLE001
+            code = 2
+        os.write(wfd, bytes([code]))
+        os._exit(0)
+    os.close(wfd)
+    import select
+
+    ready, _, _ = select.select([r], [], [], 60)
+    assert ready, "the forked child hung"
+    got = os.read(r, 1)
+    os.waitpid(pid, 0)
+    assert got == bytes([0])

@@ -114,8 +114,8 @@ def _signed_volume(pos: np.ndarray, faces: np.ndarray) -> float:
 
 def orient_closed(parts: list) -> list:
     """Mark the parts of one shape ``closed`` when together they are a closed surface with every edge used once in
-    each direction (vertices matched by position to 1 µm), turned outward (positive volume); otherwise leave them
-    open (drawn two-sided)."""
+    each direction (vertices matched by position to 1 µm) wound outward (positive volume); otherwise leave them open
+    (drawn two-sided: an inward-wound closed mesh is a room meant to be seen from inside)."""
     pos = [p.positions.astype(np.float64) for p in parts]
     if not parts or not all(len(p.faces) for p in parts):
         return parts
@@ -135,11 +135,9 @@ def orient_closed(parts: list) -> list:
     if not closed:
         return parts
     vol = sum(_signed_volume(pp, p.faces) for pp, p in zip(pos, parts))
-    out = []
-    for p in parts:
-        f = p.faces if vol > 0 else p.faces[:, ::-1].copy()
-        out.append(Part(p.positions, p.normals, p.uvs, p.colors, f, p.texture, p.texture_key, True))
-    return out
+    if vol <= 0:  # wound inward on purpose (a room seen from inside): drawn two-sided, never turned
+        return parts
+    return [Part(p.positions, p.normals, p.uvs, p.colors, p.faces, p.texture, p.texture_key, True) for p in parts]
 
 
 def box_part(half) -> Part:
@@ -306,9 +304,11 @@ def _nearest(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def parts_of_trimesh(mesh, max_faces: int | None = MAX_FACES) -> list[Part]:
-    """Parts of an in-memory trimesh mesh or scene (a mesh a scene builder registered)."""
+    """Parts of an in-memory trimesh mesh or scene (a mesh a scene builder registered: part of a scene the camera
+    may stand inside, so always drawn two-sided)."""
     geoms = _geoms(mesh)
-    return _parts_of_trimesh(geoms, max_faces)[0]
+    parts = _parts_of_trimesh(geoms, max_faces)[0]
+    return [Part(p.positions, p.normals, p.uvs, p.colors, p.faces, p.texture, p.texture_key, False) for p in parts]
 
 
 def _geoms(loaded) -> list:
@@ -325,7 +325,7 @@ def _cache_file(path: str, st, max_faces) -> str:
     from ...cache import cache_dir
 
     key = hashlib.sha1(repr((os.path.abspath(path), st.st_size, st.st_mtime_ns, max_faces,
-                             DECIMATION_VERSION, 5)).encode()).hexdigest()[:24]
+                             DECIMATION_VERSION, 6)).encode()).hexdigest()[:24]
     return os.path.join(str(cache_dir("gl-meshes-v1")), f"{key}.npz")
 
 

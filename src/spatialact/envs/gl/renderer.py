@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .context import GLUnavailable, gl_context, gl_info, gl_proc
+from .context import GLUnavailable, current, gl_context, gl_info, gl_proc
 from .meshes import MAX_FACES, SceneGeometry, extract_scene, quat_to_matrix
 from .shaders import COLOR_FS, COLOR_VS, DEPTH_FS, DEPTH_VS, RESOLVE_FS, RESOLVE_VS, SHADOW_FS, SHADOW_VS
 
@@ -114,7 +114,9 @@ class GLScene:
     # ----- building ------------------------------------------------------------------------------------
     def invalidate(self) -> None:
         """Forget the geometry: the next render reads the world's visual shapes again (after ``reset_world``)."""
-        self._release_buffers()
+        if os.getpid() == self.renderer.pid:
+            with current(self.ctx):
+                self._release_buffers()
         self.geometry = None
 
     def _release_buffers(self) -> None:
@@ -126,11 +128,13 @@ class GLScene:
         self._mats_prev = None
 
     def release(self) -> None:
-        self._release_buffers()
-        if self.shadow_fbo is not None:
-            self.shadow_fbo.release()
-            self.shadow_tex.release()
-            self.shadow_fbo = self.shadow_tex = None
+        if os.getpid() == self.renderer.pid:  # (in a forked child the objects are the parent's: left alone)
+            with current(self.ctx):
+                self._release_buffers()
+                if self.shadow_fbo is not None:
+                    self.shadow_fbo.release()
+                    self.shadow_tex.release()
+        self.shadow_fbo = self.shadow_tex = None
         self.geometry = None
 
     def _build(self, budget) -> None:
@@ -383,7 +387,12 @@ class GLRenderer:
         if pixel_convention not in PIXEL_CONVENTIONS:
             raise ValueError(f"pixel_convention must be one of {PIXEL_CONVENTIONS}, got {pixel_convention!r}")
         self.ctx = ctx = gl_context()
-        self.info = gl_info()
+        with current(ctx):
+            self.info = gl_info()
+            self._setup(msaa, shadow_size, max_faces, pixel_convention, ambient, diffuse, specular, shininess)
+
+    def _setup(self, msaa, shadow_size, max_faces, pixel_convention, ambient, diffuse, specular, shininess) -> None:
+        ctx = self.ctx
         self.msaa = int(min(max(int(msaa), 0), int(ctx.info.get("GL_MAX_SAMPLES", 4))))
         if self.msaa == 1:
             self.msaa = 0
@@ -469,9 +478,14 @@ class GLRenderer:
                pixel_convention: str | None = None):
         """Render views (all of one image size): ``(rgb (K, H, W, 3) uint8 or None, depth (K, H, W) float32
         metres or None, seg (K, H, W) int32 or None)``. With ``rgb`` one lit pass gives all three; without it a
-        plain depth pass (cheaper) gives depth and segmentation."""
+        plain depth pass (cheaper) gives depth and segmentation. Our context is made current for the call and the
+        previous one restored (PyBullet's EGL plugin, in the same process, has a context of its own)."""
         if os.getpid() != self.pid:
             raise GLUnavailable("this GL renderer was made in another process (a GL context does not survive fork)")
+        with current(self.ctx):
+            return self._render(views, rgb, depth, segmentation, pixel_convention)
+
+    def _render(self, views, rgb, depth, segmentation, pixel_convention):
         if not views:
             raise ValueError("render: no views")
         conv = pixel_convention or self.pixel_convention
@@ -571,9 +585,11 @@ class GLRenderer:
         return out_rgb, out_d, out_s
 
     def release(self) -> None:
-        for t in self._targets.values():
-            for res in t.values():
-                res.release()
+        if os.getpid() == self.pid:
+            with current(self.ctx):
+                for t in self._targets.values():
+                    for res in t.values():
+                        res.release()
         self._targets = {}
 
 
