@@ -6,13 +6,14 @@ them one by one), with the ratio of each to tiny at the same size.
 Scene: the GripperManip tabletop (seed 2) with the Franka Panda, seen from views around the exterior camera; the
 arm moves before every call (a joint is set), so link matrices and the shadow map are redone as in a closed-loop
 rollout. gl runs its defaults (4× MSAA, 1,024² shadow map at ≥ 320 px and 512² below, meshes decimated to a face
-budget that follows the image size); ``--msaa 0`` adds a gl row without multisampling. Each figure is the best of
+budget that follows the image size); a second gl row without multisampling (``--msaa``) is added. Each figure is the best of
 ``--rounds`` timed rounds of at least ``--seconds`` seconds (the machine is shared). tiny and egl at K = 64 are
 timed at 128² only (they render one view at a time, so their rate does not depend on K; elsewhere the K = 8 figure
 stands and the cell says so). Aim on a 2-core CPU: gl ≥ 8× tiny at 128², K = 1; on a GPU, ≥ 5 000 images/s at 128²
 batched.
 
-Usage: .venv/bin/python benchmarks/bench_render.py [--seconds 1.0] [--rounds 2] [--sizes 128,256,512] [--json]
+Usage: .venv/bin/python benchmarks/bench_render.py [--seconds 1.0] [--rounds 2] [--sizes 128,256,512] [--quick]
+       [--msaa 0] [--json]
 """
 
 from __future__ import annotations
@@ -86,9 +87,15 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--sizes", default="128,256,512")
     ap.add_argument("--ks", default="1,8,64")
-    ap.add_argument("--msaa", type=int, default=None, help="also time gl with this many samples (0: none)")
+    ap.add_argument("--msaa", type=int, default=0,
+                    help="also time gl with this many samples (default 0: none; -1: no extra row)")
+    ap.add_argument("--quick", action="store_true", help="128² only, K = 1 and 8, short rounds")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
+    if args.quick:
+        args.sizes, args.ks, args.seconds, args.rounds = "128", "1,8", 0.4, 1
+    if args.msaa < 0:
+        args.msaa = None
     from spatialact.envs.rendering import CameraSpec, EGLUnavailable
 
     sizes = [int(s) for s in args.sizes.split(",")]
