@@ -10,7 +10,8 @@ frame), with the shape's local visual frame and mesh scale applied:
   cached on disk (``<cache root>/gl-meshes-v1``, keyed by the file's path, size and modification time and the face
   budget) and in memory;
 * a mesh a scene builder made in a temporary file and registered with the world (``BulletWorld.register_mesh``) is
-  taken from the registration, and a texture set through ``BulletWorld.set_texture`` replaces the shape's own.
+  taken from the registration (drawn as given: a scene's own geometry is not decimated), and a texture set through
+  ``BulletWorld.set_texture`` replaces the shape's own.
 
 Colours: PyBullet's ``rgbaColor`` × the material's diffuse colour × vertex colours, in sRGB; a material with a
 diffuse map is drawn with the map alone (as PyBullet does: ``Kd`` is then ignored); textures are RGBA uint8 images
@@ -459,8 +460,8 @@ def extract_scene(p, client: int, registered: dict | None = None, textures: dict
             elif gtype == p.GEOM_MESH:
                 name = fname.decode("utf-8", "replace") if isinstance(fname, bytes) else str(fname)
                 scale = dims[:3]
-                if name in registered:
-                    src = parts_of_trimesh(registered[name], max_faces)
+                if name in registered:  # a scene's own geometry (a whole room): never decimated
+                    src = parts_of_trimesh(registered[name], None)
                 elif name and os.path.isfile(name):
                     src, dec = load_mesh_file(name, max_faces)
                     n_dec += int(dec)
