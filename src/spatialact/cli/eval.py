@@ -49,7 +49,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     src.add_argument("--tasks", metavar="FILE", help="task file (JSONL)")
     src.add_argument("--suite", metavar="NAME[:N]", help="built-in procedural suite (default: default)")
     p.add_argument("--agent", default="oracle",
-                   help="random | stay | oracle | noisy-oracle | geometric | openai | react | plan-execute | hf "
+                   help="random | stay | oracle | noisy-oracle | constant | geometric | openai | react | plan-execute | hf "
                         "(default: oracle); aliases noisy, mllm and any capitalisation name the same agent")
     p.add_argument("--agent-arg", action="append", default=[], metavar="KEY=VALUE",
                    help="agent keyword argument, repeatable (e.g. model=gpt-4o, base_url=http://localhost:8000/v1,"

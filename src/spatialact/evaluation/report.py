@@ -676,7 +676,7 @@ def _plot_bias(label: str, bias: dict, path: Path) -> Path | None:
     ax.set_title(f"{label}: label counts (CV {_fmt_val(bias['label_cv'], 2)}, truth {_fmt_val(bias['label_cv_gt'], 2)}"
                  f", normalised {_fmt_val(bias['label_cv_normalised'], 2)}; L/R bias "
                  f"{_fmt_val(bias['bias_pred'], 2, True)}, truth {_fmt_val(bias['bias_gt'], 2, True)})", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     conf = np.asarray(bias["confusion"], dtype=np.float64)
     for a, name in enumerate(AXES):
         cax = fig.add_subplot(gs[1, a])
