@@ -1,10 +1,13 @@
 """FlipEval's premise, rendered: flipping the image rendered at pose T is rendering the mirrored pose M T M in the
 mirrored scene — and the Gymnasium MirrorWrapper built on it (docs/diagnostics.md).
 
-Tolerance (TinyRenderer, 128 × 128): the flipped and the mirrored renders may differ only where a triangle edge
-falls on a pixel centre and the rasteriser's tie-break goes the other way: mean |Δ| ≤ 0.5 grey levels, at most
-0.5 % of the pixels off by more than 8 levels (of 255), and at most 1 % of the depth pixels off by more than 1 cm.
-The same scene unflipped differs on about half of the pixels (the control).
+Tolerance (128 × 128): the flipped and the mirrored renders may differ only where sampling is not mirror-symmetric.
+TinyRenderer: a triangle edge on a pixel centre, where the rasteriser's tie-break goes the other way — mean |Δ| ≤ 0.5
+grey levels, at most 0.5 % of the pixels off by more than 8 levels (of 255), at most 1 % of the depth pixels off by
+more than 1 cm (measured 0.12, 0.08 %, 0.27 %). The gl renderer adds a shadow map on a fixed texel grid and MSAA
+sample positions, neither symmetric: mean ≤ 2 levels, ≤ 5 % of the pixels beyond 8 levels, ≤ 2 % of the depth
+pixels beyond 1 cm (measured 0.65, 2.0 %, 0.8 %). The same scene unflipped differs on about half of the pixels (the
+control).
 """
 
 from __future__ import annotations
@@ -23,9 +26,9 @@ from spatialact.diagnostics import MirrorWrapper, mirror_task  # noqa: E402
 from spatialact.envs.rendering import BulletWorld, CameraSpec  # noqa: E402
 from spatialact.envs.scenes import SceneBuilder, look_at  # noqa: E402
 
-MEAN_LEVELS = 0.5
-EDGE_SHARE, EDGE_LEVELS = 0.005, 8
-DEPTH_SHARE, DEPTH_M = 0.01, 0.01
+EDGE_LEVELS, DEPTH_M = 8, 0.01
+# renderer -> (mean |Δ| grey levels, share of pixels beyond EDGE_LEVELS, share of depth pixels beyond DEPTH_M)
+TOLERANCE = {"tiny": (0.5, 0.005, 0.01), "gl": (2.0, 0.05, 0.02)}
 
 # (shape, centre, yaw, colour, size): an asymmetric arrangement in front of a back wall
 OBJECTS = [("box", (0.9, 2.5, 0.3), 0.4, (0.9, 0.2, 0.2), (0.3, 0.2, 0.3)),
@@ -56,27 +59,32 @@ def mirrored(objects):
     return [(s, (-p[0], p[1], p[2]), -yaw, c, size) for s, p, yaw, c, size in objects]
 
 
-def check_close(flipped, direct, depth_flipped, depth_direct) -> None:
+def check_close(renderer, flipped, direct, depth_flipped, depth_direct) -> None:
+    mean_levels, edge_share, depth_share = TOLERANCE[renderer]
     d = np.abs(flipped.astype(int) - direct.astype(int)).max(axis=-1)
-    assert d.mean() <= MEAN_LEVELS, d.mean()
-    assert (d > EDGE_LEVELS).mean() <= EDGE_SHARE, (d > EDGE_LEVELS).mean()
-    assert (np.abs(depth_flipped - depth_direct) > DEPTH_M).mean() <= DEPTH_SHARE
+    assert d.mean() <= mean_levels, d.mean()
+    assert (d > EDGE_LEVELS).mean() <= edge_share, (d > EDGE_LEVELS).mean()
+    assert (np.abs(depth_flipped - depth_direct) > DEPTH_M).mean() <= depth_share
 
 
 POSE = look_at([0.7, -0.5, 1.4], [-0.2, 2.8, 0.4]) @ geometry.make_pose(geometry.rot_z(0.3), [0, 0, 0])
 CAM = CameraSpec(128, 128, 60.0)
 
 
-@pytest.fixture(scope="module")
-def worlds():
+@pytest.fixture(params=["tiny", "gl"])
+def worlds(request):
     made = []
 
     def make(objects, light_x):
-        w = BulletWorld("tiny")
+        try:
+            w = BulletWorld(request.param)
+        except Exception as e:  # noqa: BLE001 - no OpenGL context here
+            pytest.skip(f"renderer {request.param} unavailable: {str(e).splitlines()[0]}")
         build(w, objects, light_x)
         made.append(w)
         return w
 
+    make.renderer = request.param
     yield make
     for w in made:
         w.close()
@@ -87,7 +95,7 @@ def test_flipped_render_is_the_mirrored_pose_in_the_mirrored_scene(worlds):
     scene_m = worlds(mirrored(OBJECTS), -0.6)  # the light is reflected too
     rgb, depth, _ = scene.render(POSE, CAM)
     rgb_m, depth_m, _ = scene_m.render(mirror(POSE), CAM)
-    check_close(rgb[:, ::-1], rgb_m, depth[:, ::-1], depth_m)
+    check_close(worlds.renderer, rgb[:, ::-1], rgb_m, depth[:, ::-1], depth_m)
     # the control: without the flip the two images disagree almost everywhere the objects are
     assert (np.abs(rgb.astype(int) - rgb_m.astype(int)).max(axis=-1) > EDGE_LEVELS).mean() > 0.2
     # and the mirrored pose is not a trivial one: the camera is off-centre and rolled
@@ -100,7 +108,7 @@ def test_in_a_left_right_symmetric_scene_the_flip_is_the_mirrored_pose(worlds):
     sym = worlds(OBJECTS + mirrored(OBJECTS), 0.0)
     rgb, depth, _ = sym.render(POSE, CAM)
     rgb_m, depth_m, _ = sym.render(mirror(POSE), CAM)
-    check_close(rgb[:, ::-1], rgb_m, depth[:, ::-1], depth_m)
+    check_close(worlds.renderer, rgb[:, ::-1], rgb_m, depth[:, ::-1], depth_m)
     assert (np.abs(rgb.astype(int) - rgb_m.astype(int)).max(axis=-1) > EDGE_LEVELS).mean() > 0.2
 
 
