@@ -283,3 +283,18 @@ def test_constant_agent_answers_one_primitive():
                 {"count": 1.5}, {"colour": "red"}):
         with pytest.raises(AgentConfigError):
             make_agent("constant", **bad)
+
+
+def test_the_diagnostics_need_only_the_light_core():
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import sys, json, spatialact.diagnostics as d\n"
+            "d.rpdr([1, 0.5]); d.label_cv([1, 2])\n"
+            "print(json.dumps(sorted(m.split('.')[0] for m in sys.modules)))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={"PYTHONPATH": str(Path(__file__).parents[1] / "src"), "PATH": "/usr/bin:/bin"})
+    mods = set(json.loads(out.stdout))
+    assert not mods & {"pybullet", "gymnasium", "matplotlib", "torch", "PIL"}

@@ -194,3 +194,19 @@ def test_mirror_wrapper_refuses_what_is_not_a_spatialact_env():
 
     with pytest.raises(TypeError, match="spatialact environment"):
         MirrorWrapper(gym.make("CartPole-v1"))
+
+
+def test_a_bad_scene_param_is_refused_before_the_run_in_one_line(nav_task):
+    """The ladder's scene params, written wrong in a task file, are refused by check_runnable (naming the field)."""
+    from spatialact.evaluation.episode import EpisodeConfig, check_runnable
+
+    cfg = EpisodeConfig(renderer="tiny")
+    bad = [({"distractors": 99}, "scene.params.distractors"), ({"distractors": True}, "scene.params.distractors"),
+           ({"camera": [[1, 0, 0, 0]]}, "scene.params.camera"),
+           ({"camera": (2 * np.eye(4)).tolist()}, "scene.params.camera")]
+    for params, field in bad:
+        t = nav_task.with_(scene={**nav_task.scene, "params": {**nav_task.scene.get("params", {}), **params}})
+        why = check_runnable(t, cfg)
+        assert why is not None and field in why and nav_task.id in why and "\n" not in why
+    ok = nav_task.with_(scene={**nav_task.scene, "params": {**nav_task.scene.get("params", {}), "distractors": 3}})
+    assert check_runnable(ok, cfg) is None

@@ -96,6 +96,10 @@ def normalise_scene_spec(spec) -> dict:
         if not isinstance(spec["params"], dict):
             raise ValueError(f"scene.params must be an object, got {type(spec['params']).__name__}")
         out["params"] = dict(spec["params"])
+        if out["params"].get("distractors") is not None:
+            _distractors_param(out["params"]["distractors"])
+        if out["params"].get("camera") is not None:
+            _camera_param(out["params"]["camera"])
     return out
 
 
@@ -512,11 +516,8 @@ def _build_room(world: BulletWorld, spec: dict) -> SceneInfo:
             los, his = zip(*(b.aabb(i) for i in ids))
             obstacles.append((np.min(los, axis=0), np.max(his, axis=0)))
 
-    n_distractors = params.get("distractors", 0) or 0
-    if isinstance(n_distractors, bool) or not isinstance(n_distractors, (int, np.integer)) \
-            or not 0 <= n_distractors <= 20:
-        raise ValueError(f"scene.params.distractors must be a whole number from 0 to 20, got {n_distractors!r}")
-    for i, (body, lo, hi) in enumerate(_distractors(world, plan, spec["seed"], int(n_distractors))):
+    n_distractors = _distractors_param(params.get("distractors", 0) or 0)
+    for i, (body, lo, hi) in enumerate(_distractors(world, plan, spec["seed"], n_distractors)):
         bodies[f"distractor{i}"] = body
         obstacles.append((lo, hi))
 
@@ -526,6 +527,13 @@ def _build_room(world: BulletWorld, spec: dict) -> SceneInfo:
     spec_params.setdefault("layout", layout)
     return SceneInfo(spec={**spec, "params": spec_params}, bodies=bodies, nav_box=nav_box, obstacles=obstacles,
                      light=light)
+
+
+def _distractors_param(value) -> int:
+    """``scene.params.distractors``: a whole number 0–20, or a one-line ValueError."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value <= 20:
+        raise ValueError(f"scene.params.distractors must be a whole number from 0 to 20, got {value!r}")
+    return int(value)
 
 
 def _distractors(world: BulletWorld, plan: _Floorplan, seed: int, n: int) -> list:
