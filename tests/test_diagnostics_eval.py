@@ -249,6 +249,10 @@ def test_demo_row_summarises_the_run(runs):
     oracle = _diagnostic_row("oracle", runs["oracle"][1])
     assert oracle["ladder nav"] == oracle["ladder manip"] == "1.00/1.00/1.00/1.00/1.00"
     assert run_diagnostics(runs["oracle"][1])["flip"]["inconsistency"]["mean"] == 0.0
+    stay = _diagnostic_row("stay", runs["stay"][1])
+    assert stay["L/R bias"] is None and stay["label CV"] is None  # undefined: null in the demo's JSON, not NaN
+    json.dumps([row, oracle, stay], allow_nan=False)
+    json.dumps(run_diagnostics(runs["stay"][1]), allow_nan=False)
 
 
 @pytest.mark.parametrize("src", ["cam.txt", "droid_v3.0"])

@@ -112,7 +112,9 @@ def run(args: argparse.Namespace) -> int:
                                  f" · mean step score (paper profile), closed-loop success and SPL"))
         if diag_rows:
             print()
-            print(format_table([[r[h] for h in DIAG_HEADERS] for r in diag_rows], DIAG_HEADERS, floatfmt=".3f",
+            nan = float("nan")  # an undefined figure (a zero denominator): null in JSON, nan here
+            print(format_table([[nan if r[h] is None else r[h] for h in DIAG_HEADERS] for r in diag_rows],
+                               DIAG_HEADERS, floatfmt=".3f",
                                title=f"diagnostics · {len(tasks)} tasks plain and mirrored (FlipEval) · viewpoint "
                                      f"pairs · ladder L1-L5 (nav / manip)"))
         print(f"\nreport: {html}\n        {md}")
@@ -127,7 +129,10 @@ DIAG_HEADERS = ["agent", "paired", "inconsist.", "L/R bias", "label CV", "δ vie
 
 
 def _diagnostic_row(agent: str, records: list[dict]) -> dict:
-    """One agent's line of the diagnostics table (spatialact.diagnostics.run_diagnostics of its run)."""
+    """One agent's line of the diagnostics table (spatialact.diagnostics.run_diagnostics of its run); an undefined
+    figure is None."""
+    import math
+
     from spatialact.diagnostics import run_diagnostics
     from spatialact.diagnostics.summaries import LEVELS
 
@@ -135,7 +140,7 @@ def _diagnostic_row(agent: str, records: list[dict]) -> dict:
     flip, vp, lad, bias = d["flip"] or {}, d["viewpoint"] or {}, d["ladder"] or {}, d["bias"] or {}
 
     def num(v):
-        return float("nan") if v is None else float(v)
+        return None if v is None or not math.isfinite(float(v)) else float(v)
 
     def levels(kind):
         sc = (lad.get(kind) or {}).get("scores") or {}
