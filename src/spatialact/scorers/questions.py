@@ -16,13 +16,108 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["score_multiple_choice", "score_numeric", "extract_choice", "extract_number", "MRA_THRESHOLDS"]
+__all__ = ["score_multiple_choice", "score_numeric", "extract_choice", "extract_number", "drop_think",
+           "MRA_THRESHOLDS"]
 
 #: Mean-relative-accuracy thresholds 0.50 … 0.95 in steps of 0.05.
 MRA_THRESHOLDS = tuple(round(0.5 + 0.05 * i, 2) for i in range(10))
 
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
+_THINK_TAG = re.compile(r"<(/?)think>", re.IGNORECASE)
+_ANSWER = re.compile(r"answer", re.IGNORECASE)
+
+# Model text is untrusted: every rule below runs in time linear in its length (no regex that can backtrack over a
+# run of spaces, newlines or tags; tests/test_questions_score.py times the worst cases).
+
+
+def drop_think(text: str) -> str:
+    """``text`` without its ``<think>…</think>`` blocks (case-insensitive; each block from an opening tag to the
+    first closing tag after it, as the non-greedy regex would take it; an unclosed block is kept). Linear time."""
+    out, pos, open_at = [], 0, None
+    for m in _THINK_TAG.finditer(text):
+        if open_at is None:
+            if not m.group(1):
+                open_at = m.start()
+        elif m.group(1):
+            out.append(text[pos:open_at])
+            out.append(" ")
+            pos, open_at = m.end(), None
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _word_char(c: str) -> bool:
+    return c.isalnum() or c == "_"
+
+
+def _skip(text: str, i: int) -> int:
+    """The first index at or after ``i`` that is not whitespace."""
+    n = len(text)
+    while i < n and text[i].isspace():
+        i += 1
+    return i
+
+
+def _letter_at(text: str, i: int, letters: str) -> str | None:
+    """The option letter at ``i`` when it stands alone there (not followed by a word character or ')."""
+    if i < len(text) and text[i].upper() in letters and text[i].isascii():
+        nxt = text[i + 1] if i + 1 < len(text) else ""
+        if not (nxt and (_word_char(nxt) or nxt == "'")):
+            return text[i].upper()
+    return None
+
+
+def _explicit_answers(text: str, letters: str) -> list[str]:
+    """The letters of "answer X", "answer: X", "answer is (X)", "Answer - **X**" (in order)."""
+    found = []
+    for m in _ANSWER.finditer(text):
+        i = _skip(text, m.end())
+        tries = [i]
+        if text[i:i + 2].lower() == "is":
+            tries = [i + 2, i]  # "answer is B"; or "is" was no separator ("answer I" with an option I)
+        elif text[i:i + 1] == ":":
+            tries = [i + 1]
+        for j in tries:
+            j = _skip(text, j)
+            if j < len(text) and text[j] in ":-":
+                j = _skip(text, j + 1)
+            while j < len(text) and text[j] in "([*":
+                j += 1
+            j = _skip(text, j)
+            got = _letter_at(text, j, letters)
+            if got is not None:
+                found.append(got)
+                break
+    return found
+
+
+def _whole_letter(text: str, letters: str) -> str | None:
+    """The letter when the whole text is one letter, optionally wrapped: ``B``, ``(B)``, ``**B**.``, ``B:``."""
+    i, j = 0, len(text)
+    while i < j and (text[i].isspace() or text[i] in "*(["):
+        i += 1
+    while j > i and (text[j - 1].isspace() or text[j - 1] in "*)].:"):
+        j -= 1
+    if j - i == 1 and text[i].upper() in letters and text[i].isascii():
+        return text[i].upper()
+    return None
+
+
+def _standalone_letters(text: str, letters: str) -> set[str]:
+    """Letters written as ``(X)`` anywhere, or as ``X.`` / ``X)`` at the start of a line (after spaces and ``*``)."""
+    found = set()
+    i = text.find("(")
+    while i >= 0:
+        if i + 2 < len(text) and text[i + 2] == ")" and text[i + 1].upper() in letters and text[i + 1].isascii():
+            found.add(text[i + 1].upper())
+        i = text.find("(", i + 1)
+    for line in text.split("\n"):
+        k = _skip(line, 0)
+        while k < len(line) and line[k] == "*":
+            k += 1
+        if k + 1 < len(line) and line[k].upper() in letters and line[k].isascii() and line[k + 1] in ".)":
+            found.add(line[k].upper())
+    return found
 
 
 def _letters(options) -> str:
@@ -34,21 +129,19 @@ def extract_choice(response: str, options: Sequence[str] | None = None) -> str |
     """The option letter a response names, or None. Tried in order, the first rule that finds exactly one
     letter wins: an explicit "answer: X" / "answer is (X)" (the last one); the whole reply being one letter
     (``B``, ``(B)``, ``B.``, ``**B**``); letters standing alone as ``(X)`` or ``X.``/``X)`` at a line start (one
-    distinct letter only); the text of exactly one option quoted in the reply."""
+    distinct letter only); the text of exactly one option quoted in the reply. ``<think>`` blocks are dropped
+    first. Linear time in the length of the response."""
     if not isinstance(response, str):
         return None
-    text = _THINK.sub(" ", response).strip()
+    text = drop_think(response).strip()
     L = _letters(options)
-    cls = f"[{L}{L.lower()}]"
-    m = re.findall(rf"answer\s*(?:is|:)?\s*[:\-]?\s*[\(\[\*]*\s*({cls})\b(?![\w'])", text, re.IGNORECASE)
-    m = [x for x in m if x.upper() in L]
+    m = _explicit_answers(text, L)
     if m:
-        return m[-1].upper()
-    whole = re.fullmatch(rf"[\s\*\(\[]*({cls})[\s\*\)\]\.:]*", text)
+        return m[-1]
+    whole = _whole_letter(text, L)
     if whole:
-        return whole.group(1).upper()
-    found = set(re.findall(rf"\(({cls})\)", text)) | set(re.findall(rf"(?m)^\s*\**({cls})[\.\)]", text))
-    found = {x.upper() for x in found if x.upper() in L}
+        return whole
+    found = _standalone_letters(text, L)
     if len(found) == 1:
         return found.pop()
     if options:
@@ -76,7 +169,7 @@ def extract_number(x) -> float | None:
         v = float(x)
         return v if math.isfinite(v) else None
     if isinstance(x, str):
-        nums = _NUMBER.findall(_THINK.sub(" ", x).replace(",", ""))
+        nums = _NUMBER.findall(drop_think(x).replace(",", ""))
         if nums:
             v = float(nums[-1])
             return v if math.isfinite(v) else None
