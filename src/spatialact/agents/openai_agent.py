@@ -385,6 +385,16 @@ class OpenAIAgent:
         return Completion(text=text, tool_calls=calls, usage=usage, cost_usd=self._cost(usage), key=key,
                           attempts=attempts)
 
+    def ask(self, messages: list[dict]) -> Completion:
+        """One request that is not an action turn — a generated question (:mod:`spatialact.questions` builds the
+        ``messages``) — through the same endpoint, temperature 0, ``max_tokens``, extra params, retries and response
+        cache as :meth:`act`. Never raises for HTTP or network trouble (the Completion carries the error)."""
+        req = {"model": self.model, "messages": messages, "temperature": 0}
+        if self.max_tokens is not None:
+            req["max_tokens"] = self.max_tokens
+        req.update(self.params)
+        return self.complete(req)
+
     def act(self, observation: dict) -> AgentTurn:
         t0 = time.perf_counter()
         task = self.task

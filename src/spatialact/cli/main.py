@@ -22,6 +22,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "extract": ("spatialact.cli.extract", "turn a trajectory file into the paper's action sequence"),
     "replay": ("spatialact.cli.replay", "replay a trajectory in its simulated scene: recorded | simulated video"),
     "parse": ("spatialact.cli.parse", "show what a model answer parses to: steps, rigid motions, repairs"),
+    "questions": ("spatialact.cli.questions", "generated questions with exact answers: build a question file, score "
+                                              "answers (CircularEval)"),
 }
 
 DESCRIPTION = """\

@@ -1,0 +1,239 @@
+"""Generated questions with exact answers (SPEC §9): build a question file, and score answers to it.
+
+  spatialact questions build --out q.jsonl [--n 4] [--seed 0] [--types depth,tracking,...]
+      camera-geometry questions after SpatialScore's VGBench (relative_pose, primitive, fov, depth, relative_depth,
+      distance, tracking) and task-flow questions after SpaCE-10 (task_flow), N of every type and format, from
+      simulator renders of procedural rooms; with --trajectory FILE, from a recorded camera path replayed in its
+      scene (a room around the path, or the mesh of --scene). Writes the question file (JSONL, validated against
+      the shipped schema) and its images and depth maps in <out stem>_images/. The same seed gives the same file
+      and images (same renderer and device).
+  spatialact questions score Q.jsonl --agent openai --agent-arg model=gpt-4o --out runs/q-gpt4o
+      asks an agent every question — option questions under every rotation of their options (CircularEval), numeric
+      ones once — and writes one record per answer in the run directory (resumable: a rerun asks only what is
+      missing, and the answers that failed). Agents: openai (the MLLM agent: same endpoint, response cache in
+      <out>/cache, retries and records as its actions), oracle (reads the stored answer), constant (always "A"),
+      random. `spatialact report RUN` shows the results in its Diagnostics section.
+  spatialact questions score Q.jsonl --answers answers.jsonl [--out scores.jsonl]
+      scores a file of answers offline: one JSON object a line, {"question_id", "rotation" (default 0),
+      "response"} (the rotation of the options the model was shown; see spatialact.questions.question_prompt).
+
+Scores (SPEC §4.6): multiple choice and judgment — the exact letter after robust extraction (no random fallback);
+accuracy over all rotations, at rotation 0, and CircularEval (right under every rotation), beside its chance rate;
+numeric — mean relative accuracy (MRA, thresholds 0.50…0.95), δ=2 accuracy and the median relative error.
+Exit status: 0 every answer scored, 1 some answers failed (API errors: rerun to retry), 2 bad input.
+
+Examples:
+  spatialact questions build --out questions/q.jsonl --n 4
+  spatialact questions build --out questions/tum.jsonl --trajectory cam.txt --types relative_pose,task_flow
+  spatialact questions score questions/q.jsonl --agent oracle --out runs/q-oracle
+  spatialact questions score questions/q.jsonl --agent openai --agent-arg model=gpt-4o --out runs/q-gpt4o
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    b = sub.add_parser("build", help="generate a question file from simulator renders",
+                       description="Generate questions with exact answers from procedural rooms or a replayed camera "
+                                   "path (needs the sim extra: PyBullet).")
+    b.add_argument("--out", required=True, metavar="FILE", help="question file to write (.jsonl)")
+    b.add_argument("--n", type=int, default=4, help="questions of every type and format (default 4)")
+    b.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    b.add_argument("--types", default=None, metavar="T1,T2",
+                   help="question types (default all): relative_pose, primitive, fov, depth, relative_depth, "
+                        "distance, tracking, task_flow")
+    b.add_argument("--trajectory", metavar="FILE", default=None,
+                   help="a camera-path trajectory (TUM, KITTI, RealEstate10K, generic .npz/.json, EgoDex with "
+                        "--entity camera): questions from its replay instead of procedural rooms")
+    b.add_argument("--format", default=None, help="trajectory format (default: guessed from the file)")
+    b.add_argument("--entity", default=None, help="EgoDex: camera")
+    b.add_argument("--scene", metavar="MESH", default=None,
+                   help="with --trajectory: a mesh scene (.glb/.gltf/.obj/.ply) to replay in (default: a room "
+                        "around the path)")
+    b.add_argument("--max-keyframes", type=int, default=None, metavar="N",
+                   help="with --trajectory: replay only the first N keyframes (one a second)")
+    b.add_argument("--size", type=int, default=384, help="image width in pixels (default 384)")
+    b.add_argument("--renderer", choices=["tiny", "egl", "gl", "auto"], default="tiny",
+                   help="renderer (default tiny: PyBullet's CPU renderer, the same images everywhere)")
+    b.add_argument("--no-progress", action="store_true", help="no progress bar")
+    b.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    s = sub.add_parser("score", help="ask an agent the questions (or score a file of answers)",
+                       description="Ask an agent every question (CircularEval over the option rotations) into a run "
+                                   "directory, or score a JSONL of answers offline.")
+    s.add_argument("questions", metavar="QUESTIONS", help="question file (JSONL, as written by questions build)")
+    src = s.add_mutually_exclusive_group(required=True)
+    src.add_argument("--agent", default=None,
+                     help="openai (aliases mllm, api) | oracle | constant | random")
+    src.add_argument("--answers", metavar="FILE", default=None,
+                     help="score this JSONL of answers ({question_id, rotation, response}) instead of asking")
+    s.add_argument("--agent-arg", action="append", default=[], metavar="KEY=VALUE",
+                   help="agent keyword argument, repeatable (e.g. model=gpt-4o, base_url=http://localhost:8000/v1; "
+                        "constant: letter=B, number=2.0; random: seed=1); a secret is refused")
+    s.add_argument("--out", metavar="PATH", default=None,
+                   help="run directory (with --agent; required) or the scores file (with --answers; default "
+                        "<answers>.scores.jsonl)")
+    s.add_argument("--no-circular", action="store_true",
+                   help="ask option questions under rotation 0 only (no CircularEval)")
+    s.add_argument("--seed", type=int, default=0, help="run seed, part of the resume key (default 0)")
+    s.add_argument("--limit", type=int, default=None, help="ask only the first N questions")
+    s.add_argument("--no-progress", action="store_true", help="no progress bar")
+    s.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+
+def _build(args: argparse.Namespace) -> int:
+    from .main import CLIError
+    from .table import format_table
+
+    try:
+        from spatialact.questions.generate import build_questions, parse_types
+    except ImportError as e:
+        raise CLIError(f"questions build needs the simulator (pip install 'spatialact[sim]'): {e}") from None
+    if args.n < 1:
+        raise CLIError(f"--n must be at least 1, got {args.n}")
+    if not 16 <= args.size <= 4096:
+        raise CLIError(f"--size must be between 16 and 4096 pixels, got {args.size}")
+    if args.seed < 0:
+        raise CLIError(f"--seed must be ≥ 0, got {args.seed}")
+    if args.max_keyframes is not None and args.max_keyframes < 2:
+        raise CLIError(f"--max-keyframes must be at least 2, got {args.max_keyframes}")
+    if args.trajectory is None:
+        for opt, v in (("--scene", args.scene), ("--format", args.format), ("--entity", args.entity),
+                       ("--max-keyframes", args.max_keyframes)):
+            if v is not None:
+                raise CLIError(f"{opt} goes with --trajectory")
+    types = parse_types(args.types)
+    traj = None
+    mesh = None
+    if args.trajectory is not None:
+        from spatialact.trajectories import load_trajectory
+
+        from .tasks import scene_file
+
+        traj = load_trajectory(args.trajectory, args.format, entity=args.entity)
+        mesh = scene_file(args.scene)
+    out = Path(args.out)
+    if out.exists() and out.is_dir():
+        raise CLIError(f"--out {out}: is a folder; name the question file (e.g. {out}/questions.jsonl)")
+    res = build_questions(out, n=args.n, seed=args.seed, types=types, trajectory=traj, mesh=mesh,
+                          max_keyframes=args.max_keyframes, renderer=args.renderer, size=args.size,
+                          progress=not args.no_progress and sys.stderr.isatty())
+    counts: dict = {}
+    for q in res.questions:
+        k = (q["type"], q["format"])
+        counts[k] = counts.get(k, 0) + 1
+    if args.json:
+        print(json.dumps({"out": str(res.path), "n": len(res.questions), "ids": [q["id"] for q in res.questions],
+                          "skipped": res.skipped}))
+        return 0
+    rows = [[t, f, c] for (t, f), c in counts.items()]
+    print(format_table(rows, ["type", "format", "questions"],
+                       title=f"{len(res.questions)} questions → {res.path}  (images: {out.stem}_images/)"))
+    for k, v in res.skipped.items():
+        print(f"spatialact questions: skipped {v} {k} question{'s' * (v != 1)}: no scene could give one",
+              file=sys.stderr)
+    return 0
+
+
+def _fmt(v, digits: int = 3) -> str:
+    return "–" if v is None else f"{v:.{digits}f}"
+
+
+def summary_table(summary: dict) -> tuple[list[str], list[list]]:
+    """Rows of the question summary (:func:`spatialact.questions.summarise`): one per group."""
+    headers = ["group", "questions", "answers", "accuracy", "acc r0", "chance", "circular", "circ. chance", "MRA",
+               "δ=2", "median rel err", "parse errors", "failed"]
+    rows = []
+    for name, g in summary.items():
+        if name != "all" and "/" not in name and sum(1 for k in summary if k.startswith(name + "/")) == 1:
+            continue  # a type with one format: its type/format row says the same
+        rows.append([name, g["questions"], g["answers"], _fmt(g.get("accuracy")), _fmt(g.get("accuracy_r0")),
+                     _fmt(g.get("chance")), _fmt(g.get("circular")), _fmt(g.get("circular_chance")),
+                     _fmt(g.get("mra")), _fmt(g.get("delta2")), _fmt(g.get("median_rel_error")),
+                     g["parse_errors"], g["failed"]])
+    return headers, rows
+
+
+def _score(args: argparse.Namespace) -> int:
+    from spatialact.questions import load_question_file
+
+    from .main import CLIError
+    from .table import format_table
+
+    if args.limit is not None and args.limit < 0:
+        raise CLIError(f"--limit must be 0 or more, got {args.limit}")
+    qf = load_question_file(args.questions)
+    questions = list(qf.questions)
+    if args.answers is not None:
+        if args.agent_arg:
+            raise CLIError("--agent-arg goes with --agent, not --answers")
+        from spatialact.questions import score_answers_file
+
+        out = Path(args.out) if args.out else None
+        if out is not None and out.resolve() in (Path(args.answers).resolve(), Path(args.questions).resolve()):
+            raise CLIError(f"--out {out} would overwrite an input file")
+        res = score_answers_file(questions, args.answers, out)
+        if args.json:
+            print(json.dumps(res, ensure_ascii=False))
+            return 0
+        headers, rows = summary_table(res["summary"])
+        print(format_table(rows, headers, title=f"answers {args.answers} · {len(questions)} questions"))
+        c = res["counts"]
+        print(f"\nlines {c['lines']}, scored {c['scored']}; invalid_json {c['invalid_json']}, invalid_line "
+              f"{c['invalid_line']}, unknown_question {c['unknown_question']}; duplicates {c['duplicates']}; "
+              f"questions without an answer {c['unanswered']}\nper-answer scores: {res['out']}")
+        return 0
+    if args.out is None:
+        raise CLIError("--out RUN_DIR is required with --agent (the run directory the answers are written to)")
+    from spatialact.agents import AgentConfigError
+    from spatialact.evaluation.results import RunStoreError
+    from spatialact.questions.run import make_answerer, run_questions
+
+    from .eval import parse_agent_args
+
+    kwargs = parse_agent_args(args.agent_arg)
+    try:
+        probe = make_answerer(args.agent, **kwargs)  # validates name and arguments before anything is written
+    except AgentConfigError as e:
+        raise CLIError(str(e)) from None
+    name = probe.describe().get("agent") or args.agent
+    if name == "openai" and "cache_dir" not in kwargs:
+        # answers are cached by default (a rerun does not pay twice), inside the run, as for eval
+        kwargs = dict(kwargs, cache_dir=str(Path(args.out) / "cache"))
+        probe = make_answerer(args.agent, **kwargs)
+    config = {"command": "questions", "questions": str(args.questions), "questions_sha256": qf.sha256,
+              "agent": name, "agent_args": {k: v for k, v in kwargs.items() if k != "cache_dir"}, "seed": args.seed,
+              "circular": not args.no_circular, "limit": args.limit}
+    try:
+        res = run_questions(questions, probe, args.out, seed=args.seed, circular=not args.no_circular,
+                            question_file=args.questions, question_sha=qf.sha256, config=config,
+                            progress=not args.no_progress and sys.stderr.isatty(), limit=args.limit)
+    except (RunStoreError, RuntimeError) as e:
+        raise CLIError(str(e)) from None
+    except PermissionError as e:
+        raise CLIError(f"{e.filename or args.out}: {e.strerror or e}") from None
+    n_fail = sum(res.failures.values())
+    if args.json:
+        print(json.dumps({"run_dir": str(res.run_dir), "new": res.n_new, "skipped": res.n_skipped,
+                          "failures": res.failures, "summary": res.summary}, ensure_ascii=False))
+    else:
+        headers, rows = summary_table(res.summary)
+        print(format_table(rows, headers, title=f"{name} · questions · {args.questions}"
+                                                + ("" if args.no_circular else " · CircularEval over all rotations")))
+        print(f"\n{res.n_new} answers asked, {res.n_skipped} already done; results: "
+              f"{res.run_dir / 'results.jsonl'}")
+    if n_fail:
+        print(f"spatialact questions: {n_fail} answer{'s' * (n_fail != 1)} failed (api_error): no score recorded; "
+              "rerun the same command to ask them again", file=sys.stderr)
+        return 1
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    return _build(args) if args.action == "build" else _score(args)

@@ -1,0 +1,899 @@
+"""Question generators (SPEC §9): camera-geometry questions after SpatialScore's VGBench and task-flow questions after
+SpaCE-10's spatial planning, from simulator renders with exact answers.
+
+Views come from procedural rooms (:func:`spatialact.envs.procedural_tasks`: seeded scenes, the start, intermediate
+and goal poses of their replayed ground truths) or from a recorded camera path replayed in its scene
+(:func:`spatialact.envs.replay_trajectory`: the poses its metric ground truth reaches). Every answer is computed
+from what the record stores — camera poses (C2W, metres, world +Z up, camera +X right, +Y down, +Z forward),
+pinhole intrinsics in pixels, the depth map of the render (z-depth, metres), marked pixels (x right, y down, pixel
+centres at integers) — so it can be recomputed from the record alone (tests/test_questions.py does, by another
+route). Types (``TYPE_FORMATS``):
+
+* ``relative_pose``: the pose of camera 2 in camera 1's frame; multiple choice (distractors: relative poses of other
+  view pairs of the same scene) and judgment (is this the relative pose? yes / no);
+* ``primitive``: which motion primitive (a few units of one) links two frames;
+* ``fov``: the horizontal field of view of a camera with random intrinsics; numeric and multiple choice;
+* ``depth``: the z-depth at a marked pixel (numeric); ``relative_depth``: which of four marked points is closest
+  / farthest;
+* ``distance``: the 3-D distance between marked points on two different objects; numeric and multiple choice;
+* ``tracking``: which of four candidate points in image 2 is the point marked in image 1;
+* ``task_flow``: which step-by-step description of primitives moves the camera from image 1 to image 2 — the
+  replayed ground truth, or one of three single-step corruptions (a primitive reversed, moved to another axis, or
+  its count changed).
+
+Options are shuffled with the seed (answer letters are balanced); the same seed, renderer and device give the same
+questions and images. Decisions are written down in docs/questions.md.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .record import QUESTION_TYPES, SCHEMA_VERSION, TYPE_FORMATS, option_letters, save_questions
+
+__all__ = ["build_questions", "BuildResult", "SceneViews", "procedural_scenes", "trajectory_scenes",
+           "generate_in_scene", "pose_text", "sequence_text", "FRAME_TEXT", "ROTATION_TEXT",
+           "QUESTIONS_PER_SCENE", "TASKS_PER_SCENE"]
+
+QUESTIONS_PER_SCENE = 6   # procedural: one room for about this many questions
+TASKS_PER_SCENE = 4       # procedural tasks (start → goal) per room: their poses are the room's views
+MIN_OVERLAP = 0.3         # shared view (both ways) of two views a question compares
+_FMT_SHORT = {"multiple_choice": "mc", "judgment": "yn", "numeric": "num"}
+_STRUCTURAL = ("floor", "ceiling", "wall", "door", "window", "painting", "rug")
+RED, BLUE, YELLOW = (235, 30, 30), (30, 110, 255), (255, 215, 0)
+
+FRAME_TEXT = ("Camera frame: +X points right, +Y points down and +Z points forward (the viewing direction). "
+              "Pixel coordinates (x, y): x to the right and y down from the top-left pixel (0, 0).")
+ROTATION_TEXT = ("Rotations: pan about +Y (pan right is positive), tilt about +X (tilt up is positive), roll about "
+                 "+Z (counter-clockwise is positive: the image turns counter-clockwise, the camera's right side "
+                 "dips); the rotation is R = R_y(pan) · R_x(tilt) · R_z(roll).")
+
+
+@dataclass
+class SceneViews:
+    """What questions are generated from: a world to render (a :class:`~spatialact.envs.rendering.BulletWorld`), its
+    camera (:class:`~spatialact.envs.rendering.CameraSpec`), camera poses inside it (C2W), the replayed ground truths
+    ``flows`` ((start pose, ActionSequence), the camera being the moving body), the object bodies (body id → object
+    name; walls, floor and the like excluded), where a camera may be (``bounds`` (3, 2) world box, or None) and the
+    furniture boxes ``obstacles`` [(lo, hi)]."""
+
+    world: object
+    spec: dict | None
+    source: str
+    camera: object
+    views: list
+    flows: list
+    objects: dict = field(default_factory=dict)
+    bounds: np.ndarray | None = None
+    obstacles: list = field(default_factory=list)
+
+
+@dataclass
+class BuildResult:
+    """What :func:`build_questions` wrote: the file, the question records, and how many of each (type, format)
+    could not be generated (``skipped``, with the reason)."""
+
+    path: Path
+    questions: list
+    skipped: dict
+
+
+# ----- scene sources -------------------------------------------------------------------------------------------------
+def _object_name(name: str) -> str | None:
+    """A scene body's object (``table2_1`` → ``table2``: a piece of furniture and what stands on it), None for the
+    room itself (walls, floor, ceiling, door, window, paintings, rug)."""
+    if name.startswith(_STRUCTURAL):
+        return None
+    return name.split("_")[0]
+
+
+def procedural_scenes(n_scenes: int, seed: int, *, renderer: str = "tiny", size: int = 384):
+    """Yield ``n_scenes`` procedural rooms (:class:`SceneViews`), deterministic in ``seed``: each the scene of
+    :data:`TASKS_PER_SCENE` procedural navigation tasks, whose replayed poses are its views and whose ground truths
+    are its flows. One environment renders them in turn (the world of a yielded scene lives until the next)."""
+    from ..envs import make_env, procedural_tasks
+
+    tasks = procedural_tasks("nav", TASKS_PER_SCENE * n_scenes, seed, n_steps=(2, 3), tasks_per_scene=TASKS_PER_SCENE,
+                             renderer=renderer)
+    env = make_env("nav", width=size, height=size, renderer=renderer, wrap=False)
+    try:
+        for s in range(n_scenes):
+            group = tasks[s * TASKS_PER_SCENE:(s + 1) * TASKS_PER_SCENE]
+            env.reset(options={"task": group[0]})
+            info = env.scene
+            views = [T for t in group for T in t.gt.to_poses(t.start_pose)]
+            objects = {int(b): o for name, b in info.bodies.items() if (o := _object_name(name)) is not None}
+            yield SceneViews(world=env.world, spec=dict(group[0].scene), source="procedural", camera=env.camera,
+                             views=views, flows=[(t.start_pose, t.gt) for t in group], objects=objects,
+                             bounds=np.asarray(info.nav_box), obstacles=list(info.obstacles))
+    finally:
+        env.close()
+
+
+def trajectory_scenes(traj, *, renderer: str = "tiny", size: int = 384, mesh: str | None = None,
+                      max_keyframes: int | None = None):
+    """Yield the one scene of a recorded camera path (TUM, KITTI, RealEstate10K, generic, EgoDex's head camera)
+    replayed in its replay scene (a procedural room around the path, or the mesh ``mesh``): the views are the poses
+    its metric ground truth reaches at each step (SPEC §5.2), the flows its windows of two and three steps.
+    DROID and EgoDex hand trajectories move a robot or a hand, not the camera: refused (ValueError)."""
+    from ..envs import make_env, replay_trajectory
+    from ..envs.replay import replay_scene_for
+    from ..tasks.extraction import keyframe_indices
+
+    src = traj.meta.get("source")
+    if src == "droid" or (src == "egodex" and traj.meta.get("entity") != "camera"):
+        raise ValueError(f"{traj.meta.get('path')}: questions are generated from camera paths (TUM, KITTI, "
+                         f"RealEstate10K, generic, EgoDex --entity camera); this {src} trajectory moves a "
+                         f"{'robot' if src == 'droid' else 'hand'}")
+    scene = None
+    if mesh is not None:
+        kf = keyframe_indices(len(traj), traj.fps, None)
+        if max_keyframes is not None:
+            kf = kf[:max(2, int(max_keyframes))]
+        scene = replay_scene_for(traj, kf, mesh=mesh)
+    result = replay_trajectory(traj, scene=scene, height=size, renderer=renderer, max_keyframes=max_keyframes)
+    task = result.task
+    env = make_env("nav", task=task, height=size, renderer=renderer, wrap=False, max_steps=max(1, len(task.gt)),
+                   terminate_on_success=False)
+    try:
+        env.reset(options={"task": task})
+        views = list(task.gt.to_poses(task.start_pose))
+        flows = []
+        for k in (2, 3):
+            for i in range(0, len(task.gt) - k + 1):
+                flows.append((views[i], task.gt[i:i + k]))
+        info = env.scene
+        objects = {int(b): o for name, b in info.bodies.items() if (o := _object_name(name)) is not None
+                   and name.startswith(("distractor", "table", "sofa", "lamp", "plant", "bookshelf", "counter"))}
+        yield SceneViews(world=env.world, spec=dict(task.scene), source=str(src or "trajectory"), camera=env.camera,
+                         views=views, flows=flows, objects=objects,
+                         bounds=None if info.nav_box is None else np.asarray(info.nav_box),
+                         obstacles=list(info.obstacles))
+    finally:
+        env.close()
+
+
+# ----- geometry and drawing helpers ---------------------------------------------------------------------------------
+def _intrinsics(cam) -> dict:
+    return {"fx": float(cam.fx), "fy": float(cam.fy), "cx": float(cam.cx), "cy": float(cam.cy)}
+
+
+def _render(scene: SceneViews, T, cam=None, seg: bool = False):
+    cam = cam or scene.camera
+    return scene.world.render(np.asarray(T, dtype=np.float64), cam, depth=True, segmentation=seg)
+
+
+def _clear(scene: SceneViews, T) -> bool:
+    """A usable view: nothing within 0.3 m, half of it at least 0.8 m away, nothing at the far plane."""
+    from ..envs.rendering import CameraSpec
+
+    cam = CameraSpec(16, 16, scene.camera.fov_deg)
+    _, d, _ = scene.world.render(np.asarray(T, dtype=np.float64), cam, depth=True)
+    return float(d.min()) >= 0.3 and float(np.median(d)) >= 0.8 and float(d.max()) < cam.far * 0.99
+
+
+def _overlap(scene: SceneViews, A, B) -> float:
+    from ..envs.procedural import view_overlap
+
+    return min(view_overlap(scene.world, A, B), view_overlap(scene.world, B, A))
+
+
+def _inside(scene: SceneViews, T) -> bool:
+    x = np.asarray(T)[:3, 3]
+    if scene.bounds is not None and (np.any(x < scene.bounds[:, 0] - 0.15) or np.any(x > scene.bounds[:, 1] + 0.15)):
+        return False
+    return not any(np.all(x >= lo - 0.15) and np.all(x <= hi + 0.15) for lo, hi in scene.obstacles)
+
+
+def _smooth_mask(depth: np.ndarray, far: float, margin: int, rel: float = 0.03, k: int = 2) -> np.ndarray:
+    """Pixels where a marker is unambiguous: a surface (not the far plane), depth within ``rel`` over the
+    (2k+1)² neighbourhood, at least ``margin`` pixels from the border."""
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    d = depth.astype(np.float64)
+    pad = np.pad(d, k, mode="edge")
+    win = sliding_window_view(pad, (2 * k + 1, 2 * k + 1))
+    dev = np.abs(win - d[..., None, None]).max(axis=(-1, -2))
+    ok = (d < far * 0.99) & (d > 0) & (dev <= rel * d)
+    m = max(0, int(margin))
+    if m:
+        ok[:m], ok[-m:], ok[:, :m], ok[:, -m:] = False, False, False, False
+    return ok
+
+
+def _unproject(T, cam, x: float, y: float, z: float) -> np.ndarray:
+    pc = np.array([(x - cam.cx) / cam.fx * z, (y - cam.cy) / cam.fy * z, z])
+    return np.asarray(T)[:3, :3] @ pc + np.asarray(T)[:3, 3]
+
+
+def _project(T, cam, X) -> tuple[float, float, float]:
+    T = np.asarray(T)
+    pc = T[:3, :3].T @ (np.asarray(X) - T[:3, 3])
+    if pc[2] <= 1e-6:
+        return math.nan, math.nan, float(pc[2])
+    return float(cam.fx * pc[0] / pc[2] + cam.cx), float(cam.fy * pc[1] / pc[2] + cam.cy), float(pc[2])
+
+
+def _draw(rgb: np.ndarray, marks) -> np.ndarray:
+    """The image with markers: ``marks`` = [(x, y, colour, label or None)]: a filled disc with a white ring and
+    a black outline at the pixel, the label in a box beside it."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    im = Image.fromarray(np.ascontiguousarray(rgb))
+    d = ImageDraw.Draw(im)
+    H, W = rgb.shape[:2]
+    r = max(3, round(min(W, H) / 64))
+    font = ImageFont.load_default()
+    for x, y, colour, label in marks:
+        x, y = float(x), float(y)
+        d.ellipse([x - r - 1, y - r - 1, x + r + 1, y + r + 1], fill=(0, 0, 0))
+        d.ellipse([x - r, y - r, x + r, y + r], fill=(255, 255, 255))
+        d.ellipse([x - r + 2, y - r + 2, x + r - 2, y + r - 2], fill=colour)
+        if label:
+            bx, by = x + r + 2, y - r - 12
+            bx = min(bx, W - 8 * len(label) - 4)
+            by = max(by, 0)
+            x0, y0, x1, y1 = d.textbbox((bx + 2, by + 1), label, font=font)
+            d.rectangle([x0 - 2, y0 - 1, x1 + 2, y1 + 1], fill=(0, 0, 0))
+            d.text((bx + 2, by + 1), label, fill=(255, 255, 255), font=font)
+    return np.asarray(im)
+
+
+def _pick(rng, mask: np.ndarray, n: int = 1, min_dist: float = 0.0, avoid=(), tries: int = 200):
+    """``n`` pixels (x, y) of ``mask``, at least ``min_dist`` apart and from ``avoid``; None if not found."""
+    ys, xs = np.nonzero(mask)
+    if len(xs) < n:
+        return None
+    got: list[tuple[int, int]] = []
+    for _ in range(tries):
+        i = int(rng.integers(len(xs)))
+        p = (int(xs[i]), int(ys[i]))
+        if all(math.dist(p, q) >= min_dist for q in list(got) + list(avoid)):
+            got.append(p)
+            if len(got) == n:
+                return got
+    return None
+
+
+def pose_text(rel: np.ndarray) -> str:
+    """A relative pose in words: the position of camera 2 in camera 1's frame (metres) and its rotation as pan,
+    tilt, roll (degrees; SPEC §2's convention, :data:`ROTATION_TEXT`)."""
+    from .. import geometry
+
+    pan, tilt, roll = np.degrees(geometry.matrix_to_ptr(np.asarray(rel)[:3, :3]))
+    x, y, z = np.asarray(rel)[:3, 3]
+    return (f"position (x, y, z) = ({x:+.2f}, {y:+.2f}, {z:+.2f}) m; "
+            f"pan {pan:+.1f}°, tilt {tilt:+.1f}°, roll {roll:+.1f}°")
+
+
+def sequence_text(seq) -> str:
+    """An action sequence in words: ``Step 1: Truck Left ×3, Dolly In ×5. Step 2: Pan Right ×2.``"""
+    parts = []
+    for k, st in enumerate(seq.steps, 1):
+        acts = ", ".join(f"{p.value} ×{n}" for p, n in st.as_actions()) or "Stay"
+        parts.append(f"Step {k}: {acts}.")
+    return " ".join(parts)
+
+
+def _pose_far(a: np.ndarray, b: np.ndarray, t_min: float = 0.15, r_min: float = math.radians(8.0)) -> bool:
+    from .. import geometry
+
+    return (float(np.linalg.norm(a[:3, 3] - b[:3, 3])) >= t_min
+            or float(geometry.rotation_error(a, b)) >= r_min)
+
+
+def _shuffle(rng, options: list, values: list, correct: int):
+    """Options and values in a random order; the letter of the correct one."""
+    order = rng.permutation(len(options))
+    opts = [options[i] for i in order]
+    vals = [values[i] for i in order]
+    return opts, vals, option_letters(len(opts))[int(np.flatnonzero(order == correct)[0])]
+
+
+def _spread(rng, truth: float, factors, lo: float, hi: float, fmt, n: int = 3, min_ratio: float = 1.12):
+    """``n`` distractor values truth × a factor, within [lo, hi], pairwise (and from the truth) at least
+    ``min_ratio`` apart and written differently by ``fmt``; None if not found."""
+    cand = [truth * f for f in rng.permutation(np.asarray(factors, dtype=np.float64))]
+    got: list[float] = []
+    for v in cand:
+        if not lo <= v <= hi:
+            continue
+        if all(max(v / w, w / v) >= min_ratio and fmt(v) != fmt(w) for w in got + [truth]):
+            got.append(float(v))
+        if len(got) == n:
+            return got
+    return None
+
+
+# ----- one question of each type ----------------------------------------------------------------------------------
+@dataclass
+class _Draft:
+    """A generated question before its files are written: views are (pose, camera, depth map or None); images are
+    (rgb, view index, role)."""
+
+    question: str
+    format: str
+    answer: object
+    views: list
+    images: list
+    options: list | None = None
+    option_values: list | None = None
+    unit: str | None = None
+    points: list = field(default_factory=list)
+    sequence: dict | None = None
+    meta: dict = field(default_factory=dict)
+
+
+def _view_pairs(scene: SceneViews, rng, min_t: float = 0.1, min_r: float = math.radians(5.0), tries: int = 60):
+    """Random pairs (i, j) of clear views that moved (≥ ``min_t`` or ``min_r``) and share at least
+    :data:`MIN_OVERLAP` of their views."""
+    from .. import geometry
+
+    n = len(scene.views)
+    for _ in range(tries):
+        i, j = (int(v) for v in rng.choice(n, size=2, replace=False))
+        A, B = scene.views[i], scene.views[j]
+        t = float(np.linalg.norm(A[:3, 3] - B[:3, 3]))
+        r = float(geometry.rotation_error(A, B))
+        if (t < min_t and r < min_r) or t > 3.0 or r > math.radians(75.0):
+            continue
+        if not (_clear(scene, A) and _clear(scene, B)):
+            continue
+        if _overlap(scene, A, B) < MIN_OVERLAP:
+            continue
+        yield i, j
+
+
+def gen_relative_pose(scene: SceneViews, rng, fmt: str) -> _Draft | None:
+    from .. import geometry
+
+    for i, j in _view_pairs(scene, rng):
+        A, B = scene.views[i], scene.views[j]
+        rel = geometry.relative_pose(A, B)
+        # distractors: relative poses of other pairs of views of this scene (the reversed pair among them)
+        n = len(scene.views)
+        pairs = [(a, b) for a in range(n) for b in range(n) if a != b and (a, b) != (i, j)]
+        order = rng.permutation(len(pairs))
+        want = 3 if fmt == "multiple_choice" else 1
+        got: list[np.ndarray] = []
+        for k in order:
+            a, b = pairs[int(k)]
+            R = geometry.relative_pose(scene.views[a], scene.views[b])
+            if float(np.linalg.norm(R[:3, 3])) > 3.0:
+                continue
+            if all(_pose_far(R, Q) and pose_text(R) != pose_text(Q) for Q in got + [rel]):
+                got.append(R)
+                if len(got) == want:
+                    break
+        if len(got) < want:
+            continue
+        rgb = [_render(scene, T)[0] for T in (A, B)]
+        views = [(A, scene.camera, None), (B, scene.camera, None)]
+        images = [(rgb[0], 0, "view 1"), (rgb[1], 1, "view 2")]
+        intro = ("Image 1 and Image 2 were taken by the same camera in the same scene. " + FRAME_TEXT + " "
+                 + ROTATION_TEXT + " The relative pose of camera 2 is its position in camera 1's frame (metres) "
+                 "and its rotation from camera 1's orientation.")
+        meta = {"pair": [i, j]}
+        if fmt == "multiple_choice":
+            opts, vals, letter = _shuffle(rng, [pose_text(P) for P in [rel] + got],
+                                          [P.tolist() for P in [rel] + got], 0)
+            return _Draft(question=intro + " What is the relative pose of camera 2 with respect to camera 1?",
+                          format=fmt, answer=letter, options=opts, option_values=vals, views=views, images=images,
+                          meta=meta)
+        truth = bool(rng.random() < 0.5)
+        shown = rel if truth else got[0]
+        return _Draft(question=intro + " Is the following the relative pose of camera 2 with respect to camera 1? "
+                               + pose_text(shown),
+                      format=fmt, answer="A" if truth else "B", options=["Yes", "No"], option_values=[True, False],
+                      views=views, images=images, meta={**meta, "shown_pose": shown.tolist(), "shown_is_true": truth})
+    return None
+
+
+def _primitives():
+    from ..action_space import MOTION_PRIMITIVES
+
+    return MOTION_PRIMITIVES
+
+
+def gen_primitive(scene: SceneViews, rng, fmt: str) -> _Draft | None:
+    from ..action_space import PRIMITIVE_TABLE, ActionSequence, Step
+
+    prims = _primitives()
+    sizes = scene.flows[0][1].sizes if scene.flows else None
+    if sizes is None:
+        from ..action_space import StepSizes
+
+        sizes = StepSizes.navigation()
+    for _ in range(60):
+        T = scene.views[int(rng.integers(len(scene.views)))]
+        p = int(rng.integers(len(prims)))
+        axis = p // 2
+        n = int(rng.integers(3, 9)) if axis < 3 else int(rng.integers(3, 7))
+        step = Step.from_counts({prims[p]: n})
+        seq = ActionSequence((step,), sizes)
+        T2 = seq.to_poses(T)[-1]
+        if not (_inside(scene, T2) and _clear(scene, T) and _clear(scene, T2)):
+            continue
+        if _overlap(scene, T, T2) < MIN_OVERLAP:
+            continue
+        opposite = p ^ 1
+        others = [k for k in rng.permutation(len(prims)) if k not in (p, opposite)][:2]
+        names = [prims[k] for k in [p, opposite] + others]
+        texts = [f"{q.value}: {PRIMITIVE_TABLE[q].description}" for q in names]
+        opts, vals, letter = _shuffle(rng, texts, [q.value for q in names], 0)
+        rgb = [_render(scene, X)[0] for X in (T, T2)]
+        units = (f"one unit is {sizes.translation:g} m" if axis < 3
+                 else f"one unit is {math.degrees(sizes.rotation):.2f}°")
+        q = ("Image 2 was taken after the camera that took Image 1 made a single motion: a few units of one motion "
+             "primitive, in its own frame. " + FRAME_TEXT + " Truck moves along X, Pedestal along Y (Pedestal Up is "
+             "-Y), Dolly along Z; Tilt, Pan and Roll turn about X, Y and Z (Tilt Up, Pan Right and Roll CCW are "
+             "positive). Which primitive links Image 1 to Image 2?")
+        return _Draft(question=q, format=fmt, answer=letter, options=opts, option_values=vals,
+                      views=[(T, scene.camera, None), (T2, scene.camera, None)],
+                      images=[(rgb[0], 0, "before"), (rgb[1], 1, "after")], sequence=seq.to_dict(),
+                      meta={"primitive": prims[p].value, "count": n, "unit": units})
+    return None
+
+
+def gen_fov(scene: SceneViews, rng, fmt: str) -> _Draft | None:
+    from ..envs.rendering import CameraSpec
+
+    W = int(scene.camera.width)
+    for _ in range(30):
+        T = scene.views[int(rng.integers(len(scene.views)))]
+        aspect = float(rng.choice([1.0, 4 / 3, 3 / 2, 16 / 9]))
+        H = max(8, int(round(W / aspect)))
+        vfov = float(rng.uniform(35.0, 95.0))
+        cam = CameraSpec(W, H, vfov)
+        hfov = math.degrees(2.0 * math.atan(W / (2.0 * cam.fx)))
+        if not 20.0 <= hfov <= 150.0 or not _clear(scene, T):
+            continue
+        rgb = _render(scene, T, cam)[0]
+        q = ("Image 1 was taken by a pinhole camera with square pixels and the principal point at the image centre. "
+             f"The image is {W} x {H} pixels. What is the camera's horizontal field of view, in degrees?")
+        base = dict(views=[(T, cam, None)], images=[(rgb, 0, "view")], meta={"vertical_fov_deg": cam.fov_deg})
+        if fmt == "numeric":
+            return _Draft(question=q, format=fmt, answer=hfov, unit="deg", **base)
+        fmt_v = lambda v: f"{v:.1f}°"  # noqa: E731
+        d = _spread(rng, hfov, (0.55, 0.68, 0.8, 1.25, 1.45, 1.7), 10.0, 170.0, fmt_v)
+        if d is None:
+            continue
+        opts, vals, letter = _shuffle(rng, [fmt_v(v) for v in [hfov] + d], [hfov] + d, 0)
+        return _Draft(question=q, format=fmt, answer=letter, options=opts, option_values=vals, **base)
+    return None
+
+
+def _marked_views(scene: SceneViews, rng, seg: bool = False, extra=()):
+    """The clear views of the scene in a random order (then ``extra`` poses), each with its render (rgb, depth, seg)
+    and the mask of pixels where a marker is unambiguous."""
+    poses = [scene.views[int(i)] for i in rng.permutation(len(scene.views))] + list(extra)
+    for V in poses:
+        if not _clear(scene, V):
+            continue
+        rgb, depth, s = _render(scene, V, seg=seg)
+        margin = max(4, int(0.06 * min(depth.shape)))
+        yield V, rgb, depth, s, _smooth_mask(depth, scene.camera.far, margin)
+
+
+def _object_views(scene: SceneViews, rng, n: int = 12):
+    """Views aimed between two objects of the scene: from the eye of a random view, looking at the midpoint of
+    the centres of two objects (their bounding boxes) at most 4 m apart."""
+    from ..envs.scenes import look_at
+
+    w = scene.world
+    boxes: dict = {}
+    for bid, obj in scene.objects.items():
+        lo, hi = w.p.getAABB(int(bid), physicsClientId=w.client)
+        b = boxes.setdefault(obj, [np.full(3, np.inf), np.full(3, -np.inf)])
+        b[0], b[1] = np.minimum(b[0], lo), np.maximum(b[1], hi)
+    names = sorted(boxes)
+    if len(names) < 2:
+        return []
+    centres = {o: (boxes[o][0] + boxes[o][1]) / 2 for o in names}
+    out = []
+    for _ in range(4 * n):
+        a, b = (names[int(i)] for i in rng.choice(len(names), size=2, replace=False))
+        if np.linalg.norm(centres[a] - centres[b]) > 4.0:
+            continue
+        eye = scene.views[int(rng.integers(len(scene.views)))][:3, 3]
+        target = (centres[a] + centres[b]) / 2
+        if np.linalg.norm(target - eye) < 1.0:
+            continue
+        T = look_at(eye, target)
+        if _inside(scene, T):
+            out.append(T)
+        if len(out) == n:
+            break
+    return out
+
+
+def _point(T, cam, depth, label: str, view: int, x: int, y: int, obj: str | None = None) -> dict:
+    z = float(depth[y, x])
+    p = {"label": label, "view": view, "pixel": [int(x), int(y)], "world": _unproject(T, cam, x, y, z).tolist(),
+         "depth": z}
+    if obj is not None:
+        p["object"] = obj
+    return p
+
+
+def gen_depth(scene: SceneViews, rng, fmt: str) -> _Draft | None:
+    for T, rgb, depth, _, mask in _marked_views(scene, rng):
+        px = _pick(rng, mask)
+        if px is not None:
+            break
+    else:
+        return None
+    x, y = px[0]
+    cam = scene.camera
+    pt = _point(T, cam, depth, "red", 0, x, y)
+    q = (f"A red marker is drawn in Image 1 at pixel (x, y) = ({x}, {y}). " + FRAME_TEXT + " What is the depth of the "
+         "surface point under the marker: its distance from the camera along the viewing direction (the Z "
+         "coordinate in the camera frame, not the distance along the ray), in metres?")
+    return _Draft(question=q, format=fmt, answer=pt["depth"], unit="m", views=[(T, cam, depth)],
+                  images=[(_draw(rgb, [(x, y, RED, None)]), 0, "view")], points=[pt])
+
+
+def gen_relative_depth(scene: SceneViews, rng, fmt: str) -> _Draft | None:
+    cam = scene.camera
+    for T, rgb, depth, _, mask in _marked_views(scene, rng):
+        W = depth.shape[1]
+        for _ in range(30):
+            px = _pick(rng, mask, 4, min_dist=max(12.0, 0.12 * W))
+            if px is None:
+                break
+            z = [float(depth[y, x]) for x, y in px]
+            zs = sorted(z)
+            if all(b / a >= 1.12 for a, b in zip(zs, zs[1:])):
+                break
+        else:
+            continue
+        if px is None:
+            continue
+        closest = bool(rng.random() < 0.5)
+        k = int(np.argmin(z) if closest else np.argmax(z))
+        points = [_point(T, cam, depth, str(i + 1), 0, x, y) for i, (x, y) in enumerate(px)]
+        img = _draw(rgb, [(x, y, YELLOW, str(i + 1)) for i, (x, y) in enumerate(px)])
+        which = "closest to" if closest else "farthest from"
+        q = ("Four points are marked in Image 1, labelled 1 to 4. " + FRAME_TEXT + f" Which marked point is {which} "
+             "the camera, measured as depth along the viewing direction (the Z coordinate in the camera frame)?")
+        return _Draft(question=q, format=fmt, answer=option_letters(4)[k],
+                      options=[f"Point {i + 1}" for i in range(4)], option_values=z, views=[(T, cam, depth)],
+                      images=[(img, 0, "view")], points=points, meta={"asks": "closest" if closest else "farthest"})
+    return None
+
+
+def gen_distance(scene: SceneViews, rng, fmt: str) -> _Draft | None:
+    if not scene.objects:
+        return None
+    cam = scene.camera
+    for T, rgb, depth, seg, mask in _marked_views(scene, rng, seg=True, extra=_object_views(scene, rng)):
+        names = np.full(seg.shape, "", dtype=object)
+        for bid, obj in scene.objects.items():
+            names[seg == bid] = obj
+        min_px = max(6, int(0.001 * seg.size))
+        visible = sorted({str(o) for o in np.unique(names[mask]) if o})
+        visible = [o for o in visible if int(((names == o) & mask).sum()) >= min_px]
+        if len(visible) < 2:
+            continue
+        oa, ob = (visible[int(i)] for i in rng.choice(len(visible), size=2, replace=False))
+        pa = _pick(rng, (names == oa) & mask)
+        pb = _pick(rng, (names == ob) & mask, avoid=pa, min_dist=10.0)
+        if pa is None or pb is None:
+            continue
+        (xa, ya), (xb, yb) = pa[0], pb[0]
+        A = _point(T, cam, depth, "red", 0, xa, ya, oa)
+        B = _point(T, cam, depth, "blue", 0, xb, yb, ob)
+        dist = float(np.linalg.norm(np.asarray(A["world"]) - np.asarray(B["world"])))
+        if dist < 0.2:
+            continue
+        img = _draw(rgb, [(xa, ya, RED, None), (xb, yb, BLUE, None)])
+        q = (f"Image 1 shows two marked points on two different objects: a red marker at pixel ({xa}, {ya}) and a "
+             f"blue marker at pixel ({xb}, {yb}). What is the straight-line distance in 3-D between the two marked "
+             "surface points, in metres?")
+        base = dict(views=[(T, cam, depth)], images=[(img, 0, "view")], points=[A, B],
+                    meta={"objects": [oa, ob]})
+        if fmt == "numeric":
+            return _Draft(question=q, format=fmt, answer=dist, unit="m", **base)
+        fmt_v = lambda v: f"{v:.2f} m"  # noqa: E731
+        d = _spread(rng, dist, (0.45, 0.6, 0.75, 1.3, 1.55, 1.9), 0.02, 100.0, fmt_v, min_ratio=1.15)
+        if d is None:
+            continue
+        opts, vals, letter = _shuffle(rng, [fmt_v(v) for v in [dist] + d], [dist] + d, 0)
+        return _Draft(question=q, format=fmt, answer=letter, options=opts, option_values=vals, **base)
+    return None
+
+
+def gen_tracking(scene: SceneViews, rng, fmt: str) -> _Draft | None:
+    cam = scene.camera
+    for i, j in _view_pairs(scene, rng, tries=40):
+        A, B = scene.views[i], scene.views[j]
+        rgb_a, d_a, _ = _render(scene, A)
+        rgb_b, d_b, _ = _render(scene, B)
+        m_a = _smooth_mask(d_a, cam.far, max(4, int(0.08 * cam.width)))
+        m_b = _smooth_mask(d_b, cam.far, max(4, int(0.08 * cam.width)))
+        for _ in range(10):
+            px = _pick(rng, m_a)
+            if px is None:
+                break
+            x, y = px[0]
+            P = _point(A, cam, d_a, "red", 0, x, y)
+            u, v, z = _project(B, cam, P["world"])
+            if not (math.isfinite(u) and math.isfinite(v)):
+                continue
+            ui, vi = int(round(u)), int(round(v))
+            if not (0 <= ui < cam.width and 0 <= vi < cam.height) or not m_b[vi, ui]:
+                continue
+            if abs(float(d_b[vi, ui]) - z) > 0.03 * z + 0.01:  # hidden behind something in view 2
+                continue
+            others = _pick(rng, m_b, 3, min_dist=max(16.0, 0.12 * cam.width), avoid=[(u, v)])
+            if others is None:
+                continue
+            cands = [(u, v)] + [(float(a), float(b)) for a, b in others]
+            order = rng.permutation(4)
+            shown = [cands[k] for k in order]
+            k_true = int(np.flatnonzero(order == 0)[0])
+            img_a = _draw(rgb_a, [(x, y, RED, None)])
+            img_b = _draw(rgb_b, [(round(a), round(b), YELLOW, str(n + 1)) for n, (a, b) in enumerate(shown)])
+            points = [P] + [{"label": str(n + 1), "view": 1, "pixel": [float(a), float(b)]}
+                            for n, (a, b) in enumerate(shown)]
+            q = (f"Image 1 shows a red marker at pixel ({x}, {y}). Image 2 shows the same scene from another viewpoint, "
+                 "with four candidate points labelled 1 to 4. Which candidate point in Image 2 is the same 3-D point "
+                 "as the red marker in Image 1?")
+            return _Draft(question=q, format=fmt, answer=option_letters(4)[k_true],
+                          options=[f"Point {n + 1}" for n in range(4)], option_values=[list(c) for c in shown],
+                          views=[(A, cam, d_a), (B, cam, d_b)], images=[(img_a, 0, "view 1"), (img_b, 1, "view 2")],
+                          points=points, meta={"pair": [i, j]})
+    return None
+
+
+def _corruptions(rng, seq, cap: int):
+    """Single-step corruptions of ``seq`` (a counts sequence): (kind, sequence), each differing from it in exactly
+    one step — a primitive reversed, moved to another axis, or its count changed."""
+    from ..action_space import ActionSequence, Step
+
+    out = []
+    steps = list(seq.steps)
+    for k in rng.permutation(len(steps)):
+        k = int(k)
+        signed = steps[k].signed_counts()
+        moving = [int(a) for a in np.flatnonzero(signed)]
+        for a in rng.permutation(moving) if moving else []:
+            a = int(a)
+            for kind in rng.permutation(["reverse", "axis", "count"]):
+                new = signed.copy()
+                if kind == "reverse":
+                    new[a] = -new[a]
+                elif kind == "axis":
+                    free = [b for b in range(6) if new[b] == 0 and (b < 3) == (a < 3)]
+                    if not free:
+                        free = [b for b in range(6) if new[b] == 0]
+                    if not free:
+                        continue
+                    b = int(rng.choice(free))
+                    new[b], new[a] = new[a], 0
+                else:
+                    c = abs(int(new[a]))
+                    choices = [v for v in (c - 3, c - 2, c + 2, c + 3, 2 * c) if 1 <= v <= cap and v != c]
+                    if not choices:
+                        continue
+                    new[a] = int(np.sign(new[a])) * int(rng.choice(choices))
+                st = Step.from_signed(new.tolist(), gripper=steps[k].gripper)
+                out.append((f"{kind} in step {k + 1}", ActionSequence(tuple(steps[:k] + [st] + steps[k + 1:]),
+                                                                      seq.sizes, seq.cap)))
+    return out
+
+
+def gen_task_flow(scene: SceneViews, rng, fmt: str) -> _Draft | None:
+    from .. import geometry
+
+    flows = [f for f in scene.flows if len(f[1]) >= 1 and not f[1].has_vectors]
+    if not flows:
+        return None
+    for n in rng.permutation(len(flows)):
+        T0, seq = flows[int(n)]
+        poses = seq.to_poses(T0)
+        end = poses[-1]
+        if not (_clear(scene, T0) and _clear(scene, end)):
+            continue
+        u_t, u_r = seq.sizes.translation, seq.sizes.rotation
+        chosen: list = []
+        finals = [end]
+        for kind, alt in _corruptions(rng, seq, seq.cap):
+            F = alt.to_poses(T0)[-1]
+            if all(float(np.linalg.norm(F[:3, 3] - G[:3, 3])) >= 1.5 * u_t
+                   or float(geometry.rotation_error(F, G)) >= 1.5 * u_r for G in finals):
+                if sequence_text(alt) not in [sequence_text(s) for _, s in chosen]:
+                    chosen.append((kind, alt))
+                    finals.append(F)
+            if len(chosen) == 3:
+                break
+        if len(chosen) < 3:
+            continue
+        rgb = [_render(scene, T)[0] for T in (T0, end)]
+        seqs = [seq] + [s for _, s in chosen]
+        opts, vals, letter = _shuffle(rng, [sequence_text(s) for s in seqs], [s.to_dict() for s in seqs], 0)
+        q = ("The camera moved from the view in Image 1 to the view in Image 2 by executing a sequence of steps. "
+             "Each step names motion primitives and how many units of each; within a step the camera first "
+             "translates, then rotates, in its own frame at the start of the step. " + FRAME_TEXT + " Truck Right "
+             "moves along +X, Pedestal Down along +Y (Pedestal Up along -Y), Dolly In along +Z; Tilt Up, Pan Right "
+             "and Roll CCW turn positively about X, Y and Z. One unit is "
+             f"{u_t:g} m for Truck, Pedestal and Dolly and {math.degrees(u_r):.2f}° for Tilt, Pan and Roll. Which "
+             "sequence did the camera execute?")
+        return _Draft(question=q, format=fmt, answer=letter, options=opts, option_values=vals,
+                      views=[(T0, scene.camera, None), (end, scene.camera, None)],
+                      images=[(rgb[0], 0, "start"), (rgb[1], 1, "end")], sequence=seq.to_dict(),
+                      meta={"corruptions": [k for k, _ in chosen], "n_steps": len(seq)})
+    return None
+
+
+GENERATORS = {"relative_pose": gen_relative_pose, "primitive": gen_primitive, "fov": gen_fov, "depth": gen_depth,
+              "relative_depth": gen_relative_depth, "distance": gen_distance, "tracking": gen_tracking,
+              "task_flow": gen_task_flow}
+assert set(GENERATORS) == set(QUESTION_TYPES)
+
+
+# ----- records and files ---------------------------------------------------------------------------------------------
+def _write_png(path: Path, rgb: np.ndarray) -> None:
+    from ..agents.prompts import png_bytes
+
+    path.write_bytes(png_bytes(rgb))
+
+
+def _finish(draft: _Draft, qid: str, typ: str, scene: SceneViews, seed: int, image_dir: Path) -> dict:
+    """The question record of a draft; its images (PNG) and depth maps (.npy, float32 metres) written to
+    ``image_dir`` as ``<id>_<k>.png`` and ``<id>_view<k>_depth.npy``."""
+    image_dir.mkdir(parents=True, exist_ok=True)
+    views = []
+    for k, (T, cam, depth) in enumerate(draft.views):
+        v = {"pose": np.asarray(T, dtype=np.float64).tolist(), "width": int(cam.width), "height": int(cam.height),
+             "intrinsics": _intrinsics(cam), "depth": None}
+        if depth is not None:
+            p = image_dir / f"{qid}_view{k}_depth.npy"
+            np.save(p, np.ascontiguousarray(depth, dtype=np.float32), allow_pickle=False)
+            v["depth"] = str(p)
+        views.append(v)
+    images = []
+    for k, (rgb, view, role) in enumerate(draft.images):
+        p = image_dir / f"{qid}_{k + 1}.png"
+        _write_png(p, rgb)
+        images.append({"path": str(p), "view": int(view), "role": role})
+    rec = {"schema_version": SCHEMA_VERSION, "id": qid, "type": typ, "format": draft.format,
+           "source": scene.source, "scene": scene.spec, "seed": int(seed), "question": draft.question}
+    if draft.options is not None:
+        rec["options"] = list(draft.options)
+    rec["answer"] = draft.answer if isinstance(draft.answer, str) else float(draft.answer)
+    if draft.unit is not None:
+        rec["unit"] = draft.unit
+    if draft.option_values is not None:
+        rec["option_values"] = [_plain(v) for v in draft.option_values]
+    rec["images"] = images
+    rec["views"] = views
+    if draft.points:
+        rec["points"] = [_plain(p) for p in draft.points]
+    if draft.sequence is not None:
+        rec["sequence"] = draft.sequence
+    rec["meta"] = _plain(draft.meta)
+    return rec
+
+
+def _plain(x):
+    if isinstance(x, dict):
+        return {str(k): _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return _plain(x.tolist())
+    if isinstance(x, np.generic):
+        return x.item()
+    return x
+
+
+def generate_in_scene(scene: SceneViews, typ: str, fmt: str, rng) -> _Draft | None:
+    """One question of ``typ`` in ``fmt`` from ``scene`` (a draft: its images not yet written), or None when the
+    scene cannot give one (no two objects in view for ``distance``, no replayed flow for ``task_flow``, …)."""
+    if typ not in GENERATORS:
+        raise ValueError(f"unknown question type {typ!r} (expected one of {', '.join(QUESTION_TYPES)})")
+    if fmt not in TYPE_FORMATS[typ]:
+        raise ValueError(f"{typ!r} questions come as {', '.join(TYPE_FORMATS[typ])}, not {fmt!r}")
+    if not scene.views:
+        return None
+    return GENERATORS[typ](scene, rng, fmt)
+
+
+def parse_types(text: str | None) -> tuple[str, ...]:
+    """``"depth,tracking"`` → the types (all of them for None or ``all``); an unknown name raises ValueError."""
+    if text is None or text.strip() in ("", "all"):
+        return QUESTION_TYPES
+    out = []
+    for t in text.split(","):
+        t = t.strip()
+        if t not in QUESTION_TYPES:
+            raise ValueError(f"--types: unknown question type {t[:40]!r} (expected {', '.join(QUESTION_TYPES)})")
+        if t not in out:
+            out.append(t)
+    return tuple(out)
+
+
+def build_questions(out, *, n: int = 4, seed: int = 0, types=None, trajectory=None, mesh: str | None = None,
+                    max_keyframes: int | None = None, renderer: str = "tiny", size: int = 384,
+                    progress: bool = False) -> BuildResult:
+    """Generate ``n`` questions of every (type, format) pair of ``types`` (default all, :data:`TYPE_FORMATS`) and
+    write them to the question file ``out`` (JSONL), their images and depth maps to ``<out stem>_images/``.
+
+    Views come from procedural rooms (seeded by ``seed``; about :data:`QUESTIONS_PER_SCENE` questions a room), or,
+    with ``trajectory`` (a :class:`~spatialact.trajectories.Trajectory`), from its camera path replayed in its scene
+    (``mesh``: a mesh scene instead of a room around the path; ``max_keyframes``: replay only the first keyframes).
+    ``renderer``: tiny (default: CPU, the same images everywhere), egl, gl or auto; ``size``: image width in pixels.
+    A question a scene cannot give is tried in the next scene; those no scene gives are counted in
+    ``BuildResult.skipped``. Deterministic: the same arguments give the same file and images (same renderer and
+    device).
+    """
+    if n < 1:
+        raise ValueError(f"--n must be at least 1, got {n}")
+    if not 16 <= int(size) <= 4096:
+        raise ValueError(f"--size must be between 16 and 4096 pixels, got {size}")
+    if seed < 0:
+        raise ValueError(f"--seed must be ≥ 0, got {seed}")
+    types = tuple(types) if types is not None else QUESTION_TYPES
+    for t in types:
+        if t not in QUESTION_TYPES:
+            raise ValueError(f"unknown question type {t!r} (expected one of {', '.join(QUESTION_TYPES)})")
+    out = Path(out)
+    image_dir = out.parent / f"{out.stem}_images"
+    variants = [(t, f) for t in types for f in TYPE_FORMATS[t]]
+    items = [(t, f, k) for k in range(n) for t, f in variants]
+    if trajectory is not None:
+        scenes = trajectory_scenes(trajectory, renderer=renderer, size=size, mesh=mesh, max_keyframes=max_keyframes)
+        n_scenes = 1
+    else:
+        n_scenes = max(1, math.ceil(len(items) / QUESTIONS_PER_SCENE))
+        scenes = procedural_scenes(n_scenes, seed, renderer=renderer, size=size)
+    queues: list[list[int]] = [[] for _ in range(n_scenes)]
+    for i in range(len(items)):
+        queues[i % n_scenes].append(i)
+    done: dict[int, dict] = {}
+    skipped: dict[str, int] = {}
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(items), desc="questions", unit="q", file=sys.stderr)
+    try:
+        for s, scene in enumerate(scenes):
+            for i in queues[s]:
+                typ, fmt, k = items[i]
+                rng = np.random.default_rng([int(seed), QUESTION_TYPES.index(typ), TYPE_FORMATS[typ].index(fmt),
+                                             int(k), s])
+                draft = generate_in_scene(scene, typ, fmt, rng)
+                if draft is None:
+                    if s + 1 < n_scenes:
+                        queues[s + 1].append(i)
+                    else:
+                        key = f"{typ}/{fmt}"
+                        skipped[key] = skipped.get(key, 0) + 1
+                        if bar is not None:
+                            bar.update(1)
+                    continue
+                qid = f"q-{seed}-{typ}-{_FMT_SHORT[fmt]}-{k:03d}"
+                done[i] = _finish(draft, qid, typ, scene, seed, image_dir)
+                if bar is not None:
+                    bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+        close = getattr(scenes, "close", None)
+        if close is not None:
+            close()
+    records = [done[i] for i in sorted(done)]
+    if not records:
+        raise ValueError("no question could be generated (" + ", ".join(f"{k}: {v}" for k, v in skipped.items())
+                         + "); try other --types or a scene with objects")
+    path = save_questions(records, out)
+    from .record import load_questions
+
+    return BuildResult(path=path, questions=load_questions(path), skipped=skipped)

@@ -1,0 +1,311 @@
+"""Question files: JSON Lines, one question a line, validated on load against the shipped schema
+(``schemas/questions.schema.json``, version 1) and the checks a JSON Schema cannot state (docs/questions.md).
+
+Every problem is reported as one line naming the file, the line, the question (when its id is valid), the field and
+what is wrong, e.g. ``q.jsonl:3: question 'q-0-depth-num-001': field 'answer': 'E' is not one of the 4 options``.
+Lines are strict JSON (``NaN`` and ``Infinity`` are refused). Relative paths (images, depth maps) are relative to the
+file's folder and come back absolute; :func:`save_questions` writes them relative again, so a question folder can be
+moved whole. Only the light core is needed (numpy): loading and scoring a question file imports no simulator.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Iterable
+
+import numpy as np
+
+__all__ = ["QuestionFileError", "QuestionFile", "QUESTION_TYPES", "QUESTION_FORMATS", "TYPE_FORMATS",
+           "SCHEMA_VERSION", "question_schema", "validate_question", "load_questions", "load_question_file",
+           "save_questions", "option_letters"]
+
+SCHEMA_VERSION = 1
+#: The question types and the formats each is generated in (SPEC §9: VGBench's camera geometry, SpaCE-10's planning).
+TYPE_FORMATS: dict[str, tuple[str, ...]] = {
+    "relative_pose": ("multiple_choice", "judgment"),
+    "primitive": ("multiple_choice",),
+    "fov": ("numeric", "multiple_choice"),
+    "depth": ("numeric",),
+    "relative_depth": ("multiple_choice",),
+    "distance": ("numeric", "multiple_choice"),
+    "tracking": ("multiple_choice",),
+    "task_flow": ("multiple_choice",),
+}
+QUESTION_TYPES = tuple(TYPE_FORMATS)
+QUESTION_FORMATS = ("multiple_choice", "judgment", "numeric")
+# What each type needs beyond the schema: at least this many views and points, and a sequence.
+_NEEDS = {"relative_pose": (2, 0, False), "primitive": (2, 0, True), "fov": (1, 0, False), "depth": (1, 1, False),
+          "relative_depth": (1, 2, False), "distance": (1, 2, False), "tracking": (2, 1, False),
+          "task_flow": (2, 0, True)}
+ORTHO_TOL = 1e-5
+
+
+class QuestionFileError(ValueError):
+    """A question file that does not validate; the message names the file, the line, the question and the field."""
+
+
+@dataclass(frozen=True)
+class QuestionFile:
+    """A loaded question file: its path, the SHA-256 of its bytes and the question records in file order."""
+
+    path: Path
+    sha256: str
+    questions: tuple[dict, ...]
+
+    def __len__(self) -> int:
+        return len(self.questions)
+
+
+def option_letters(n: int) -> str:
+    """The letters of ``n`` options: ``A``, ``B``, …"""
+    return "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[:n]
+
+
+@lru_cache(maxsize=1)
+def question_schema() -> dict:
+    """The question JSON Schema shipped in the package (``spatialact/schemas/questions.schema.json``)."""
+    text = resources.files("spatialact").joinpath("schemas/questions.schema.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+@lru_cache(maxsize=1)
+def _validator():
+    from ..tasks.schema_check import compile_schema
+
+    return compile_schema(question_schema())
+
+
+@lru_cache(maxsize=1)
+def _id_validator():
+    from ..tasks.schema_check import compile_schema
+
+    return compile_schema({"$defs": question_schema()["$defs"], "$ref": "#/$defs/id"})
+
+
+def _schema_problems(rec) -> list[tuple[str, str]]:
+    from ..tasks.schema_check import format_path
+
+    return [(format_path(p), m) for p, m in _validator().problems(rec)]
+
+
+def _finite_json(x) -> bool:
+    try:
+        json.dumps(x, allow_nan=False)
+        return True
+    except (ValueError, TypeError):
+        return False
+
+
+def _pose_problem(m) -> str | None:
+    from .. import geometry
+
+    T = np.asarray(m, dtype=np.float64)
+    if np.abs(T[3] - [0.0, 0.0, 0.0, 1.0]).max() > 1e-8:
+        return f"last row must be [0, 0, 0, 1], got {T[3].tolist()}"
+    err = float(geometry.orthonormality_error(T[:3, :3]))
+    if err > ORTHO_TOL:
+        return f"rotation is not orthonormal (error {err:.3g})"
+    return None
+
+
+def _semantic_problems(rec: dict) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    typ, fmt = rec["type"], rec["format"]
+    if fmt not in TYPE_FORMATS[typ]:
+        out.append(("format", f"{typ!r} questions come as {' or '.join(TYPE_FORMATS[typ])}, not {fmt!r}"))
+    views = rec["views"]
+    for i, v in enumerate(views):
+        msg = _pose_problem(v["pose"])
+        if msg:
+            out.append((f"views.{i}.pose", msg))
+    for i, im in enumerate(rec["images"]):
+        if im["view"] >= len(views):
+            out.append((f"images.{i}.view", f"{im['view']} but there are {len(views)} views"))
+    points = rec.get("points") or []
+    for i, p in enumerate(points):
+        if p["view"] >= len(views):
+            out.append((f"points.{i}.view", f"{p['view']} but there are {len(views)} views"))
+            continue
+        v = views[p["view"]]
+        x, y = p["pixel"]
+        if not (-0.5 <= x < v["width"] - 0.5 and -0.5 <= y < v["height"] - 0.5):
+            out.append((f"points.{i}.pixel", f"{[x, y]} is outside the {v['width']}x{v['height']} image"))
+    n_views, n_points, needs_seq = _NEEDS[typ]
+    if len(views) < n_views:
+        out.append(("views", f"{typ!r} questions need at least {n_views} views, got {len(views)}"))
+    if len(points) < n_points:
+        out.append(("points", f"{typ!r} questions need at least {n_points} marked points, got {len(points)}"))
+    if needs_seq and "sequence" not in rec:
+        out.append(("sequence", f"{typ!r} questions carry the action sequence they were computed from"))
+    if "sequence" in rec:
+        try:
+            from ..action_space import ActionSequence
+
+            ActionSequence.from_dict(rec["sequence"])
+        except (ValueError, KeyError, TypeError) as e:
+            out.append(("sequence", str(e)))
+    ans, opts = rec["answer"], rec.get("options")
+    if fmt == "numeric":
+        if not isinstance(ans, (int, float)) or isinstance(ans, bool):
+            out.append(("answer", f"a numeric question's answer is a number, got {ans!r}"))
+        if opts is not None:
+            out.append(("options", "a numeric question has no options"))
+        if "unit" not in rec:
+            out.append(("unit", "a numeric question states its unit (m, deg or px)"))
+    else:
+        if opts is None:
+            out.append(("options", f"a {fmt.replace('_', '-')} question has options"))
+        elif fmt == "judgment" and len(opts) != 2:
+            out.append(("options", f"a judgment has 2 options (yes, no), got {len(opts)}"))
+        if not isinstance(ans, str):
+            out.append(("answer", f"a {fmt.replace('_', '-')} question's answer is an option letter, got {ans!r}"))
+        elif opts is not None and ans not in option_letters(len(opts)):
+            out.append(("answer", f"{ans!r} is not one of the {len(opts)} options"))
+        if opts is not None and len(set(opts)) != len(opts):
+            out.append(("options", "two options have the same text"))
+    ov = rec.get("option_values")
+    if ov is not None and (opts is None or len(ov) != len(opts)):
+        out.append(("option_values", f"{len(ov)} values for {0 if opts is None else len(opts)} options"))
+    for key in ("option_values", "meta", "scene"):
+        if rec.get(key) is not None and not _finite_json(rec[key]):
+            out.append((key, "holds a number that is not finite (or a value that is not JSON)"))
+    return out
+
+
+def _label(rec) -> str:
+    if isinstance(rec, dict):
+        qid = rec.get("id")
+        if isinstance(qid, str) and not _id_validator()(qid):
+            return f"question {qid!r}: "
+    return ""
+
+
+def validate_question(rec) -> list[str]:
+    """Every problem with one question record, as ``field 'x': what`` strings (empty when valid)."""
+    if not isinstance(rec, dict):
+        return [f"record: expected a JSON object, got {type(rec).__name__}"]
+    problems = _schema_problems(rec) or _semantic_problems(rec)
+    return [f"field '{f}': {m}" for f, m in problems]
+
+
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is not JSON (numbers must be finite)")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+
+
+def _abs(folder: str, p):
+    return p if not p or os.path.isabs(p) else os.path.join(folder, p)
+
+
+def _resolve(rec: dict, folder: str) -> dict:
+    rec["images"] = [dict(im, path=_abs(folder, im["path"])) for im in rec["images"]]
+    rec["views"] = [dict(v, depth=_abs(folder, v.get("depth"))) if v.get("depth") else v for v in rec["views"]]
+    return rec
+
+
+def load_question_file(path: str | os.PathLike) -> QuestionFile:
+    """Read and validate a question file; raises :class:`QuestionFileError` naming the file, line, question and
+    field. Duplicate ids and an empty file are errors. Relative paths come back absolute."""
+    import hashlib
+
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise QuestionFileError(f"{path}: no such question file") from None
+    except IsADirectoryError:
+        raise QuestionFileError(f"{path}: is a folder, not a question file") from None
+    except OSError as e:
+        raise QuestionFileError(f"{path}: cannot be read ({e.strerror or e})") from None
+    folder = os.path.abspath(path.parent)
+    out: list[dict] = []
+    seen: dict[str, int] = {}
+    for lineno, raw in enumerate(data.split(b"\n"), 1):
+        if not raw.strip():
+            continue
+        try:
+            rec = _DECODER.decode(raw.decode("utf-8"))
+        except UnicodeDecodeError as e:
+            raise QuestionFileError(f"{path}:{lineno}: not valid UTF-8 (byte {e.start})") from None
+        except json.JSONDecodeError as e:
+            raise QuestionFileError(f"{path}:{lineno}: not valid JSON ({e.msg} at column {e.colno})") from None
+        except ValueError as e:
+            raise QuestionFileError(f"{path}:{lineno}: not valid JSON ({e})") from None
+        problems = validate_question(rec)
+        if problems:
+            more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+            raise QuestionFileError(f"{path}:{lineno}: {_label(rec)}{problems[0]}{more}")
+        qid = rec["id"]
+        if qid in seen:
+            raise QuestionFileError(f"{path}:{lineno}: field 'id': {qid!r} already used on line {seen[qid]}")
+        seen[qid] = lineno
+        out.append(_resolve(rec, folder))
+    if not out:
+        raise QuestionFileError(f"{path}: no questions (the file is empty)")
+    return QuestionFile(path, hashlib.sha256(data).hexdigest(), tuple(out))
+
+
+def load_questions(path: str | os.PathLike, *, ids: Iterable[str] | None = None) -> list[dict]:
+    """The validated question records of a file (optionally only those in ``ids``); see
+    :func:`load_question_file`."""
+    qs = load_question_file(path).questions
+    if ids is None:
+        return list(qs)
+    want = set(ids)
+    return [q for q in qs if q["id"] in want]
+
+
+def _relative(p, base: Path):
+    if not p:
+        return p
+    try:
+        if Path(p).is_absolute() and Path(p).resolve().is_relative_to(base.resolve()):
+            return os.path.relpath(p, base)
+    except ValueError:
+        pass
+    return p
+
+
+def save_questions(records: Iterable[dict], path: str | os.PathLike) -> Path:
+    """Write question records as JSONL (atomically: a temporary file, then rename), each validated first; paths
+    under the file's folder are written relative to it. Writing no question is refused."""
+    path = Path(path)
+    base = path.parent
+    base.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    seen: set[str] = set()
+    n = 0
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            for rec in records:
+                rec = dict(rec)
+                rec["images"] = [dict(im, path=_relative(im["path"], base)) for im in rec.get("images", [])]
+                rec["views"] = [dict(v, depth=_relative(v.get("depth"), base)) if v.get("depth") else v
+                                for v in rec.get("views", [])]
+                problems = validate_question(rec)
+                if problems:
+                    raise QuestionFileError(f"{_label(rec) or 'record: '}{problems[0]}")
+                if rec["id"] in seen:
+                    raise QuestionFileError(f"question {rec['id']!r}: field 'id': used twice")
+                seen.add(rec["id"])
+                f.write(json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n")
+                n += 1
+        if n == 0:
+            raise QuestionFileError(f"{path}: no questions to write (an empty question file does not load)")
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    os.replace(tmp, path)
+    return path
+
+
+def is_number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)

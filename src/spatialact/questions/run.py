@@ -1,0 +1,292 @@
+"""Asking an agent the generated questions: every option question under every rotation of its options (CircularEval),
+numeric questions once; one result record per (question, rotation) in a run directory.
+
+The records live in a run directory of :mod:`spatialact.evaluation.results` (``config.json``, ``results.jsonl``
+appended, flushed and fsynced; resumable; a changed configuration refused), beside the episode records' fields:
+``key``, ``task_id`` (the question id), ``agent``, ``model``, ``env: "questions"``, ``mode: "question"``, ``seed``,
+``variant: "question-r<k>"``, ``response``, ``score``, ``reason``, ``error``, ``error_kind``, ``usage`` (tokens,
+``cost_usd``, ``cached``), ``latency_s``, ``provenance``; and ``record: "question"``, ``question_id``, ``type``,
+``format``, ``rotation``, ``n_rotations``, ``answer`` (the correct letter under that rotation), ``pred``,
+``correct`` (and ``rel_error``, ``delta2``, ``mra`` for numeric questions), ``request_key``, ``prompt_version``.
+The variant keeps them out of the report's episode tables; the report's Diagnostics section summarises them.
+
+Answerers: the MLLM agent (``openai``: the same endpoint, response cache, retries and usage figures as its actions,
+through :meth:`spatialact.agents.openai_agent.OpenAIAgent.ask`) and three calibration baselines: ``oracle`` (reads
+the stored answer: 1.0 under CircularEval), ``constant`` (always the same letter, default "A", and the same
+number: 0 under CircularEval) and ``random`` (a seeded uniform letter; a log-uniform number). Failures are not
+results: an answer that could not be obtained (connection, timeout, HTTP error, malformed reply) is recorded with
+reason ``api_error`` and no score, and rerunning the same command asks it again.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .prompt import QUESTION_PROMPT_VERSION, n_rotations, question_prompt, rotated_answer
+from .scoring import score_response
+
+__all__ = ["QUESTION_AGENTS", "make_answerer", "Reply", "run_questions", "QuestionRunSummary", "question_key",
+           "check_question_inputs"]
+
+#: The agents that answer questions (aliases of ``openai`` such as ``mllm`` are accepted).
+QUESTION_AGENTS = ("oracle", "constant", "random", "openai")
+_UNIT_SCALE = {"m": (0.1, 10.0), "deg": (10.0, 150.0), "px": (1.0, 500.0)}
+
+
+@dataclass
+class Reply:
+    """One answer: its text, and for an API agent the usage, cost, cache and failure figures."""
+
+    text: str | None
+    usage: dict = field(default_factory=dict)
+    cost_usd: float = 0.0
+    error: str | None = None
+    error_kind: str | None = None
+    cached: bool = False
+    request_key: str | None = None
+
+
+class _Baseline:
+    model = None
+
+    def __init__(self, seed: int = 0, **kwargs):
+        if kwargs:
+            raise ValueError(f"agent {self.name!r}: unknown parameters {', '.join(sorted(kwargs))}")
+        self.seed = int(seed)
+
+    def describe(self) -> dict:
+        return {"agent": self.name, "model": None, "params": {"seed": self.seed}}
+
+    def answer(self, q: dict, rotation: int, messages) -> Reply:
+        raise NotImplementedError
+
+
+class OracleAnswerer(_Baseline):
+    """Reads the stored answer: the correct letter under the rotation (``(B)``), or the exact number."""
+
+    name = "oracle"
+
+    def answer(self, q, rotation, messages):
+        a = rotated_answer(q, rotation)
+        return Reply(text=repr(float(a)) if q["format"] == "numeric" else f"({a})")
+
+
+class ConstantAnswerer(_Baseline):
+    """Always the same answer: ``letter`` (default "A") and ``number`` (default 1.0)."""
+
+    name = "constant"
+
+    def __init__(self, seed: int = 0, letter: str = "A", number: float = 1.0, **kwargs):
+        super().__init__(seed, **kwargs)
+        if not (isinstance(letter, str) and len(letter) == 1 and letter.upper() in "ABCDEFGHIJKLMNOPQRSTUVWXYZ"):
+            raise ValueError(f"agent 'constant': letter must be one letter A-Z, got {str(letter)[:20]!r}")
+        if isinstance(number, bool) or not isinstance(number, (int, float)) or not math.isfinite(number):
+            raise ValueError(f"agent 'constant': number must be a finite number, got {number!r}")
+        self.letter, self.number = letter.upper(), float(number)
+
+    def describe(self) -> dict:
+        return {"agent": self.name, "model": None,
+                "params": {"seed": self.seed, "letter": self.letter, "number": self.number}}
+
+    def answer(self, q, rotation, messages):
+        return Reply(text=repr(self.number) if q["format"] == "numeric" else f"({self.letter})")
+
+
+class RandomAnswerer(_Baseline):
+    """A uniform letter among the options; a log-uniform number over a range for the unit (m 0.1–10, deg 10–150,
+    px 1–500). Seeded per (seed, question, rotation): the same in any order or process."""
+
+    name = "random"
+
+    def answer(self, q, rotation, messages):
+        import hashlib
+
+        h = hashlib.sha256(f"{self.seed}|{q['id']}|{rotation}".encode()).digest()
+        rng = np.random.default_rng(int.from_bytes(h[:8], "little"))
+        if q["format"] == "numeric":
+            lo, hi = _UNIT_SCALE.get(q.get("unit"), (0.1, 10.0))
+            return Reply(text=f"{math.exp(rng.uniform(math.log(lo), math.log(hi))):.3f}")
+        return Reply(text="(" + "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[int(rng.integers(len(q["options"])))] + ")")
+
+
+class _APIAnswerer:
+    """The MLLM agent answering through :meth:`OpenAIAgent.ask` (same endpoint, cache and retries as actions)."""
+
+    def __init__(self, agent):
+        self.agent = agent
+        self.name = agent.name
+        self.model = agent.model
+
+    def describe(self) -> dict:
+        d = self.agent.describe()
+        d["params"] = dict(d.get("params") or {}, question_prompt_version=QUESTION_PROMPT_VERSION)
+        return d
+
+    def endpoint(self) -> str:
+        return self.agent.base_url or "the OpenAI API"
+
+    def answer(self, q, rotation, messages):
+        c = self.agent.ask(messages)
+        return Reply(text=c.text if c.error is None else None, usage=dict(c.usage or {}), cost_usd=c.cost_usd,
+                     error=c.error, error_kind=c.error_kind, cached=c.cached, request_key=c.key)
+
+
+_BASELINES = {"oracle": OracleAnswerer, "constant": ConstantAnswerer, "random": RandomAnswerer}
+
+
+def make_answerer(name: str, **kwargs):
+    """A question answerer by name: ``oracle``, ``constant`` (``letter``, ``number``), ``random`` (``seed``), or the
+    MLLM agent ``openai`` (an alias: ``mllm``, ``api``; the arguments of :class:`~spatialact.agents.openai_agent.
+    OpenAIAgent`). Other agents (action baselines, tool agents) do not answer questions: AgentConfigError."""
+    from ..agents import AgentConfigError, canonical_agent_name, check_agent_args
+
+    check_agent_args(kwargs)
+    key = str(name).strip().lower()
+    if key not in _BASELINES:
+        try:
+            key = canonical_agent_name(name)
+        except AgentConfigError:
+            raise AgentConfigError(f"unknown agent {str(name)[:60]!r} for questions (expected one of "
+                                   f"{', '.join(QUESTION_AGENTS)})") from None
+    if key in _BASELINES:
+        try:
+            return _BASELINES[key](**kwargs)
+        except (TypeError, ValueError) as e:
+            raise AgentConfigError(str(e) if "agent" in str(e) else f"agent {key!r}: {e}") from None
+    if key != "openai":
+        raise AgentConfigError(f"agent {key!r} does not answer questions (use one of {', '.join(QUESTION_AGENTS)})")
+    from ..agents import make_agent
+
+    return _APIAnswerer(make_agent("openai", **kwargs))
+
+
+def question_key(qid: str, agent: str, seed: int, rotation: int) -> str:
+    """The resume key of one (question, rotation): the episode key of SPEC §8 with env ``questions``, mode
+    ``question`` and variant ``question-r<rotation>``."""
+    from ..evaluation.episode import episode_key
+
+    return episode_key(qid, agent, "questions", "question", seed, f"question-r{int(rotation)}")
+
+
+def check_question_inputs(questions) -> None:
+    """Refuse (one-line ValueError naming the question and the file) a question whose image file is missing,
+    before anything is written."""
+    for q in questions:
+        for im in q["images"]:
+            if not Path(im["path"]).is_file():
+                raise ValueError(f"question {q['id']!r}: field 'images': {im['path']}: no such image file")
+
+
+@dataclass
+class QuestionRunSummary:
+    run_dir: Path
+    n_new: int
+    n_skipped: int
+    failures: dict
+    summary: dict
+
+
+def run_questions(questions, agent, out, *, seed: int = 0, circular: bool = True, question_file=None,
+                  question_sha: str | None = None, config: dict | None = None, progress: bool = False,
+                  limit: int | None = None) -> QuestionRunSummary:
+    """Ask ``agent`` (an answerer of :func:`make_answerer`) every question — option questions under every rotation
+    when ``circular`` (else rotation 0 only) — and append one record per answer to the run directory ``out``
+    (:class:`spatialact.evaluation.results.RunStore`). Finished answers are skipped on a rerun, except failures
+    (reason ``api_error``), which are asked again. ``config``: what identifies the run (a different one refuses
+    the directory). Three connection failures in a row before any answer came through stop the run (RuntimeError).
+    Returns the counts and :func:`~spatialact.questions.summarise` of every record of the run."""
+    from ..evaluation.results import RunStore, provenance, read_records
+    from .scoring import summarise
+
+    questions = list(questions)[:limit] if limit is not None else list(questions)
+    check_question_inputs(questions)
+    desc = agent.describe()
+    name = desc.get("agent") or agent.name
+    cfg = dict(config or {})
+    cfg.setdefault("command", "questions")
+    cfg.setdefault("agent", name)
+    cfg.setdefault("seed", int(seed))
+    cfg.setdefault("circular", bool(circular))
+    prov = provenance(question_file, agent, seed)
+    if question_sha is not None:
+        prov["question_file_sha256"] = question_sha
+    jobs = [(q, r) for q in questions for r in (range(n_rotations(q)) if circular else (0,))]
+    failures: dict = {}
+    n_new = n_skipped = 0
+    bar = None
+    with RunStore(out, cfg, prov) as store:
+        done = store.done_keys(retry_reasons=("api_error",))
+        todo = [(q, r) for q, r in jobs if question_key(q["id"], name, seed, r) not in done]
+        n_skipped = len(jobs) - len(todo)
+        if progress and todo:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(jobs), initial=n_skipped, desc=f"{name} questions", unit="q", file=sys.stderr)
+        conn_streak, got_through = 0, False
+        try:
+            for q, r in todo:
+                t0 = time.perf_counter()
+                try:
+                    messages = question_prompt(q, r)
+                except ValueError as e:
+                    raise ValueError(str(e)) from None
+                reply = agent.answer(q, r, messages)
+                latency = time.perf_counter() - t0
+                rec = _record(q, r, name, desc.get("model"), seed, reply, latency)
+                store.append(rec)
+                n_new += 1
+                if reply.error is not None:
+                    failures["api_error"] = failures.get("api_error", 0) + 1
+                    print(f"spatialact questions: {q['id']} rotation {r}: {reply.error}", file=sys.stderr)
+                    if reply.error_kind == "connection" and not got_through:
+                        conn_streak += 1
+                        if conn_streak >= 3:
+                            ep = agent.endpoint() if hasattr(agent, "endpoint") else "the agent"
+                            raise RuntimeError(f"stopped after {conn_streak} connection failures in a row at the "
+                                               f"start: cannot reach {ep} (is the server running, is base_url "
+                                               f"right?); rerunning the same command asks these questions again")
+                else:
+                    got_through = True
+                if bar is not None:
+                    bar.update(1)
+        finally:
+            if bar is not None:
+                bar.close()
+        latest = [store.latest(question_key(q["id"], name, seed, r)) for q, r in jobs]
+        failures = {}
+        for rec in latest:
+            if rec is not None and rec.get("reason") == "api_error":
+                failures["api_error"] = failures.get("api_error", 0) + 1
+    records = read_records(out)
+    return QuestionRunSummary(run_dir=Path(out), n_new=n_new, n_skipped=n_skipped, failures=failures,
+                              summary=summarise(records))
+
+
+def _record(q: dict, rotation: int, agent: str, model, seed: int, reply: Reply, latency: float) -> dict:
+    failed = reply.error is not None
+    if failed:
+        s = {"score": None, "correct": None, "pred": None, "answer": rotated_answer(q, rotation),
+             "reason": "api_error"}
+        if q["format"] == "numeric":
+            s.update(rel_error=None, delta2=None, mra=None)
+    else:
+        s = score_response(q, reply.text or "", rotation)
+    u = reply.usage or {}
+    usage = {"prompt_tokens": int(u.get("prompt_tokens", 0) or 0),
+             "completion_tokens": int(u.get("completion_tokens", 0) or 0),
+             "cost_usd": float(reply.cost_usd or 0.0), "cached": int(bool(reply.cached)), "turns": 1}
+    return {
+        "key": question_key(q["id"], agent, seed, rotation),
+        "record": "question", "task_id": q["id"], "question_id": q["id"], "type": q["type"], "format": q["format"],
+        "source": q.get("source"), "agent": agent, "model": model, "env": "questions", "mode": "question",
+        "seed": int(seed), "variant": f"question-r{int(rotation)}", "rotation": int(rotation),
+        "n_rotations": n_rotations(q), **s, "response": reply.text, "error": reply.error,
+        "error_kind": reply.error_kind, "usage": usage, "latency_s": float(latency),
+        "request_key": reply.request_key, "cached": bool(reply.cached), "prompt_version": QUESTION_PROMPT_VERSION,
+    }
