@@ -122,7 +122,7 @@ def trajectory_scenes(traj, *, renderer: str = "tiny", size: int = 384, mesh: st
     its metric ground truth reaches at each step (SPEC §5.2), the flows its windows of two and three steps.
     DROID and EgoDex hand trajectories move a robot or a hand, not the camera: refused (ValueError)."""
     from ..envs import make_env, replay_trajectory
-    from ..envs.replay import replay_scene_for
+    from ..envs.replay import replay_scene_for, scene_aspect
     from ..tasks.extraction import keyframe_indices
 
     src = traj.meta.get("source")
@@ -136,10 +136,13 @@ def trajectory_scenes(traj, *, renderer: str = "tiny", size: int = 384, mesh: st
         if max_keyframes is not None:
             kf = kf[:max(2, int(max_keyframes))]
         scene = replay_scene_for(traj, kf, mesh=mesh)
-    result = replay_trajectory(traj, scene=scene, height=size, renderer=renderer, max_keyframes=max_keyframes)
+    # the replay's own renders are not used (small); its task carries the scene and the metric ground truth
+    result = replay_trajectory(traj, scene=scene, height=32, renderer=renderer, max_keyframes=max_keyframes)
     task = result.task
-    env = make_env("nav", task=task, height=size, renderer=renderer, wrap=False, max_steps=max(1, len(task.gt)),
-                   terminate_on_success=False)
+    aspect = scene_aspect(task.scene)  # the recorded camera's, when the trajectory has intrinsics
+    width = int(round(size * aspect)) if aspect else int(size)
+    env = make_env("nav", task=task, width=width, height=int(size), renderer=renderer, wrap=False,
+                   max_steps=max(1, len(task.gt)), terminate_on_success=False)
     try:
         env.reset(options={"task": task})
         views = list(task.gt.to_poses(task.start_pose))
