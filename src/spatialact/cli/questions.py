@@ -141,27 +141,9 @@ def _build(args: argparse.Namespace) -> int:
     return 0
 
 
-def _fmt(v, digits: int = 3) -> str:
-    return "–" if v is None else f"{v:.{digits}f}"
-
-
-def summary_table(summary: dict) -> tuple[list[str], list[list]]:
-    """Rows of the question summary (:func:`spatialact.questions.summarise`): one per group."""
-    headers = ["group", "questions", "answers", "accuracy", "acc r0", "chance", "circular", "circ. chance", "MRA",
-               "δ=2", "median rel err", "parse errors", "failed"]
-    rows = []
-    for name, g in summary.items():
-        if name != "all" and "/" not in name and sum(1 for k in summary if k.startswith(name + "/")) == 1:
-            continue  # a type with one format: its type/format row says the same
-        rows.append([name, g["questions"], g["answers"], _fmt(g.get("accuracy")), _fmt(g.get("accuracy_r0")),
-                     _fmt(g.get("chance")), _fmt(g.get("circular")), _fmt(g.get("circular_chance")),
-                     _fmt(g.get("mra")), _fmt(g.get("delta2")), _fmt(g.get("median_rel_error")),
-                     g["parse_errors"], g["failed"]])
-    return headers, rows
-
-
 def _score(args: argparse.Namespace) -> int:
     from spatialact.questions import load_question_file
+    from spatialact.questions.scoring import summary_rows
 
     from .main import CLIError
     from .table import format_table
@@ -182,7 +164,7 @@ def _score(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(res, ensure_ascii=False))
             return 0
-        headers, rows = summary_table(res["summary"])
+        headers, rows = summary_rows(res["summary"])
         print(format_table(rows, headers, title=f"answers {args.answers} · {len(questions)} questions"))
         c = res["counts"]
         print(f"\nlines {c['lines']}, scored {c['scored']}; invalid_json {c['invalid_json']}, invalid_line "
@@ -223,7 +205,7 @@ def _score(args: argparse.Namespace) -> int:
         print(json.dumps({"run_dir": str(res.run_dir), "new": res.n_new, "skipped": res.n_skipped,
                           "failures": res.failures, "summary": res.summary}, ensure_ascii=False))
     else:
-        headers, rows = summary_table(res.summary)
+        headers, rows = summary_rows(res.summary)
         print(format_table(rows, headers, title=f"{name} · questions · {args.questions}"
                                                 + ("" if args.no_circular else " · CircularEval over all rotations")))
         print(f"\n{res.n_new} answers asked, {res.n_skipped} already done; results: "

@@ -50,11 +50,13 @@ class RunData:
 
     @property
     def agent(self) -> str:
-        return str(self.records[0].get("agent")) if self.records else "?"
+        recs = self.records or self.all_records  # a run of generated questions has no plain episode
+        return str(recs[0].get("agent")) if recs else "?"
 
     @property
     def model(self):
-        return self.records[0].get("model") if self.records else None
+        recs = self.records or self.all_records
+        return recs[0].get("model") if recs else None
 
 
 def _num(v) -> float:
@@ -452,12 +454,13 @@ def make_report(run_dirs, out_dir) -> tuple[Path, Path]:
          f"percentile-bootstrap 95% intervals of the mean (1000 resamples, seed 0).")
 
     heading(2, "Runs")
-    if any(len(run.all_records) != len(run.records) for run in runs):
+    if any(r.get("variant") == "mirror" for run in runs for r in run.all_records):
         para("Runs with mirrored episodes (eval --flip): the tables and plots below show the plain episodes; the "
              "mirrored ones are compared with them in the Diagnostics section.")
     run_rows = []
     for run in runs:
-        prov = (run.records[0].get("provenance") if run.records else None) or {}
+        recs = run.records or run.all_records
+        prov = (recs[0].get("provenance") if recs else None) or {}
         cfg = run.config.get("config", run.config) if isinstance(run.config, dict) else {}
         modes = sorted({str(r.get("mode")) for r in run.records})
         run_rows.append([run.label, str(run.path), ", ".join(modes) or str(cfg.get("mode", "–")), len(run.records),
@@ -723,7 +726,8 @@ def diagnostics_section(runs: list[RunData], figdir: Path, heading, para, table,
 
     calib = _calibration(runs)
     diags = [(run, run_diagnostics(run.all_records, calib)) for run in runs]
-    if not any(v for _, d in diags for v in d.values()):
+    questions = question_summaries(runs)
+    if not any(v for _, d in diags for v in d.values()) and not questions:
         return
     heading(2, "Diagnostics")
     para("Why an agent fails, not only how often (SPEC §9; definitions in docs/diagnostics.md). Intervals are "
@@ -796,6 +800,44 @@ def diagnostics_section(runs: list[RunData], figdir: Path, heading, para, table,
         for i, (run, b) in enumerate(biases):
             image(_plot_bias(run.label, b, figdir / f"diag_bias_{i}.png"), f"{run.label}: label counts and sign "
                                                                             f"confusion per axis")
+    questions_section(questions, heading, para, table)
+
+
+def question_summaries(runs: list[RunData]) -> list:
+    """(run, :func:`spatialact.questions.summarise` of its question records) for the runs that answered generated
+    questions (``spatialact questions score``)."""
+    from ..questions.scoring import summarise
+
+    out = []
+    for run in runs:
+        s = summarise(run.all_records)
+        if s:
+            out.append((run, s))
+    return out
+
+
+def questions_section(questions: list, heading, para, table) -> None:
+    """The generated-questions part of the Diagnostics section (SPEC §9, docs/questions.md): per run and question
+    group, accuracy over every rotation and at rotation 0 beside the chance rate, CircularEval beside its chance
+    rate, and for numeric questions MRA, δ=2 accuracy and the median relative error. Writes through the report's
+    escaping writers."""
+    if not questions:
+        return
+    from ..questions.scoring import summary_rows
+
+    heading(3, "Generated questions")
+    para("Camera-geometry questions (VGBench: relative pose, primitive, field of view, depth, distance, tracking) and "
+         "task-flow questions (SpaCE-10) with exact answers from the simulator (spatialact questions). Option "
+         "questions are asked under every rotation of their options: accuracy counts every answer, 'acc r0' the "
+         "options in their stored order, CircularEval a question right under every rotation (chance: (1/n)^n for "
+         "n options). Numeric answers: MRA (mean relative accuracy over thresholds 0.50…0.95) and δ=2 (within "
+         "0.5x–2x of the truth). Failed answers (API errors) are counted, never scored.")
+    rows = []
+    headers = None
+    for run, summary in questions:
+        headers, rs = summary_rows(summary)
+        rows += [[run.label] + r for r in rs]
+    table(["run"] + headers, rows)
 
 
 MAX_TOOL_TEXT = 300  # characters of a tool call's arguments or result shown in the report
@@ -848,6 +890,7 @@ def tool_use_section(runs: list[RunData], heading, para, table) -> None:
 def overall_json(run_dirs) -> list[dict]:
     """The overall figures per run as JSON-able dicts (for ``spatialact report --json``)."""
     from ..diagnostics.summaries import run_diagnostics
+    from ..questions.scoring import summarise
 
     runs = load_runs([Path(d) for d in run_dirs])
     calib = _calibration(runs)
@@ -862,5 +905,5 @@ def overall_json(run_dirs) -> list[dict]:
                     "prompt_tokens": sum(_usage(r, "prompt_tokens") for r in every),
                     "completion_tokens": sum(_usage(r, "completion_tokens") for r in every),
                     "cost_usd": sum(_usage(r, "cost_usd") for r in every),
-                    "diagnostics": run_diagnostics(every, calib)})
+                    "diagnostics": run_diagnostics(every, calib), "questions": summarise(every) or None})
     return out

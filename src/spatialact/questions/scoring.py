@@ -22,7 +22,7 @@ import numpy as np
 
 from .prompt import n_rotations, rotate_options, rotated_answer
 
-__all__ = ["score_response", "summarise", "score_answers_file", "FAILURE_REASONS"]
+__all__ = ["score_response", "summarise", "summary_rows", "score_answers_file", "FAILURE_REASONS"]
 
 FAILURE_REASONS = ("api_error", "error")
 
@@ -102,6 +102,26 @@ def summarise(records) -> dict:
     for key in sorted({f"{r.get('type')}/{r.get('format')}" for r in rs}):
         out[key] = _group([r for r in rs if f"{r.get('type')}/{r.get('format')}" == key])
     return out
+
+
+def _fmt(v, digits: int = 3) -> str:
+    return "–" if v is None else f"{v:.{digits}f}"
+
+
+def summary_rows(summary: dict) -> tuple[list[str], list[list]]:
+    """A table of :func:`summarise`'s figures: headers and one row per group (a type generated in one format only
+    is shown by its ``type/format`` row alone). '–' marks a figure the group has no data for."""
+    headers = ["group", "questions", "answers", "accuracy", "acc r0", "chance", "CircularEval", "circ. chance", "MRA",
+               "δ=2", "median rel err", "parse errors", "failed"]
+    rows = []
+    for name, g in summary.items():
+        if name != "all" and "/" not in name and sum(1 for k in summary if k.startswith(name + "/")) == 1:
+            continue
+        rows.append([name, g["questions"], g["answers"], _fmt(g.get("accuracy")), _fmt(g.get("accuracy_r0")),
+                     _fmt(g.get("chance")), _fmt(g.get("circular")), _fmt(g.get("circular_chance")),
+                     _fmt(g.get("mra")), _fmt(g.get("delta2")), _fmt(g.get("median_rel_error")),
+                     g["parse_errors"], g["failed"]])
+    return headers, rows
 
 
 def score_answers_file(questions, answers, out=None) -> dict:
