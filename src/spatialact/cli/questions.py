@@ -175,6 +175,7 @@ def _score(args: argparse.Namespace) -> int:
         raise CLIError("--out RUN_DIR is required with --agent (the run directory the answers are written to)")
     from spatialact.agents import AgentConfigError
     from spatialact.evaluation.results import RunStoreError
+    from spatialact.evaluation.runner import EndpointUnreachable
     from spatialact.questions.run import make_answerer, run_questions
 
     from .eval import parse_agent_args
@@ -196,7 +197,7 @@ def _score(args: argparse.Namespace) -> int:
         res = run_questions(questions, probe, args.out, seed=args.seed, circular=not args.no_circular,
                             question_file=args.questions, question_sha=qf.sha256, config=config,
                             progress=not args.no_progress and sys.stderr.isatty(), limit=args.limit)
-    except (RunStoreError, RuntimeError) as e:
+    except (RunStoreError, EndpointUnreachable) as e:
         raise CLIError(str(e)) from None
     except PermissionError as e:
         raise CLIError(f"{e.filename or args.out}: {e.strerror or e}") from None

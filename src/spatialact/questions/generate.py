@@ -644,9 +644,9 @@ def gen_tracking(scene: SceneViews, rng, fmt: str) -> _Draft | None:
             img_b = _draw(rgb_b, [(round(a), round(b), YELLOW, str(n + 1)) for n, (a, b) in enumerate(shown)])
             points = [P] + [{"label": str(n + 1), "view": 1, "pixel": [float(a), float(b)]}
                             for n, (a, b) in enumerate(shown)]
-            q = (f"Image 1 shows a red marker at pixel ({x}, {y}). Image 2 shows the same scene from another viewpoint, "
-                 "with four candidate points labelled 1 to 4. Which candidate point in Image 2 is the same 3-D point "
-                 "as the red marker in Image 1?")
+            q = (f"Image 1 shows a red marker at pixel ({x}, {y}). Image 2 shows the same scene from another "
+                 "viewpoint, with four candidate points labelled 1 to 4. Which candidate point in Image 2 is the same "
+                 "3-D point as the red marker in Image 1?")
             return _Draft(question=q, format=fmt, answer=option_letters(4)[k_true],
                           options=[f"Point {n + 1}" for n in range(4)], option_values=[list(c) for c in shown],
                           views=[(A, cam, d_a), (B, cam, d_b)], images=[(img_a, 0, "view 1"), (img_b, 1, "view 2")],

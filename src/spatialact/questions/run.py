@@ -199,7 +199,8 @@ def run_questions(questions, agent, out, *, seed: int = 0, circular: bool = True
     when ``circular`` (else rotation 0 only) — and append one record per answer to the run directory ``out``
     (:class:`spatialact.evaluation.results.RunStore`). Finished answers are skipped on a rerun, except failures
     (reason ``api_error``), which are asked again. ``config``: what identifies the run (a different one refuses
-    the directory). Three connection failures in a row before any answer came through stop the run (RuntimeError).
+    the directory). Three connection failures in a row before any answer came through stop the run
+    (:class:`spatialact.evaluation.runner.EndpointUnreachable`).
     Returns the counts and :func:`~spatialact.questions.summarise` of every record of the run."""
     from ..evaluation.results import RunStore, provenance, read_records
     from .scoring import summarise
@@ -248,9 +249,12 @@ def run_questions(questions, agent, out, *, seed: int = 0, circular: bool = True
                         conn_streak += 1
                         if conn_streak >= 3:
                             ep = agent.endpoint() if hasattr(agent, "endpoint") else "the agent"
-                            raise RuntimeError(f"stopped after {conn_streak} connection failures in a row at the "
-                                               f"start: cannot reach {ep} (is the server running, is base_url "
-                                               f"right?); rerunning the same command asks these questions again")
+                            from ..evaluation.runner import EndpointUnreachable
+
+                            raise EndpointUnreachable(
+                                f"stopped after {conn_streak} connection failures in a row at the start: cannot "
+                                f"reach {ep} (is the server running, is base_url right?); rerunning the same command "
+                                f"asks these questions again")
                 else:
                     got_through = True
                 if bar is not None:

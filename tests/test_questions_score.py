@@ -1,0 +1,365 @@
+"""Scoring generated questions (SPEC §4.6) with CircularEval over the option rotations, the answerers (the MLLM agent
+through its endpoint, cache and records; oracle, constant, random), `spatialact questions build|score`, and the
+report's question results."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+if importlib.util.find_spec("pybullet") is None:
+    pytest.skip("the question file is generated with the sim extra (PyBullet)", allow_module_level=True)
+
+from spatialact.cli.main import main  # noqa: E402
+from spatialact.diagnostics import circular_eval  # noqa: E402
+from spatialact.questions import (build_questions, load_questions, n_rotations, question_prompt,  # noqa: E402
+                                  rotate_options, rotated_answer, score_response, summarise)
+from spatialact.questions.run import make_answerer, run_questions  # noqa: E402
+from spatialact.scorers.questions import extract_choice, extract_number  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def qfile(tmp_path_factory):
+    d = tmp_path_factory.mktemp("qs")
+    res = build_questions(d / "q.jsonl", n=2, seed=0, size=64,
+                          types=["relative_pose", "fov", "depth", "relative_depth", "tracking", "task_flow"])
+    return res.path
+
+
+@pytest.fixture(scope="module")
+def questions(qfile):
+    return load_questions(qfile)
+
+
+def records(run_dir):
+    return [json.loads(x) for x in (Path(run_dir) / "results.jsonl").read_text().splitlines()]
+
+
+# ----- rotations and single answers -------------------------------------------------------------------------------
+def test_rotation_moves_the_correct_option_through_every_letter(questions):
+    for q in questions:
+        if q["format"] == "numeric":
+            assert n_rotations(q) == 1 and rotated_answer(q, 0) == q["answer"]
+            continue
+        n = len(q["options"])
+        truth = q["options"]["ABCD".index(q["answer"])]
+        letters = []
+        for r in range(n):
+            opts = rotate_options(q["options"], r)
+            assert sorted(opts) == sorted(q["options"]) and opts[0] == q["options"][r]
+            letter = rotated_answer(q, r)
+            assert opts["ABCD".index(letter)] == truth
+            letters.append(letter)
+        assert sorted(letters) == list("ABCD"[:n])  # every letter once: always "A" is right under one rotation
+        with pytest.raises(ValueError, match="rotation"):
+            rotated_answer(q, n)
+
+
+def test_prompt_shows_the_rotated_options_and_the_images(questions):
+    q = next(q for q in questions if q["format"] == "multiple_choice")
+    for r in range(len(q["options"])):
+        msgs = question_prompt(q, r)
+        assert msgs[0]["role"] == "system"
+        parts = msgs[1]["content"]
+        text = "\n".join(p["text"] for p in parts if p["type"] == "text")
+        assert q["question"] in text
+        for i, o in enumerate(rotate_options(q["options"], r)):
+            assert f"({'ABCD'[i]}) {o}" in text
+        urls = [p["image_url"]["url"] for p in parts if p["type"] == "image_url"]
+        import base64
+
+        assert [base64.b64decode(u.split(",", 1)[1]) for u in urls] == [Path(im["path"]).read_bytes()
+                                                                      for im in q["images"]]
+    num = next(q for q in questions if q["format"] == "numeric")
+    text = question_prompt(num)[1]["content"][-1]["text"]
+    assert "single number in" in text and "Options" not in text
+    blob = json.dumps(question_prompt(num))
+    assert repr(num["answer"]) not in blob and f"{num['answer']:.2f}" not in blob  # the answer is not sent
+
+
+def test_score_response_multiple_choice_and_numeric(questions):
+    q = next(q for q in questions if q["format"] == "multiple_choice")
+    for r in range(4):
+        right = rotated_answer(q, r)
+        assert score_response(q, f"The answer is ({right}).", r)["score"] == 1.0
+        wrong = next(c for c in "ABCD" if c != right)
+        s = score_response(q, f"({wrong})", r)
+        assert s["score"] == 0.0 and s["pred"] == wrong and s["reason"] is None
+    s = score_response(q, "I am not sure.", 0)
+    assert s["score"] == 0.0 and s["pred"] is None and s["reason"] == "parse_error"  # no random fallback
+    num = next(q for q in questions if q["type"] == "depth")
+    g = num["answer"]
+    s = score_response(num, f"about {g * 1.12:.6f} metres", 0)
+    assert s["rel_error"] == pytest.approx(0.12, rel=1e-4) and s["delta2"] and s["correct"]
+    assert s["mra"] == pytest.approx(0.8) and s["score"] == s["mra"]  # thresholds 0.50 … 0.85 pass: 8 of 10
+    s = score_response(num, str(g * 2.5), 0)
+    assert not s["delta2"] and s["mra"] == 0.0
+    assert score_response(num, "no idea", 0)["reason"] == "parse_error"
+
+
+def test_extraction_stays_linear_on_adversarial_answers():
+    # model text is untrusted: runs of spaces, tags and newlines are processed in linear time
+    for text in ["answer" + " " * 200_000 + "z", "<think>" * 100_000, "\n" * 200_000 + "x", "answer is " * 50_000,
+                 "(" * 200_000, " " * 200_000 + "*" * 100_000, "Answer:" + "\t" * 100_000]:
+        t0 = time.perf_counter()
+        extract_choice(text, ["a", "b", "c", "d"])
+        extract_number(text)
+        assert time.perf_counter() - t0 < 1.0, text[:20]
+
+
+# ----- agents and CircularEval ------------------------------------------------------------------------------------
+def test_oracle_scores_one_and_always_a_scores_at_most_chance(questions, qfile, tmp_path):
+    oracle = run_questions(questions, make_answerer("oracle"), tmp_path / "oracle", question_file=qfile)
+    s = oracle.summary["all"]
+    assert s["circular"] == 1.0 and s["accuracy"] == 1.0 and s["mra"] == 1.0 and s["delta2"] == 1.0
+    assert s["failed"] == 0 and s["parse_errors"] == 0
+    always_a = run_questions(questions, make_answerer("constant", letter="A"), tmp_path / "const")
+    for name, g in always_a.summary.items():
+        if g.get("circular") is None:
+            continue
+        assert g["circular"] == 0.0 <= g["circular_chance"]  # never right under every rotation
+        if "/" in name:  # one format: right under exactly one of the n rotations of each question
+            assert g["accuracy"] == pytest.approx(g["chance"])
+    # the same figures from the records with circular_eval itself
+    recs = records(tmp_path / "const")
+    by_q: dict = {}
+    for r in recs:
+        if r["format"] != "numeric":
+            by_q.setdefault(r["question_id"], {})[r["rotation"]] = r["correct"]
+    rows = [[d[k] for k in sorted(d)] for d in by_q.values()]
+    assert circular_eval(rows) == 0.0 and all(sum(row) == 1 for row in rows)
+    rnd = run_questions(questions, make_answerer("random", seed=3), tmp_path / "rnd")
+    assert rnd.summary["all"]["circular"] <= 0.5
+    again = run_questions(questions, make_answerer("random", seed=3), tmp_path / "rnd2")
+    assert [r["response"] for r in records(tmp_path / "rnd")] == [r["response"] for r in records(tmp_path / "rnd2")]
+    assert again.summary == rnd.summary
+
+
+def test_records_resume_and_only_rotation_zero_without_circular(questions, qfile, tmp_path):
+    out = tmp_path / "run"
+    res = run_questions(questions, make_answerer("oracle"), out, question_file=qfile)
+    n = sum(n_rotations(q) for q in questions)
+    assert res.n_new == n and res.n_skipped == 0
+    recs = records(out)
+    r = recs[0]
+    assert r["record"] == "question" and r["env"] == "questions" and r["mode"] == "question"
+    assert r["variant"] == f"question-r{r['rotation']}" and r["key"].endswith(r["variant"])
+    assert r["provenance"]["task_file"] == str(qfile) and r["provenance"]["spatialact_version"]
+    assert {"usage", "latency_s", "prompt_version", "response", "answer", "pred", "correct"} <= set(r)
+    again = run_questions(questions, make_answerer("oracle"), out, question_file=qfile)
+    assert again.n_new == 0 and again.n_skipped == n
+    plain = run_questions(questions, make_answerer("oracle"), tmp_path / "plain", circular=False)
+    assert plain.n_new == len(questions)
+    assert {r["rotation"] for r in records(tmp_path / "plain")} == {0}
+    assert plain.summary["all"]["circular"] is None or all(q["format"] == "numeric" for q in questions)
+
+
+def test_unknown_and_action_only_agents_are_refused():
+    from spatialact.agents import AgentConfigError
+
+    for name, msg in [("geometric", "does not answer questions"), ("react", "does not answer questions"),
+                      ("nobody", "unknown agent")]:
+        with pytest.raises(AgentConfigError, match=msg):
+            make_answerer(name)
+    with pytest.raises(AgentConfigError, match="letter"):
+        make_answerer("constant", letter="AB")
+    with pytest.raises(AgentConfigError, match="unknown parameters"):
+        make_answerer("oracle", colour="red")
+    with pytest.raises(AgentConfigError, match="secret"):
+        make_answerer("openai", model="m", api_key="sk-abcdefghijklmnopqrstuvwxyz")
+
+
+# ----- the MLLM agent through a chat-completions endpoint ---------------------------------------------------------
+def _perfect_model(questions):
+    """A model behind the loopback server that answers right: it knows each question by its first image and reads
+    the rotated options it is shown."""
+    import base64
+
+    truth = {}
+    for q in questions:
+        key = base64.b64encode(Path(q["images"][0]["path"]).read_bytes()).decode()[:4000]
+        truth[key] = q
+
+    def respond(body):
+        parts = body["messages"][1]["content"]
+        url = next(p["image_url"]["url"] for p in parts if p["type"] == "image_url")
+        q = truth[url.split(",", 1)[1][:4000]]
+        if q["format"] == "numeric":
+            return ("ok", f"The value is {q['answer']:.4f}")
+        text = parts[-1]["text"]
+        want = q["options"]["ABCD".index(q["answer"])]
+        shown = dict(re.findall(r"^\(([A-Z])\) (.*)$", text, re.M))
+        letter = next(k for k, v in shown.items() if v == want)
+        return ("ok", f"<think>options...</think>({letter})")
+
+    return respond
+
+
+def test_openai_agent_answers_through_endpoint_cache_and_records(server, questions, qfile, tmp_path, monkeypatch,
+                                                                 capsys):
+    pytest.importorskip("openai")
+    from _chat_server import SECRET
+
+    monkeypatch.setenv("SPATIALACT_TEST_KEY", SECRET)
+    server.responder = _perfect_model(questions)
+    out = tmp_path / "gpt"
+    argv = ["questions", "score", str(qfile), "--agent", "openai", "--agent-arg", "model=test-vlm",
+            "--agent-arg", f"base_url={server.url}", "--agent-arg", "api_key_env=SPATIALACT_TEST_KEY",
+            "--out", str(out), "--no-progress", "--json"]
+    assert main(argv) == 0
+    res = json.loads(capsys.readouterr().out)
+    n = sum(n_rotations(q) for q in questions)
+    assert res["new"] == n and len(server.requests) == n
+    assert res["summary"]["all"]["circular"] == 1.0 and res["summary"]["all"]["mra"] > 0.99
+    body = server.requests[0]["body"]
+    assert body["model"] == "test-vlm" and body["temperature"] == 0 and body["max_tokens"] == 1024
+    recs = records(out)
+    assert all(r["agent"] == "openai" and r["model"] == "test-vlm" and r["usage"]["prompt_tokens"] == 321
+               and r["request_key"] and r["cached"] is False and r["error"] is None for r in recs)
+    assert any((out / "cache").rglob("*.json"))
+    for p in out.rglob("*"):
+        if p.is_file():
+            assert SECRET not in p.read_text(errors="ignore"), p
+    # a new run directory sharing the cache: every answer from the cache, no request, cost 0
+    out2 = tmp_path / "gpt-cached"
+    argv2 = [a if a != str(out) else str(out2) for a in argv] + ["--agent-arg", f"cache_dir={out / 'cache'}"]
+    assert main(argv2) == 0
+    capsys.readouterr()
+    assert len(server.requests) == n
+    assert all(r["cached"] and r["usage"]["cost_usd"] == 0 for r in records(out2))
+    # the report shows the questions in its Diagnostics section, with the tokens in API usage
+    from spatialact.evaluation.report import make_report
+
+    md, html = make_report([out], tmp_path / "report")
+    text = md.read_text()
+    assert "### Generated questions" in text and "| openai (test-vlm) | all |" in text
+    assert "## API usage" in text and f"{321 * n:,}" in text
+
+
+def test_api_errors_are_not_results_and_are_asked_again(server, questions, qfile, tmp_path, monkeypatch, capsys):
+    pytest.importorskip("openai")
+    qs = questions[:2]
+    sub = tmp_path / "sub.jsonl"
+    from spatialact.questions import save_questions
+
+    save_questions(qs, sub)
+    n = sum(n_rotations(q) for q in qs)
+    server.script = [("status", 500)] + [("ok", "(A)")] * (n - 1)
+    out = tmp_path / "err"
+    argv = ["questions", "score", str(sub), "--agent", "openai", "--agent-arg", "model=m", "--agent-arg",
+            f"base_url={server.url}", "--agent-arg", "max_retries=0", "--out", str(out), "--no-progress"]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "1 answer failed (api_error)" in err and "rerun" in err
+    bad = [r for r in records(out) if r["reason"] == "api_error"]
+    assert len(bad) == 1 and bad[0]["score"] is None and bad[0]["error"].startswith("HTTP 500")
+    s = summarise(records(out))["all"]
+    assert s["failed"] == 1 and s["answers"] == n
+    server.script = [("ok", "(A)")]
+    assert main(argv) == 0  # the failed answer is asked again, nothing else
+    assert len(server.requests) == n + 1
+
+
+def test_unreachable_endpoint_stops_the_run(questions, qfile, tmp_path, capsys):
+    pytest.importorskip("openai")
+    from _chat_server import closed_port_url
+
+    argv = ["questions", "score", str(qfile), "--agent", "openai", "--agent-arg", "model=m", "--agent-arg",
+            f"base_url={closed_port_url()}", "--agent-arg", "max_retries=0", "--out", str(tmp_path / "x"),
+            "--no-progress"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("spatialact questions: error: stopped after 3 connection failures")
+
+
+# ----- the command line -----------------------------------------------------------------------------------------
+def test_cli_build_and_score_offline(tmp_path, capsys):
+    out = tmp_path / "cli" / "q.jsonl"
+    assert main(["questions", "build", "--out", str(out), "--n", "1", "--size", "48", "--types", "depth,fov",
+                 "--no-progress", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["n"] == 3 and res["skipped"] == {} and out.is_file()
+    qs = load_questions(out)
+    answers = tmp_path / "answers.jsonl"
+    lines = []
+    for q in qs:
+        for r in range(n_rotations(q)):
+            a = rotated_answer(q, r)
+            lines.append({"question_id": q["id"], "rotation": r, "response": f"({a})" if isinstance(a, str) else a})
+    lines += [{"question_id": "nope", "response": "(A)"}, {"rotation": 0}]
+    answers.write_text("".join(json.dumps(x) + "\n" for x in lines) + "{broken\n")
+    assert main(["questions", "score", str(out), "--answers", str(answers), "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    c = res["counts"]
+    assert c["scored"] == len(lines) - 2 and c["unknown_question"] == 1 and c["invalid_line"] == 1
+    assert c["invalid_json"] == 1 and c["unanswered"] == 0
+    assert res["summary"]["all"]["circular"] == 1.0 and res["summary"]["all"]["mra"] == 1.0
+    scored = [json.loads(x) for x in Path(res["out"]).read_text().splitlines()]
+    assert len(scored) == len(lines) + 1
+    # the table (default output)
+    assert main(["questions", "score", str(out), "--answers", str(answers)]) == 0
+    table = capsys.readouterr().out
+    assert "CircularEval" in table and "fov/multiple_choice" in table
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["questions", "build", "--out", "{tmp}/q.jsonl", "--n", "0"], "--n must be at least 1"),
+    (["questions", "build", "--out", "{tmp}/q.jsonl", "--types", "depth,homography"], "unknown question type"),
+    (["questions", "build", "--out", "{tmp}/q.jsonl", "--scene", "x.glb"], "--scene goes with --trajectory"),
+    (["questions", "build", "--out", "{tmp}", "--n", "1"], "is a folder"),
+    (["questions", "build", "--out", "{tmp}/q.jsonl", "--trajectory", "{tmp}/none.txt"], "none.txt"),
+    (["questions", "score", "{tmp}/none.jsonl", "--agent", "oracle", "--out", "{tmp}/r"], "no such question file"),
+    (["questions", "score", "{qfile}", "--agent", "oracle"], "--out RUN_DIR is required"),
+    (["questions", "score", "{qfile}", "--agent", "geometric", "--out", "{tmp}/r"], "does not answer questions"),
+    (["questions", "score", "{qfile}", "--agent", "openai", "--agent-arg", "api_key=sk-12345678901234567890",
+      "--out", "{tmp}/r"], "looks like a secret"),
+    (["questions", "score", "{qfile}", "--answers", "{tmp}/none.jsonl"], "no such answers file"),
+    (["questions", "score", "{qfile}", "--answers", "{qfile}", "--out", "{qfile}"], "would overwrite"),
+    (["questions", "score", "{qfile}", "--agent", "oracle", "--out", "{tmp}/r", "--limit", "-1"], "--limit"),
+])
+def test_cli_errors_are_one_line_exit_2(argv, msg, qfile, tmp_path, capsys):
+    argv = [a.replace("{tmp}", str(tmp_path)).replace("{qfile}", str(qfile)) for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and err.startswith("spatialact questions: error: ") and msg in err, err
+
+
+def test_cli_bad_question_file_and_changed_configuration(qfile, tmp_path, capsys):
+    lines = qfile.read_text().splitlines()
+    rec = json.loads(lines[1])
+    rec["answer"] = "Q" if rec["format"] != "numeric" else "x"
+    bad = qfile.parent / "bad.jsonl"
+    bad.write_text("\n".join([lines[0], json.dumps(rec)]) + "\n")
+    assert main(["questions", "score", str(bad), "--agent", "oracle", "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"bad.jsonl:2: question {rec['id']!r}: field 'answer'" in err and "\n" not in err
+    assert not (tmp_path / "r").exists()  # nothing written for a refused file
+    run = tmp_path / "run"
+    assert main(["questions", "score", str(qfile), "--agent", "constant", "--out", str(run), "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["questions", "score", str(qfile), "--agent", "constant", "--agent-arg", "letter=B",
+                 "--out", str(run), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "configuration differs" in err and "agent_args" in err
+
+
+def test_help_explains_the_command(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["questions", "--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert "CircularEval" in out and "questions build" in out and "questions score" in out
+    with pytest.raises(SystemExit):
+        main(["questions", "score", "--help"])
+    assert "--answers" in capsys.readouterr().out
+
+
+def test_summarise_ignores_episode_records():
+    assert summarise([{"task_id": "t", "score": 1.0, "variant": ""}]) == {}
+    assert math.isnan(circular_eval([]))
