@@ -181,20 +181,25 @@ def _perfect_model(questions):
     the rotated options it is shown."""
     import base64
 
+    def key(question_text, urls, options):
+        return question_text, tuple(urls), frozenset(options)
+
     truth = {}
     for q in questions:
-        key = base64.b64encode(Path(q["images"][0]["path"]).read_bytes()).decode()[:4000]
-        truth[key] = q
+        urls = [base64.b64encode(Path(im["path"]).read_bytes()).decode() for im in q["images"]]
+        k = key(q["question"], urls, q.get("options") or ())
+        assert k not in truth
+        truth[k] = q
 
     def respond(body):
         parts = body["messages"][1]["content"]
-        url = next(p["image_url"]["url"] for p in parts if p["type"] == "image_url")
-        q = truth[url.split(",", 1)[1][:4000]]
+        urls = [p["image_url"]["url"].split(",", 1)[1] for p in parts if p["type"] == "image_url"]
+        text = parts[-1]["text"]
+        shown = dict(re.findall(r"^\(([A-Z])\) (.*)$", text, re.M))
+        q = truth[key(parts[0]["text"].removeprefix("Question: "), urls, shown.values())]
         if q["format"] == "numeric":
             return ("ok", f"The value is {q['answer']:.4f}")
-        text = parts[-1]["text"]
         want = q["options"]["ABCD".index(q["answer"])]
-        shown = dict(re.findall(r"^\(([A-Z])\) (.*)$", text, re.M))
         letter = next(k for k, v in shown.items() if v == want)
         return ("ok", f"<think>options...</think>({letter})")
 
@@ -347,6 +352,20 @@ def test_cli_bad_question_file_and_changed_configuration(qfile, tmp_path, capsys
                  "--out", str(run), "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert "configuration differs" in err and "agent_args" in err
+
+
+def test_a_missing_image_is_refused_before_anything_is_written(qfile, tmp_path, capsys):
+    import shutil
+
+    d = tmp_path / "copy"
+    shutil.copytree(qfile.parent, d)
+    q = load_questions(d / qfile.name)[1]
+    Path(q["images"][0]["path"]).unlink()
+    out = tmp_path / "r"
+    assert main(["questions", "score", str(d / qfile.name), "--agent", "oracle", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"question {q['id']!r}: field 'images'" in err and "no such image file" in err and "\n" not in err
+    assert not out.exists()
 
 
 def test_help_explains_the_command(capsys):
