@@ -11,9 +11,10 @@ deep a nesting) goes to the standard parser too, which decides — and whose mes
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import os
+from typing import IO, Any, Callable
 
-__all__ = ["fast_loads"]
+__all__ = ["fast_loads", "open_input"]
 
 _DIGITS_AS_ONES = bytes(0x31 if 0x30 <= i <= 0x39 else 0x30 for i in range(256))
 _NINETEEN_DIGITS = b"1" * 19
@@ -36,3 +37,18 @@ def fast_loads(standard: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
             return standard(raw)
 
     return loads
+
+
+def open_input(path: str | os.PathLike, kind: str, error: type[Exception] = FileNotFoundError) -> IO[bytes]:
+    """Open an input file (a task, question or answers file: ``kind`` names it) for binary reading: a regular file,
+    a pipe or a device. What cannot be read raises ``error`` with one line naming the path — ``no such <kind>``,
+    ``is a folder, not a <kind>``, ``cannot be read (<reason>)`` — the messages every reader gives."""
+    article = "an" if kind[:1] in "aeiou" else "a"
+    try:
+        return open(path, "rb")
+    except FileNotFoundError:
+        raise error(f"{path}: no such {kind}") from None
+    except IsADirectoryError:
+        raise error(f"{path}: is a folder, not {article} {kind}") from None
+    except OSError as e:
+        raise error(f"{path}: cannot be read ({e.strerror or e})") from None

@@ -21,6 +21,8 @@ from typing import Iterable
 
 import numpy as np
 
+from ..jsonline import open_input
+
 __all__ = ["QuestionFileError", "QuestionFile", "QUESTION_TYPES", "QUESTION_FORMATS", "TYPE_FORMATS",
            "SCHEMA_VERSION", "question_schema", "validate_question", "load_questions", "load_question_file",
            "save_questions", "option_letters"]
@@ -217,14 +219,8 @@ def load_question_file(path: str | os.PathLike) -> QuestionFile:
     import hashlib
 
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise QuestionFileError(f"{path}: no such question file") from None
-    except IsADirectoryError:
-        raise QuestionFileError(f"{path}: is a folder, not a question file") from None
-    except OSError as e:
-        raise QuestionFileError(f"{path}: cannot be read ({e.strerror or e})") from None
+    with open_input(path, "question file", QuestionFileError) as f:
+        data = f.read()
     folder = os.path.abspath(path.parent)
     out: list[dict] = []
     seen: dict[str, int] = {}

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..jsonline import open_input
 from .prompt import n_rotations, rotate_options, rotated_answer
 
 __all__ = ["score_response", "summarise", "summary_rows", "score_answers_file", "FAILURE_REASONS"]
@@ -136,13 +137,7 @@ def score_answers_file(questions, answers, out=None) -> dict:
     counts = {"lines": 0, "scored": 0, "invalid_json": 0, "invalid_line": 0, "unknown_question": 0}
     scored: dict = {}
     rows: list[dict] = []
-    try:
-        fh = open(answers, "rb")
-    except FileNotFoundError:
-        raise ValueError(f"{answers}: no such answers file") from None
-    except IsADirectoryError:
-        raise ValueError(f"{answers}: is a folder, not an answers file") from None
-    with fh:
+    with open_input(answers, "answers file", ValueError) as fh:
         for lineno, raw in enumerate(fh, 1):
             if not raw.strip():
                 continue

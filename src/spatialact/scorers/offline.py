@@ -38,7 +38,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..jsonline import fast_loads
+from ..jsonline import fast_loads, open_input
 from .aggregate import KIND_LEAVES, MAX_GROUPS, aggregate_coded, hierarchical_scores, leaf_of, load_tree, tag_label
 from .batch import KIND_CODES, score_episodes_batch
 from .step import normalise_weights
@@ -481,14 +481,7 @@ def _answer_lines(answers):
         # Any readable file that is not a folder: a regular file (its size drives the progress bar), or a pipe or
         # a device (``<(zcat answers.jsonl.gz)``, /dev/stdin; no size known).
         p = Path(answers)
-        if p.is_dir():
-            raise FileNotFoundError(f"{p}: is a folder, not an answers file")
-        try:
-            f = open(p, "rb")
-        except FileNotFoundError:
-            raise FileNotFoundError(f"{p}: no such answers file") from None
-        except OSError as e:
-            raise FileNotFoundError(f"{p}: cannot be read ({e.strerror or e})") from None
+        f = open_input(p, "answers file")
         st = os.fstat(f.fileno())
         return f, (st.st_size if stat.S_ISREG(st.st_mode) else None), f.close, str(p)
 

@@ -26,7 +26,7 @@ from typing import Iterable
 import numpy as np
 
 from ..cache import cache_dir, trusted
-from ..jsonline import fast_loads
+from ..jsonline import fast_loads, open_input
 from .task import Task
 from .validation import (ORTHO_TOL, VALIDATOR_VERSION, pose_problems, record_label, record_poses, schema_problems,
                          schema_validator, semantic_problems, task_schema, validate_record)
@@ -102,14 +102,8 @@ def load_task_file(path: str | os.PathLike, *, cache: bool = True) -> TaskFile:
     another process skips validation of the same bytes. ``cache=False`` bypasses both.
     """
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise TaskFileError(f"{path}: no such task file") from None
-    except IsADirectoryError:
-        raise TaskFileError(f"{path}: is a folder, not a task file") from None
-    except OSError as e:
-        raise TaskFileError(f"{path}: cannot be read ({e.strerror or e})") from None
+    with open_input(path, "task file", TaskFileError) as f:
+        data = f.read()
     sha = hashlib.sha256(data).hexdigest()
     folder = os.path.abspath(path.parent)
     key = (sha, folder)
