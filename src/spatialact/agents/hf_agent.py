@@ -32,9 +32,8 @@ import time
 
 import numpy as np
 
-from ..action_space import parse_response
-from .base import AgentConfigError, AgentTurn, observation_mode, observation_step
-from .prompts import build_prompt, prompt_version
+from .base import AgentConfigError, AgentTurn, observation_step
+from .prompts import PromptedAgent, prompt_version
 
 __all__ = ["HFAgent", "choose_device", "choose_dtype", "hf_messages", "DTYPES"]
 
@@ -156,7 +155,7 @@ def _load(model: str, revision, trust_remote_code: bool, local_files_only: bool,
     return net, processor
 
 
-class HFAgent:
+class HFAgent(PromptedAgent):
     """A local VLM through ``transformers`` (see the module doc).
 
     ``model``: Hub id or local folder (required). ``device``: ``auto`` | ``cpu`` | ``cuda`` | ``cuda:N`` |
@@ -228,17 +227,6 @@ class HFAgent:
                            "transformers": self.transformers_version,
                            "architecture": type(self._net).__name__}}
 
-    def check_task(self, task, supplies) -> str | None:
-        """Why the agent cannot run ``task`` (a cue the environment cannot supply), or None."""
-        from .cues import cue_problem
-
-        return cue_problem(task, self.cues, supplies)
-
-    def reset(self, task, mode: str | None = None, seed: int | None = None, **kwargs) -> None:
-        self.task = task
-        if mode is not None:
-            self.mode = mode
-        self._history = []
 
     # ----- one turn --------------------------------------------------------------------------------------------
     def build_inputs(self, observation: dict):
@@ -246,13 +234,7 @@ class HFAgent:
         import torch
         from PIL import Image
 
-        if self.task is None:
-            raise RuntimeError("hf: act() called before reset(task)")
-        mode = observation_mode(observation, self.mode)
-        obs = {k: v for k, v in observation.items() if k != "pose"}
-        if mode == "closed-loop":
-            obs["previous_steps"] = list(self._history)
-        messages, images = build_prompt(self.task, obs, mode, cues=self.cues)
+        messages, images = self.turn_prompt(observation)
         proc = self._processor
         try:
             text = proc.apply_chat_template(hf_messages(messages, self.merged_system), add_generation_prompt=True,
@@ -274,7 +256,6 @@ class HFAgent:
         import torch
 
         t0 = time.perf_counter()
-        task = self.task
         inputs, _, n_images = self.build_inputs(observation)
         net = self._net
         gen = getattr(net, "generation_config", None)
@@ -291,10 +272,7 @@ class HFAgent:
         new = out[0, n_in:]
         tok = getattr(self._processor, "tokenizer", self._processor)
         text = tok.decode(new, skip_special_tokens=True)
-        parse = parse_response(text, sizes=task.sizes, cap=task.gt.cap)
-        if parse.ok and observation_mode(observation, self.mode) == "closed-loop":
-            first = parse.sequence[:1]
-            self._history.append(first.to_text("vector" if first.has_vectors else "flat"))
+        parse = self.parse_turn(text, observation)
         info = {"step_index": observation_step(observation), "device": self.device,
                 "dtype": str(self.dtype).replace("torch.", ""), "images": n_images}
         if self.merged_system:

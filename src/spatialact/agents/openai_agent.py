@@ -21,9 +21,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..action_space import parse_response
-from .base import AgentConfigError, AgentTurn, observation_mode, observation_step
-from .prompts import PROMPT_VERSION, build_prompt, prompt_version
+from .base import AgentConfigError, AgentTurn, observation_step
+from .prompts import PROMPT_VERSION, PromptedAgent, prompt_version
 
 __all__ = ["OpenAIAgent", "ResponseCache", "request_key", "Completion"]
 
@@ -137,7 +136,7 @@ def _check_base_url(url) -> None:
                                "or api_key_file=PATH")
 
 
-class OpenAIAgent:
+class OpenAIAgent(PromptedAgent):
     """An MLLM behind an OpenAI-compatible ``/v1/chat/completions`` endpoint.
 
     ``model`` (required), ``base_url`` (None: the OpenAI API), ``api_key_env`` / ``api_key_file`` (see the
@@ -237,28 +236,10 @@ class OpenAIAgent:
                            "api_key_file": self.api_key_file is not None, "cache": self.cache_dir is not None,
                            "price_in": self.price_in, "price_out": self.price_out}}
 
-    def check_task(self, task, supplies) -> str | None:
-        """Why this agent cannot run ``task`` where the observation supplies ``supplies`` (a cue the environment
-        cannot give), or None; asked by the runner for every task before a run starts."""
-        from .cues import cue_problem
-
-        return cue_problem(task, self.cues, supplies)
-
-    def reset(self, task, mode: str | None = None, seed: int | None = None, **kwargs) -> None:
-        self.task = task
-        if mode is not None:
-            self.mode = mode
-        self._history = []
 
     # ----- one request ------------------------------------------------------------------------------------
     def build_request(self, observation: dict) -> dict:
-        if self.task is None:
-            raise RuntimeError("openai: act() called before reset(task)")
-        mode = observation_mode(observation, self.mode)
-        obs = {k: v for k, v in observation.items() if k != "pose"}
-        if mode == "closed-loop":
-            obs["previous_steps"] = list(self._history)
-        messages, self.last_images = build_prompt(self.task, obs, mode, cues=self.cues)
+        messages, self.last_images = self.turn_prompt(observation)
         req = {"model": self.model, "messages": messages, "temperature": 0}
         if self.max_tokens is not None:
             req["max_tokens"] = self.max_tokens
@@ -397,7 +378,6 @@ class OpenAIAgent:
 
     def act(self, observation: dict) -> AgentTurn:
         t0 = time.perf_counter()
-        task = self.task
         request = self.build_request(observation)
         c = self.complete(request)
         info = {"request_key": c.key, "step_index": observation_step(observation)}
@@ -407,10 +387,7 @@ class OpenAIAgent:
             info["attempts"] = c.attempts
         text, usage, error, error_kind, cost = (c.text if c.error is None else None), c.usage, c.error, \
             c.error_kind, c.cost_usd
-        parse = parse_response(text or "", sizes=task.sizes, cap=task.gt.cap)
-        if parse.ok and observation_mode(observation, self.mode) == "closed-loop":
-            first = parse.sequence[:1]
-            self._history.append(first.to_text("vector" if first.has_vectors else "flat"))
+        parse = self.parse_turn(text or "", observation)
         return AgentTurn(text=text or "", parse=parse, latency_s=time.perf_counter() - t0,
                          usage=usage or {"prompt_tokens": 0, "completion_tokens": 0}, error=error, cost_usd=cost,
                          info=info, error_kind=error_kind)

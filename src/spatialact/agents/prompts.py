@@ -29,7 +29,7 @@ import numpy as np
 from ..action_space import ActionSequence, parse_object
 from ..action_space.primitives import MOTION_PRIMITIVES, Primitive
 
-__all__ = ["PROMPT_VERSION", "PromptImage", "build_prompt", "png_bytes", "png_data_url", "prompt_text",
+__all__ = ["PROMPT_VERSION", "PromptImage", "PromptedAgent", "build_prompt", "png_bytes", "png_data_url", "prompt_text",
            "SYSTEM_PROMPT", "prompt_version"]
 
 # Bump when any template text changes: it is part of every cached request and every result's provenance.
@@ -307,3 +307,52 @@ def prompt_text(messages: list[dict]) -> str:
                 n = len(base64.b64decode(url.split(",", 1)[1]))
                 out.append(f"[image: {n} bytes PNG]")
     return "\n".join(out)
+
+
+class PromptedAgent:
+    """What the agents that prompt a model (``openai``, ``hf``, the tool-using ones) share: the task and mode of the
+    episode, the cue set and the steps taken so far, and the prompt of a turn. Subclasses set ``name``, ``mode``
+    and ``cues``."""
+
+    name = "prompted"
+    task = None
+    mode = "one-shot"
+    cues: tuple = ()
+
+    def check_task(self, task, supplies) -> str | None:
+        """Why this agent cannot run ``task`` where the observation supplies ``supplies`` (a cue the environment
+        cannot give), or None; asked by the runner for every task before a run starts."""
+        from .cues import cue_problem
+
+        return cue_problem(task, self.cues, supplies)
+
+    def reset(self, task, mode: str | None = None, seed: int | None = None, **kwargs) -> None:
+        self.task = task
+        if mode is not None:
+            self.mode = mode
+        self._history = []
+
+    def turn_prompt(self, observation: dict) -> tuple[list, list]:
+        """The messages and images of this turn (:func:`build_prompt`): the pose is never shown; closed-loop turns
+        carry the steps taken so far."""
+        from .base import observation_mode
+
+        if self.task is None:
+            raise RuntimeError(f"{self.name}: act() called before reset(task)")
+        mode = observation_mode(observation, self.mode)
+        obs = {k: v for k, v in observation.items() if k != "pose"}
+        if mode == "closed-loop":
+            obs["previous_steps"] = list(self._history)
+        return build_prompt(self.task, obs, mode, cues=self.cues)
+
+    def parse_turn(self, text: str, observation: dict):
+        """Parse the model's ``text`` against the task's sizes and cap; in closed loop, a parsed answer's first step
+        joins the steps the next prompt shows."""
+        from ..action_space import parse_response
+        from .base import observation_mode
+
+        parse = parse_response(text, sizes=self.task.sizes, cap=self.task.gt.cap)
+        if parse.ok and observation_mode(observation, self.mode) == "closed-loop":
+            first = parse.sequence[:1]
+            self._history.append(first.to_text("vector" if first.has_vectors else "flat"))
+        return parse

@@ -30,7 +30,7 @@ import json
 import time
 
 from ..action_space import parse_response
-from .base import AgentConfigError, AgentTurn, observation_mode, observation_step
+from .base import AgentConfigError, AgentTurn, observation_step
 from .openai_agent import OpenAIAgent
 from .tools import ToolContext, observation_supplies, offered_tools, parse_tool_set, run_tool_call
 
@@ -130,10 +130,7 @@ class ToolAgent(OpenAIAgent):
             return AgentTurn(text="", parse=parse_response("", sizes=task.sizes, cap=task.gt.cap),
                              latency_s=time.perf_counter() - t0, usage=conv.usage(), error=conv.error,
                              cost_usd=conv.cost, info=info, error_kind=conv.error_kind)
-        parse = parse_response(text or "", sizes=task.sizes, cap=task.gt.cap)
-        if parse.ok and observation_mode(observation, self.mode) == "closed-loop":
-            first = parse.sequence[:1]
-            self._history.append(first.to_text("vector" if first.has_vectors else "flat"))
+        parse = self.parse_turn(text or "", observation)
         return AgentTurn(text=text or "", parse=parse, latency_s=time.perf_counter() - t0, usage=conv.usage(),
                          cost_usd=conv.cost, info=info)
 
