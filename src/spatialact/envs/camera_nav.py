@@ -86,6 +86,21 @@ class CameraNavEnv(SpatialActEnv):
         # keep the horizon in view: optical axis within ±50° of horizontal, roll within ±35°
         return abs(z_axis[2]) <= np.sin(np.radians(50)) and abs(x_axis[2]) <= np.sin(np.radians(35))
 
+    def reachable_goal(self, start: np.ndarray, gt: ActionSequence) -> tuple[np.ndarray, float] | None:
+        """Where ``gt`` leads from ``start`` (OpenCV camera-to-world (4, 4), metres) in the current scene, as
+        ``(goal pose, view overlap)`` — the overlap the smaller of start-in-goal and goal-in-start — or None when
+        the goal is within two translation units of the start, a pose on the way leaves the room or tilts the
+        horizon out of view, the goal lies in an obstacle or looks at a blank view."""
+        poses = gt.to_poses(start)
+        goal = poses[-1]
+        if np.linalg.norm(goal[:3, 3] - start[:3, 3]) < 2 * gt.sizes.translation:
+            return None
+        if not all(self._pose_ok(T) for T in poses) or self.scene.inside_obstacle(goal[:3, 3], 0.15):
+            return None
+        if not self._view_ok(goal):
+            return None
+        return goal, min(view_overlap(self.world, start, goal), view_overlap(self.world, goal, start))
+
     def sample_task(self, rng, n_steps=(1, 3), sizes: StepSizes | None = None, variant: str = "reach",
                     max_tries: int = 400):
         """A random reachable goal in the current scene (see :mod:`spatialact.envs.procedural`)."""
@@ -99,17 +114,10 @@ class CameraNavEnv(SpatialActEnv):
             k = int(rng.integers(n_steps[0], n_steps[1] + 1))
             signed = sample_signed_counts(rng, k, _AXIS_WEIGHTS, _MAX_COUNTS, self.cap)
             gt = ActionSequence.from_signed_counts(signed, sizes, cap=self.cap)
-            poses = gt.to_poses(start)
-            goal = poses[-1]
-            if np.linalg.norm(goal[:3, 3] - start[:3, 3]) < 2 * sizes.translation:
+            reached = self.reachable_goal(start, gt)
+            if reached is None or reached[1] < self.min_overlap:
                 continue
-            if not all(self._pose_ok(T) for T in poses) or self.scene.inside_obstacle(goal[:3, 3], 0.15):
-                continue
-            if not self._view_ok(goal):
-                continue
-            overlap = min(view_overlap(self.world, start, goal), view_overlap(self.world, goal, start))
-            if overlap < self.min_overlap:
-                continue
+            goal, overlap = reached
             # Tags are categories a report breaks scores down by; the exact overlap goes to meta.
             tags = {"variant": "reach", "n_steps": k, "view_overlap": "high" if overlap >= 0.6 else "low",
                     "layout": self.scene.spec.get("params", {}).get("layout", self.scene.spec["generator"])}

@@ -257,17 +257,10 @@ def _nav_level_task(base, rng, level: str, sizes: StepSizes, cap: int, factor: s
             continue
         signed = _level_counts(rng, level, "nav", cap)
         gt = ActionSequence.from_signed_counts(signed, sizes, cap=cap)
-        poses = gt.to_poses(start)
-        goal = poses[-1]
-        if np.linalg.norm(goal[:3, 3] - start[:3, 3]) < 2 * sizes.translation:
+        reached = base.reachable_goal(start, gt)
+        if reached is None or not _overlap_fits(reached[1], low):
             continue
-        if not all(base._pose_ok(T) for T in poses) or base.scene.inside_obstacle(goal[:3, 3], 0.15):
-            continue
-        if not base._view_ok(goal):
-            continue
-        overlap = min(view_overlap(base.world, start, goal), view_overlap(base.world, goal, start))
-        if not _overlap_fits(overlap, low):
-            continue
+        goal, overlap = reached
         n_prefix = 0
         if level == "L5":
             got = _uncommon_nav_start(base, rng, start, factor, sizes, cap)
