@@ -90,3 +90,21 @@ def test_replay_errors_are_one_line(droid_ds, tmp_path, capsys, args, needle):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("spatialact replay: error:") and needle in err and "\n" not in err
+
+
+def test_replay_with_the_gl_renderer(tmp_path):
+    """--renderer gl replays in the project's renderer, and replay.json names the GL renderer that answered."""
+    from spatialact.envs.gl import gl_available
+
+    ok, why = gl_available()
+    if not ok:
+        pytest.skip(f"the gl renderer cannot start here: {why}")
+    P, t = smooth_poses(60, 30.0, 4, scale=0.5)
+    write_tum(tmp_path / "cam.txt", t, P)
+    scene = {"type": "replay", "source": "camera_path", "format": "tum", "trajectory": "cam.txt",
+             "keyframes": [0, 30, 59], "room": {"center": [0, 0, 0], "size": [20, 20, 20], "up": "+z"}}
+    (tmp_path / "scene.json").write_text(json.dumps(scene))
+    assert main(["replay", str(tmp_path / "cam.txt"), "--scene", str(tmp_path / "scene.json"), "--out",
+                 str(tmp_path / "o"), "--height", "32", "--renderer", "gl"]) == 0
+    summary = json.loads((tmp_path / "o" / "replay.json").read_text())
+    assert summary["renderer"].startswith("spatialact-gl on "), summary["renderer"]

@@ -23,7 +23,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="where to write the images, prompt.txt and messages.json (default: ./prompt_<TASK_ID>)")
     p.add_argument("--width", type=int, default=128, help="render width in pixels when rendering (default 128)")
     p.add_argument("--height", type=int, default=128, help="render height in pixels when rendering (default 128)")
-    p.add_argument("--renderer", choices=["tiny", "egl"], default="tiny", help="PyBullet renderer when rendering")
+    p.add_argument("--renderer", choices=["tiny", "egl", "gl", "auto"], default="tiny",
+                   help="renderer when rendering: tiny (PyBullet's CPU renderer, default), egl, gl (the project's "
+                        "OpenGL renderer, as eval uses when it starts) or auto (gl, else tiny saying why)")
     p.add_argument("--json", action="store_true", help="print JSON (messages with image file names) instead of text")
     p.add_argument("--cues", metavar="LIST", default=None,
                    help="cue prompting as --agent-arg cues=LIST would give it: any of matches,depth,size")

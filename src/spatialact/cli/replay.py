@@ -31,7 +31,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--height", type=int, default=160, help="image height in pixels (width: recorded aspect)")
     p.add_argument("--max-keyframes", type=int, default=None, metavar="N", help="replay the first N keyframes only")
     p.add_argument("--rows", type=int, default=8, help="rows of the contact sheet (default 8)")
-    p.add_argument("--renderer", choices=["tiny", "egl", "auto"], default="tiny", help="renderer (default tiny)")
+    p.add_argument("--renderer", choices=["tiny", "egl", "gl", "auto"], default="tiny",
+                   help="renderer: tiny (default), egl, gl (the project's OpenGL renderer) or auto (gl, else tiny)")
     p.add_argument("--video-fps", type=float, default=2.0, help="frames per second of replay.mp4 (default 2)")
 
 
