@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from typing import IO, Any, Callable
 
-__all__ = ["fast_loads", "open_input"]
+__all__ = ["fast_loads", "open_input", "stored_path"]
 
 _DIGITS_AS_ONES = bytes(0x31 if 0x30 <= i <= 0x39 else 0x30 for i in range(256))
 _NINETEEN_DIGITS = b"1" * 19
@@ -52,3 +52,15 @@ def open_input(path: str | os.PathLike, kind: str, error: type[Exception] = File
         raise error(f"{path}: is a folder, not {article} {kind}") from None
     except OSError as e:
         raise error(f"{path}: cannot be read ({e.strerror or e})") from None
+
+
+def stored_path(p: str | None, base: str | os.PathLike) -> str | None:
+    """How a JSONL file in the folder ``base`` stores the path ``p`` of one of its records: relative to ``base`` when
+    the file lies under it (the folder moves whole), else absolute. In memory a relative ``p`` is relative to the
+    working directory, as every Python path; the loaders resolve stored relative paths against the file's folder."""
+    if not p:
+        return p
+    from pathlib import Path
+
+    full, root = Path(p).resolve(), Path(base).resolve()
+    return os.path.relpath(full, root) if full.is_relative_to(root) else str(full)

@@ -21,7 +21,7 @@ from typing import Iterable
 
 import numpy as np
 
-from ..jsonline import open_input
+from ..jsonline import open_input, stored_path
 
 __all__ = ["QuestionFileError", "QuestionFile", "QUESTION_TYPES", "QUESTION_FORMATS", "TYPE_FORMATS",
            "SCHEMA_VERSION", "question_schema", "validate_question", "load_questions", "load_question_file",
@@ -259,17 +259,6 @@ def load_questions(path: str | os.PathLike, *, ids: Iterable[str] | None = None)
     return [q for q in qs if q["id"] in want]
 
 
-def _relative(p, base: Path):
-    if not p:
-        return p
-    try:
-        if Path(p).is_absolute() and Path(p).resolve().is_relative_to(base.resolve()):
-            return os.path.relpath(p, base)
-    except ValueError:
-        pass
-    return p
-
-
 def save_questions(records: Iterable[dict], path: str | os.PathLike) -> Path:
     """Write question records as JSONL (atomically: a temporary file, then rename), each validated first; paths
     under the file's folder are written relative to it. Writing no question is refused."""
@@ -283,8 +272,8 @@ def save_questions(records: Iterable[dict], path: str | os.PathLike) -> Path:
         with open(tmp, "w", encoding="utf-8") as f:
             for rec in records:
                 rec = dict(rec)
-                rec["images"] = [dict(im, path=_relative(im["path"], base)) for im in rec.get("images", [])]
-                rec["views"] = [dict(v, depth=_relative(v.get("depth"), base)) if v.get("depth") else v
+                rec["images"] = [dict(im, path=stored_path(im["path"], base)) for im in rec.get("images", [])]
+                rec["views"] = [dict(v, depth=stored_path(v.get("depth"), base)) if v.get("depth") else v
                                 for v in rec.get("views", [])]
                 problems = validate_question(rec)
                 if problems:

@@ -26,7 +26,7 @@ from typing import Iterable
 import numpy as np
 
 from ..cache import cache_dir, trusted
-from ..jsonline import fast_loads, open_input
+from ..jsonline import fast_loads, open_input, stored_path
 from .task import Task
 from .validation import (ORTHO_TOL, VALIDATOR_VERSION, pose_problems, record_label, record_poses, schema_problems,
                          schema_validator, semantic_problems, task_schema, validate_record)
@@ -325,11 +325,11 @@ def save_tasks(tasks: Iterable[Task], path: str | os.PathLike, *, relative_to: s
                 except (ValueError, KeyError, TypeError) as e:  # e.g. an example whose sequence is malformed
                     raise TaskFileError(f"task {getattr(t, 'id', t)!r}: {e}") from None
                 for key in ("start_image", "goal_image"):
-                    rec[key] = _relative(rec[key], base)
+                    rec[key] = stored_path(rec[key], base)
                 if rec.get("example") and rec["example"].get("start_image"):
-                    rec["example"] = dict(rec["example"], start_image=_relative(rec["example"]["start_image"], base))
+                    rec["example"] = dict(rec["example"], start_image=stored_path(rec["example"]["start_image"], base))
                 if rec.get("scene"):
-                    rec["scene"] = {k: (_relative(v, base) if k in ("mesh", "trajectory") else v)
+                    rec["scene"] = {k: (stored_path(v, base) if k in ("mesh", "trajectory") else v)
                                     for k, v in rec["scene"].items()}
                 problems = validate_record(rec)
                 if problems:
@@ -346,16 +346,6 @@ def save_tasks(tasks: Iterable[Task], path: str | os.PathLike, *, relative_to: s
         raise
     os.replace(tmp, path)
     return path
-
-
-def _relative(p: str | None, base: Path) -> str | None:
-    if not p:
-        return p
-    try:
-        return os.path.relpath(p, base) if Path(p).is_absolute() and Path(p).resolve().is_relative_to(
-            base.resolve()) else p
-    except ValueError:
-        return p
 
 
 def file_sha256(path: str | os.PathLike) -> str:
