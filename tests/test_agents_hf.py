@@ -134,8 +134,12 @@ def test_what_cannot_load_is_refused_in_one_line(tmp_path, capsys, models):
     assert main(["eval", "--suite", "nav:1", "--agent", "hf", "--agent-arg", f"model={tmp_path / 'nope'}",
                  "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and err.startswith("spatialact") and "hf: cannot load the processor of" in err
+    assert len(err.splitlines()) == 1 and err.startswith("spatialact") and "nope': no such model folder" in err
     assert not out.exists()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(AgentConfigError, match="hf: cannot load the processor of"):
+        make_agent("hf", model=str(empty))
     # a text-only model (a Llama without a vision tower) is not an image-text-to-text model
     from _tiny_vlm import byte_tokenizer
     from transformers import LlamaConfig, LlamaForCausalLM
@@ -155,6 +159,58 @@ def test_what_cannot_load_is_refused_in_one_line(tmp_path, capsys, models):
         make_agent("hf", model=models["llava"], max_new_tokens=0)
     with pytest.raises(AgentConfigError, match="cues: unknown cue"):
         make_agent("hf", model=models["llava"], cues="colour")
+
+
+def _hub_cache(root, repo_id: str, model_dir) -> str:
+    """The Hugging Face cache layout (``models--org--name/refs/main`` naming a snapshot that holds the files) with
+    ``model_dir``'s files in it: what ``hf download`` leaves."""
+    import shutil
+
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    repo = root / ("models--" + repo_id.replace("/", "--"))
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(commit)
+    shutil.copytree(model_dir, repo / "snapshots" / commit)
+    return str(root)
+
+
+def test_a_hub_id_offline_loads_from_the_cache_or_is_refused_at_once(models, tmp_path):
+    """Offline (the endpoint refuses connections, as on this machine), a cached Hub id loads from the cache and an
+    uncached one is refused in one line naming the cache, instead of minutes of from_pretrained's retries. Run in a
+    fresh process: huggingface_hub reads HF_HUB_CACHE and HF_ENDPOINT when it is imported."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    cache = _hub_cache(tmp_path / "hub", "tiny-org/tiny-llava", models["llava"])
+    with socket.socket() as s:  # a port nothing listens on: connections are refused
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    code = (
+        "from spatialact.agents import AgentConfigError, make_agent\n"
+        "a = make_agent('hf', model='tiny-org/tiny-llava', dtype='float32')\n"
+        "print('loaded', type(a.network).__name__, a.describe()['params']['local_files_only'])\n"
+        "for kw in ({}, {'local_files_only': True}):\n"
+        "    try:\n"
+        "        make_agent('hf', model='tiny-org/not-cached', **kw)\n"
+        "    except AgentConfigError as e:\n"
+        "        print('refused', e)\n")
+    env = dict(os.environ, HF_HUB_CACHE=cache, HF_ENDPOINT=f"http://127.0.0.1:{port}", HF_HUB_OFFLINE="0")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.strip().splitlines()
+    assert lines[0] == "loaded LlavaForConditionalGeneration False"  # the user's setting is what is recorded
+    assert lines[1] == (f"refused hf: 'tiny-org/not-cached' is not in the Hugging Face cache ({cache}) and "
+                        f"http://127.0.0.1:{port} cannot be reached: download it on a machine with a network "
+                        "(hf download tiny-org/not-cached) or name a local folder")
+    assert lines[2] == (f"refused hf: 'tiny-org/not-cached' is not in the Hugging Face cache ({cache}) and "
+                        "local_files_only=true forbids downloading it")
+    # HF_HUB_OFFLINE=1: the same, without trying the network
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=dict(env, HF_HUB_OFFLINE="1"), timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.splitlines()[0].startswith("loaded") and "HF_HUB_OFFLINE is set" in out.stdout
 
 
 def test_device_and_dtype_for_the_machine():

@@ -20,7 +20,8 @@ local model costs nothing (``cost_usd`` 0). Loading problems (no such model, no 
 in the local cache, a model that is not image-text-to-text, no chat template, a processor that needs a missing
 package) raise :class:`~spatialact.agents.base.AgentConfigError` when the agent is built, before a run writes
 anything. Nothing is downloaded except by ``from_pretrained`` itself for a Hub id (``local_files_only=true``
-forbids even that).
+forbids even that). A Hub id is looked up in the local cache first: offline (``HF_HUB_OFFLINE``, or the Hub does not
+answer within 3 s) a cached model loads from the cache and an uncached one is refused at once, naming the cache.
 """
 
 from __future__ import annotations
@@ -123,6 +124,45 @@ def _first_line(e: BaseException, n: int = 300) -> str:
     return text if len(text) <= n else text[: n - 3] + "..."
 
 
+def _hub_reachable(endpoint: str, timeout: float = 3.0) -> bool:
+    """Whether the Hub ``endpoint`` answers at all (any HTTP status) within ``timeout`` seconds, through the proxy
+    settings of the environment."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        urllib.request.urlopen(urllib.request.Request(endpoint, method="HEAD"), timeout=timeout).close()
+    except urllib.error.HTTPError:
+        return True
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _offline_source(model: str, revision, local_files_only: bool) -> bool:
+    """For a Hub id: whether to load it from the local cache only (``local_files_only``). A model that is neither in
+    the cache nor downloadable (offline: ``HF_HUB_OFFLINE``, or the endpoint does not answer within 3 s) is refused
+    in one line here rather than after ``from_pretrained``'s minutes of retries."""
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    try:
+        cached = isinstance(try_to_load_from_cache(model, "config.json", revision=revision), str)
+    except Exception:  # noqa: BLE001 - not a valid repo id: from_pretrained names the problem
+        return bool(local_files_only)
+    where = f"the Hugging Face cache ({constants.HF_HUB_CACHE})"
+    if local_files_only:
+        if not cached:
+            raise AgentConfigError(f"hf: {model!r} is not in {where} and local_files_only=true forbids downloading it")
+        return True
+    if not constants.HF_HUB_OFFLINE and _hub_reachable(constants.ENDPOINT):
+        return False
+    if cached:
+        return True
+    why = "HF_HUB_OFFLINE is set" if constants.HF_HUB_OFFLINE else f"{constants.ENDPOINT} cannot be reached"
+    raise AgentConfigError(f"hf: {model!r} is not in {where} and {why}: download it on a machine with a network "
+                           f"(hf download {model}) or name a local folder")
+
+
 def _load(model: str, revision, trust_remote_code: bool, local_files_only: bool, device: str, dtype):
     key = (model, revision, bool(trust_remote_code), bool(local_files_only), device, str(dtype))
     if key in _LOADED:
@@ -198,6 +238,10 @@ class HFAgent(PromptedAgent):
         self.seed = int(seed)
         self.transformers_version = transformers.__version__
         path = os.path.expanduser(model) if self.local_path else model
+        if not self.local_path:
+            if model.startswith(("/", "./", "../", "~")) or os.sep + os.sep in model or model.count("/") > 1:
+                raise AgentConfigError(f"hf: {model!r}: no such model folder")
+            local_files_only = _offline_source(model, revision, local_files_only)
         self._net, self._processor = _load(path, revision, trust_remote_code, local_files_only, self.device,
                                            self.dtype)
         self.task = None
