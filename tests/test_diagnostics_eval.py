@@ -141,6 +141,33 @@ def test_viewpoint_delta_from_the_pairs(runs):
     assert viewpoint_summary(runs["oracle"][1])["all"]["delta"] == 0.0
 
 
+@pytest.mark.parametrize("scores,delta,ci", [
+    # two pairs: the four equally likely resamples (pair 0 twice, pair 1 twice, one of each) give δ = −0.5, 0, −1/3;
+    # with 1000 resamples the 2.5 % and 97.5 % quantiles are the extremes
+    ({"nav": (0.8, 0.4), "manip": (0.4, 0.4)}, -1 / 3, (-0.5, 0.0)),
+    # every pair's uncommon score is half its common score: δ = −0.5 under any resample of whole pairs (resampling
+    # the two sides independently would not give a point)
+    ({"nav": (0.9, 0.45), "manip": (0.2, 0.1)}, -0.5, (-0.5, -0.5)),
+    # a resample of pair 0 twice has common mean 0 (δ undefined) and is left out: −0.5 and −0.1 remain
+    ({"nav": (0.0, 0.2), "manip": (0.5, 0.25)}, -0.1, (-0.5, -0.1)),
+])
+def test_viewpoint_delta_interval_resamples_whole_pairs(runs, scores, delta, ci):
+    """The paired bootstrap interval of δ on the records a run writes, with their scores set to hand-picked values."""
+    recs = []
+    for r in runs["oracle"][1]:
+        r = dict(r)
+        vp = (r.get("tags") or {}).get("viewpoint")
+        if r["variant"] == "" and "pair" in (r.get("tags") or {}) and vp in ("common", "uncommon"):
+            r["score"] = scores[r["kind"]][0 if vp == "common" else 1]
+        recs.append(r)
+    vp = viewpoint_summary(recs, n_boot=1000, seed=3)
+    assert vp["all"]["n_pairs"] == 2 and vp["all"]["delta"] == pytest.approx(delta)
+    assert vp["all"]["delta_ci"] == pytest.approx(list(ci))
+    for kind, (c, u) in scores.items():  # one pair: the interval is the point (or undefined with it)
+        d = viewpoint_delta(c, u)
+        assert vp[kind]["delta_ci"] == ([None, None] if math.isnan(d) else pytest.approx([d, d]))
+
+
 def test_ladder_chance_normalised_with_the_calibration_rows(runs):
     calib = {"random": calibration_levels(runs["random"][1]), "oracle": calibration_levels(runs["oracle"][1])}
     lad_rand = ladder_summary(runs["random"][1], calib)
