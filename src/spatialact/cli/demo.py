@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 BASELINES = ("oracle", "noisy-oracle", "geometric", "random", "stay", "constant")
 # The diagnostic subset the demo adds to its suite (spatialact.evaluation.suites).
@@ -49,10 +48,10 @@ def run(args: argparse.Namespace) -> int:
     from spatialact.evaluation.suites import builtin_suite
 
     from .eval import failure_summary
-    from .main import CLIError
+    from .main import CLIError, check_out
     from .table import format_table
 
-    out = Path(args.out)
+    out = check_out(args.out)
     names = [a.strip() for a in args.agents.split(",") if a.strip()]
     if not names:
         raise CLIError("--agents: name at least one agent")

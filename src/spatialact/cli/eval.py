@@ -235,9 +235,10 @@ def run(args: argparse.Namespace) -> int:
     from spatialact.evaluation.results import RunStoreError, read_records
     from spatialact.evaluation.runner import AgentSpec, EndpointUnreachable, run_eval
 
-    from .main import CLIError
+    from .main import CLIError, check_out
     from .table import format_table
 
+    check_out(args.out)
     if args.workers < 1:
         raise CLIError(f"--workers {args.workers}: must be at least 1")
     if args.size is not None and not 8 <= args.size <= 4096:

@@ -10,6 +10,7 @@ import argparse
 import importlib
 import os
 import sys
+from pathlib import Path
 
 # name -> (module, one-line help). Order is the order of `spatialact --help`.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -39,6 +40,22 @@ Frames: world +Z up; camera +X right, +Y down, +Z forward; poses camera-to-world
 
 class CLIError(Exception):
     """A user error: printed as one line, exit status 2."""
+
+
+def check_out(path, option: str = "--out", folder: bool = True) -> Path:
+    """``path`` as a Path, or CLIError naming ``option`` when it cannot be written as asked: a file where a folder
+    is wanted (``folder``), a folder where a file is wanted, or a path under a file. Checked before any work."""
+    p = Path(path)
+    if p.exists() and folder and not p.is_dir():
+        raise CLIError(f"{option} {p}: is a file; name a folder")
+    if p.is_dir() and not folder:
+        raise CLIError(f"{option} {p}: is a folder; name a file")
+    for parent in p.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise CLIError(f"{option} {p}: {parent} is a file, not a folder")
+            break
+    return p
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     from spatialact.evaluation.results import safe_name
     from spatialact.tasks import load_tasks
 
-    from .main import CLIError
+    from .main import CLIError, check_out
 
     tasks = load_tasks(args.tasks)
     task = next((t for t in tasks if t.id == args.task_id), None)
@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         raise CLIError(why.replace("--agent-arg cues=", "--cues "))
     version = prompt_version(cues)
     messages, images = build_prompt(task, obs, args.mode, cues=cues)
-    out = Path(args.out) if args.out else Path(f"prompt_{safe_name(task.id)}")
+    out = check_out(args.out) if args.out else Path(f"prompt_{safe_name(task.id)}")
     out.mkdir(parents=True, exist_ok=True)
     files = []
     for im in images:

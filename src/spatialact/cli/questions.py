@@ -88,7 +88,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from .main import CLIError
+    from .main import CLIError, check_out
     from .table import format_table
 
     try:
@@ -121,6 +121,7 @@ def _build(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.exists() and out.is_dir():
         raise CLIError(f"--out {out}: is a folder; name the question file (e.g. {out}/questions.jsonl)")
+    check_out(out, folder=False)
     res = build_questions(out, n=args.n, seed=args.seed, types=types, trajectory=traj, mesh=mesh,
                           max_keyframes=args.max_keyframes, renderer=args.renderer, size=args.size,
                           progress=not args.no_progress and sys.stderr.isatty())
@@ -145,7 +146,7 @@ def _score(args: argparse.Namespace) -> int:
     from spatialact.questions import load_question_file
     from spatialact.questions.scoring import summary_rows
 
-    from .main import CLIError
+    from .main import CLIError, check_out
     from .table import format_table
 
     if args.limit is not None and args.limit < 0:
@@ -157,7 +158,7 @@ def _score(args: argparse.Namespace) -> int:
             raise CLIError("--agent-arg goes with --agent, not --answers")
         from spatialact.questions import score_answers_file
 
-        out = Path(args.out) if args.out else None
+        out = check_out(args.out, folder=False) if args.out else None
         if out is not None and out.resolve() in (Path(args.answers).resolve(), Path(args.questions).resolve()):
             raise CLIError(f"--out {out} would overwrite an input file")
         res = score_answers_file(questions, args.answers, out)
@@ -173,6 +174,7 @@ def _score(args: argparse.Namespace) -> int:
         return 0
     if args.out is None:
         raise CLIError("--out RUN_DIR is required with --agent (the run directory the answers are written to)")
+    check_out(args.out)
     from spatialact.agents import AgentConfigError
     from spatialact.evaluation.results import RunStoreError
     from spatialact.evaluation.runner import EndpointUnreachable

@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     from spatialact.trajectories import load_trajectory
     from spatialact.tasks.extraction import keyframe_indices
 
-    from .main import CLIError
+    from .main import CLIError, check_out
 
     if args.height < 8 or args.height > 4096:
         raise CLIError(f"--height must be in 8..4096, got {args.height}")
@@ -90,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
         scene = _scene_from_file(args.scene, args.traj)
         if "type" not in scene:  # a mesh for a camera path
             scene = replay_scene_for(traj, kf, mesh=scene["mesh"])
+    check_out(args.out)
     try:
         os.makedirs(args.out, exist_ok=True)
     except OSError as e:

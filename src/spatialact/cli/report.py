@@ -47,11 +47,12 @@ def run(args: argparse.Namespace) -> int:
     from spatialact.evaluation.report import make_report, overall_json
     from spatialact.evaluation.results import RunStoreError
 
-    from .main import CLIError
+    from .main import CLIError, check_out
     from .table import format_table
 
     runs = expand_runs(args.runs)
-    out = Path(args.out) if args.out else (Path(args.runs[0]) / "report" if len(args.runs) == 1 else Path("report"))
+    out = (check_out(args.out) if args.out
+           else Path(args.runs[0]) / "report" if len(args.runs) == 1 else Path("report"))
     try:
         md, html_path = make_report(runs, out)
         summary = overall_json(runs)

@@ -94,7 +94,7 @@ def _run(args: argparse.Namespace) -> int:
     from spatialact.scorers import parse_weights
     from spatialact.scorers.offline import score_file
 
-    from .main import CLIError
+    from .main import CLIError, check_out
     from .table import format_table
 
     src = Path(args.answers)
@@ -109,7 +109,7 @@ def _run(args: argparse.Namespace) -> int:
         if v < least:
             raise CLIError(f"{opt} must be at least {least}, got {v}")
     weights = parse_weights(args.weights) if args.weights else None
-    out = Path(args.out) if args.out else default_out(args.answers)
+    out = check_out(args.out, folder=False) if args.out else default_out(args.answers)
     if out.resolve() in (Path(args.answers).resolve(), Path(args.tasks).resolve()):
         raise CLIError(f"--out {out} would overwrite an input file")
     summary = score_file(args.answers, args.tasks, profile=args.profile, weights=weights, workers=args.workers,

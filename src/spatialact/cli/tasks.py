@@ -128,10 +128,12 @@ TASK_BUILDERS = {"from-trajectory": _from_trajectory, "procedural": _procedural}
 def run(args: argparse.Namespace) -> int:
     from spatialact.tasks import save_tasks
 
+    from .main import check_out
     from .table import format_table
 
     if args.n < 0:
         raise ValueError(f"--n must be ≥ 0, got {args.n}")
+    check_out(args.out, folder=False)
     tasks = TASK_BUILDERS[args.action](args)
     path = save_tasks(tasks, args.out)
     if args.json:

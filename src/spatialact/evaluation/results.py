@@ -375,7 +375,12 @@ class RunStore:
         self.fsync = bool(fsync)
         self.config = _normal(dict(config))
         self.provenance = _normal(dict(provenance or {}))
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        if self.run_dir.exists() and not self.run_dir.is_dir():
+            raise RunStoreError(f"{self.run_dir}: is a file, not a run directory (name a folder)")
+        try:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise RunStoreError(f"{self.run_dir}: cannot be a run directory: a part of the path is a file") from None
         self._lock = self._acquire_lock()
         try:
             self._check_config()
