@@ -327,6 +327,10 @@ def test_cli_build_and_score_offline(tmp_path, capsys):
     (["questions", "score", "{qfile}", "--answers", "{tmp}/none.jsonl"], "no such answers file"),
     (["questions", "score", "{qfile}", "--answers", "{qfile}", "--out", "{qfile}"], "would overwrite"),
     (["questions", "score", "{qfile}", "--agent", "oracle", "--out", "{tmp}/r", "--limit", "-1"], "--limit"),
+    (["questions", "score", "{qfile}", "--agent", "oracle", "--out", "{qfile}"], "is a file; name a folder"),
+    (["questions", "score", "{qfile}", "--agent", "constant", "--agent-arg", "letter=Z", "--out", "{tmp}/r"],
+     "letter 'Z' is not an option of any question asked (they have at most 4 options, 'D' the last)"),
+    (["questions", "build", "--out", "{qfile}/q.jsonl"], "is a file, not a folder"),
 ])
 def test_cli_errors_are_one_line_exit_2(argv, msg, qfile, tmp_path, capsys):
     argv = [a.replace("{tmp}", str(tmp_path)).replace("{qfile}", str(qfile)) for a in argv]
@@ -366,6 +370,85 @@ def test_a_missing_image_is_refused_before_anything_is_written(qfile, tmp_path, 
     err = capsys.readouterr().err.strip()
     assert f"question {q['id']!r}: field 'images'" in err and "no such image file" in err and "\n" not in err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("text", ["", "\n  \n", "{broken\n[1, 2]\n{\"question_id\": \"nope\", \"response\": \"(A)\"}\n"])
+def test_an_answers_file_without_one_answer_is_refused(text, qfile, tmp_path, capsys):
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text(text)
+    assert main(["questions", "score", str(qfile), "--answers", str(answers)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and f"answers file {answers}: no line answers a question" in err, err
+    if text.strip():
+        assert "invalid_json 1, invalid_line 1, unknown_question 1" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["answers.jsonl"]  # no scores file of nothing
+
+
+def test_constant_letter_is_checked_against_the_options_asked(questions, tmp_path):
+    four = [q for q in questions if q.get("options") and len(q["options"]) == 4]
+    assert four
+    res = run_questions(four, make_answerer("constant", letter="D"), tmp_path / "d")
+    assert res.n_new == 4 * len(four) and res.summary["all"]["accuracy"] == pytest.approx(0.25)
+    with pytest.raises(ValueError, match="letter 'E' is not an option"):
+        run_questions(four, make_answerer("constant", letter="E"), tmp_path / "e")
+    assert not (tmp_path / "e").exists()
+
+
+def test_an_image_path_that_is_not_an_image_is_never_sent(qfile, tmp_path, capsys):
+    """A question file naming any readable file as an image (here a text file standing for /etc/passwd) must not
+    make the prompt carry that file: refused before anything is written, and by question_prompt itself."""
+    import shutil
+
+    d = tmp_path / "copy"
+    shutil.copytree(qfile.parent, d)
+    lines = (d / qfile.name).read_text().splitlines()
+    rec = json.loads(lines[0])
+    secret = tmp_path / "secret.txt"
+    secret.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    rec["images"][0]["path"] = str(secret)
+    (d / qfile.name).write_text("\n".join([json.dumps(rec)] + lines[1:]) + "\n")
+    q = load_questions(d / qfile.name)[0]
+    with pytest.raises(ValueError, match="not an image file"):
+        question_prompt(q, 0)
+    out = tmp_path / "r"
+    assert main(["questions", "score", str(d / qfile.name), "--agent", "oracle", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"question {q['id']!r}: field 'images': image {secret}: not an image file" in err and "\n" not in err
+    assert not out.exists()
+
+
+def test_a_broken_png_is_refused_and_a_well_formed_one_is_sent_as_is(questions, tmp_path):
+    from spatialact.questions.prompt import image_png_bytes
+
+    good = Path(questions[0]["images"][0]["path"]).read_bytes()
+    assert image_png_bytes(questions[0]["images"][0]["path"]) == good
+    cases = {"truncated": good[:-20], "trailing": good + b"root:x:0:0", "crc": good[:40] + bytes([good[40] ^ 1])
+             + good[41:], "signature only": good[:8] + b"root:x:0:0:root:/root:/bin/bash\n"}
+    for name, data in cases.items():
+        f = tmp_path / f"{name}.png"
+        f.write_bytes(data)
+        with pytest.raises(ValueError, match=r"not an image file \(a broken PNG: "):
+            image_png_bytes(str(f))
+
+
+def test_a_jpeg_image_is_sent_as_png_of_the_same_pixels(questions, tmp_path):
+    import base64
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    q = dict(next(q for q in questions if q["format"] == "multiple_choice"))
+    src = Image.open(q["images"][0]["path"]).convert("RGB")
+    jpg = tmp_path / "view.jpg"
+    src.save(jpg, format="JPEG", quality=95)
+    q["images"] = [dict(q["images"][0], path=str(jpg))] + q["images"][1:]
+    url = next(p for p in question_prompt(q, 0)[1]["content"] if p["type"] == "image_url")["image_url"]["url"]
+    assert url.startswith("data:image/png;base64,")
+    data = base64.b64decode(url.split(",", 1)[1])
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data != jpg.read_bytes()
+    with Image.open(jpg) as a, Image.open(io.BytesIO(data)) as b:
+        assert np.array_equal(np.asarray(a.convert("RGB")), np.asarray(b))  # lossless re-encoding of the decode
 
 
 def test_help_explains_the_command(capsys):

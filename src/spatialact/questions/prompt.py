@@ -2,19 +2,25 @@
 in order, the options of one rotation (CircularEval) and how to answer — a letter in parentheses, or one number.
 
 Rotation ``r`` of options ``[o_0, …, o_{n−1}]`` shows ``o_r, o_{r+1}, …, o_{r−1}`` as A, B, …; the correct letter
-moves with it (:func:`rotate_options`, :func:`rotated_answer`). Images travel as base64 PNG data URLs of the files'
-own bytes. Nothing else about the record (poses, depth, the answer) is sent.
+moves with it (:func:`rotate_options`, :func:`rotated_answer`). Images travel as base64 PNG data URLs: a well-formed
+PNG file's own bytes, another image format decoded and re-encoded as PNG; any other file is refused
+(:func:`image_png_bytes`), so a question file cannot make the prompt carry an arbitrary file. Nothing else about the
+record (poses, depth, the answer) is sent.
 """
 
 from __future__ import annotations
 
 import base64
+import io
+import zlib
 from pathlib import Path
+
+import numpy as np
 
 from .record import option_letters
 
 __all__ = ["QUESTION_PROMPT_VERSION", "QUESTION_SYSTEM_PROMPT", "rotate_options", "rotated_answer", "n_rotations",
-           "question_prompt", "UNIT_NAMES"]
+           "question_prompt", "image_png_bytes", "UNIT_NAMES"]
 
 # Bump when the template text changes: it is part of every question record's provenance.
 QUESTION_PROMPT_VERSION = "spatialact-questions-v1"
@@ -52,12 +58,69 @@ def rotated_answer(q: dict, rotation: int = 0):
     return option_letters(n)[(k - r) % n]
 
 
-def _data_url(path: str) -> str:
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def _png_problem(data: bytes) -> str | None:
+    """Why ``data`` is not a well-formed PNG (signature, an IHDR first, every chunk's CRC, an IDAT, IEND at the
+    very end), or None. Pure Python and linear in the size: prompting needs no imaging library for PNGs."""
+    if not data.startswith(_PNG_SIGNATURE):
+        return "no PNG signature"
+    pos, seen, n = len(_PNG_SIGNATURE), [], len(data)
+    while pos < n:
+        if pos + 12 > n:
+            return "truncated chunk"
+        length = int.from_bytes(data[pos:pos + 4], "big")
+        kind = data[pos + 4:pos + 8]
+        end = pos + 12 + length
+        if length > 0x7FFFFFFF or end > n:
+            return "truncated chunk"
+        if zlib.crc32(data[pos + 4:pos + 8 + length]) != int.from_bytes(data[end - 4:end], "big"):
+            return f"bad CRC in chunk {kind!r}"
+        seen.append(kind)
+        pos = end
+        if kind == b"IEND":
+            break
+    if not seen or seen[0] != b"IHDR":
+        return "no IHDR chunk first"
+    if b"IDAT" not in seen:
+        return "no image data"
+    if seen[-1] != b"IEND" or pos != n:
+        return "no IEND chunk at the end"
+    return None
+
+
+def image_png_bytes(path: str) -> bytes:
+    """The PNG bytes sent for the image file ``path``: a well-formed PNG's own bytes; another image format decoded
+    and re-encoded as PNG (needs Pillow). Anything else — a text file, a truncated or forged PNG — raises a one-line
+    ValueError naming the file, so a question file cannot make a prompt carry an arbitrary file."""
     try:
         data = Path(path).read_bytes()
     except OSError as e:
         raise ValueError(f"image {path}: cannot be read ({e.strerror or e})") from None
-    return "data:image/png;base64," + base64.b64encode(data).decode("ascii")
+    why = _png_problem(data)
+    if why is None:
+        return data
+    if data.startswith(_PNG_SIGNATURE):
+        raise ValueError(f"image {path}: not an image file (a broken PNG: {why})")
+    try:
+        from PIL import Image, UnidentifiedImageError
+    except ImportError:
+        raise ValueError(f"image {path}: not a PNG image file (other formats need Pillow to be re-encoded)") \
+            from None
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            im.load()  # decodes every pixel: a truncated or forged file fails here, not at the endpoint
+            from ..agents.prompts import png_bytes
+
+            return png_bytes(np.asarray(im.convert("RGB")))
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as e:
+        raise ValueError(f"image {path}: not an image file PIL can decode ({str(e).splitlines()[0][:80]})") \
+            from None
+
+
+def _data_url(path: str) -> str:
+    return "data:image/png;base64," + base64.b64encode(image_png_bytes(path)).decode("ascii")
 
 
 def question_prompt(q: dict, rotation: int = 0) -> list[dict]:

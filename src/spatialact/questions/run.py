@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from .prompt import QUESTION_PROMPT_VERSION, n_rotations, question_prompt, rotated_answer
+from .record import option_letters
 from .scoring import score_response
 
 __all__ = ["QUESTION_AGENTS", "make_answerer", "Reply", "run_questions", "QuestionRunSummary", "question_key",
@@ -63,6 +64,10 @@ class _Baseline:
     def describe(self) -> dict:
         return {"agent": self.name, "model": None, "params": {"seed": self.seed}}
 
+    def check_questions(self, questions) -> None:
+        """Refuse (one-line ValueError) a question set this answerer cannot answer meaningfully; nothing by
+        default."""
+
     def answer(self, q: dict, rotation: int, messages) -> Reply:
         raise NotImplementedError
 
@@ -93,6 +98,14 @@ class ConstantAnswerer(_Baseline):
     def describe(self) -> dict:
         return {"agent": self.name, "model": None,
                 "params": {"seed": self.seed, "letter": self.letter, "number": self.number}}
+
+    def check_questions(self, questions) -> None:
+        """The letter must name an option of at least one option question asked (``Z`` against four options would
+        only measure the parser)."""
+        sizes = [len(q["options"]) for q in questions if q.get("options")]
+        if sizes and "ABCDEFGHIJKLMNOPQRSTUVWXYZ".index(self.letter) >= max(sizes):
+            raise ValueError(f"agent 'constant': letter {self.letter!r} is not an option of any question asked "
+                             f"(they have at most {max(sizes)} options, {option_letters(max(sizes))[-1]!r} the last)")
 
     def answer(self, q, rotation, messages):
         return Reply(text=repr(self.number) if q["format"] == "numeric" else f"({self.letter})")
@@ -175,12 +188,19 @@ def question_key(qid: str, agent: str, seed: int, rotation: int) -> str:
 
 
 def check_question_inputs(questions) -> None:
-    """Refuse (one-line ValueError naming the question and the file) a question whose image file is missing,
-    before anything is written."""
+    """Refuse (one-line ValueError naming the question and the file) a question whose image file is missing or
+    does not decode as an image (:func:`~spatialact.questions.prompt.image_png_bytes`), before anything is
+    written."""
+    from .prompt import image_png_bytes
+
     for q in questions:
         for im in q["images"]:
             if not Path(im["path"]).is_file():
                 raise ValueError(f"question {q['id']!r}: field 'images': {im['path']}: no such image file")
+            try:
+                image_png_bytes(im["path"])
+            except ValueError as e:
+                raise ValueError(f"question {q['id']!r}: field 'images': {e}") from None
 
 
 @dataclass
@@ -207,6 +227,8 @@ def run_questions(questions, agent, out, *, seed: int = 0, circular: bool = True
 
     questions = list(questions)[:limit] if limit is not None else list(questions)
     check_question_inputs(questions)
+    if hasattr(agent, "check_questions"):
+        agent.check_questions(questions)
     desc = agent.describe()
     name = desc.get("agent") or agent.name
     cfg = dict(config or {})

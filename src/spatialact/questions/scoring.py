@@ -130,7 +130,8 @@ def score_answers_file(questions, answers, out=None) -> dict:
     "response"}``. Writes one scored line per answer line to ``out`` (default ``<answers>.scores.jsonl``) and
     returns ``{"summary": summarise(...), "out", "counts"}``. A line that is not JSON, names an unknown question or a
     rotation the question does not have is scored 0 with its reason (invalid_json, invalid_line, unknown_question),
-    never a crash; a question × rotation answered twice keeps the last answer."""
+    never a crash; a question × rotation answered twice keeps the last answer. A file where no line answers a
+    question (empty, blank, or every line one of those) raises a one-line ValueError and writes nothing."""
     by_id = {q["id"]: q for q in questions}
     answers = Path(answers)
     out = Path(out) if out is not None else answers.with_name(answers.name + ".scores.jsonl")
@@ -172,6 +173,11 @@ def score_answers_file(questions, answers, out=None) -> dict:
             counts["scored"] += 1
             rows.append(r)
             scored[(qid, rot)] = r
+    if not counts["scored"]:
+        # an empty file or one where no line answers a question is a failed export, not a score of nothing
+        what = (", ".join(f"{k} {counts[k]}" for k in ("invalid_json", "invalid_line", "unknown_question")
+                          if counts[k]) if counts["lines"] else "no non-blank line")
+        raise ValueError(f"answers file {answers}: no line answers a question of the question file ({what})")
     tmp = out.with_name(out.name + ".tmp")
     with open(tmp, "w", encoding="utf-8") as f:
         for r in rows:
