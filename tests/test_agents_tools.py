@@ -310,6 +310,34 @@ def test_a_scripted_server_reaches_the_oracles_score_on_the_default_suite(server
     assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page and SECRET not in page
 
 
+def test_the_tool_use_table_leaves_failed_episodes_out_of_the_call_rate(server, tmp_path, monkeypatch, capsys):
+    """An episode whose request failed (HTTP 400 after one round of calls) is counted as failed, and its calls do not
+    enter calls per episode: 3 calls in the episode that ran → 3.00, not 4 calls over 2 episodes."""
+    pytest.importorskip("pybullet")
+    from spatialact.agents.base import answer_text
+    from spatialact.cli.main import main
+    from spatialact.evaluation.report import make_report
+    from spatialact.evaluation.suites import builtin_suite
+
+    monkeypatch.setenv("SPATIALACT_TEST_KEY", SECRET)
+    t0, t1 = builtin_suite("default")[:2]
+    server.script += [("tool_calls", [("relative_pose", "{}")]), ("status", 400),
+                      ("tool_calls", [("relative_pose", "{}"), ("relative_pose", "{}"), ("relative_pose", "{}")]),
+                      ("ok", f"```json\n{answer_text(t1.gt, t1.answer_format)}\n```")]
+    out = tmp_path / "react"
+    code = main(["eval", "--suite", "default", "--limit", "2", "--size", "64", "--renderer", "tiny", "--no-progress",
+                 "--json", "--agent", "react", "--agent-arg", "model=test-vlm", "--agent-arg", f"base_url={server.url}",
+                 "--agent-arg", "api_key_env=SPATIALACT_TEST_KEY", "--out", str(out)])
+    capsys.readouterr()
+    assert code == 1 and not server.script  # one episode failed: exit 1
+    recs = {r["task_id"]: r for r in _read(out)}
+    assert recs[t0.id]["reason"] == "api_error" and recs[t1.id]["reason"] is None
+    n_failed_calls = len(recs[t0.id].get("tool_calls") or [])
+    text = make_report([out], tmp_path / "report")[0].read_text()
+    row = next(line for line in text.splitlines() if line.startswith("| react (test-vlm) | default |"))
+    assert row.split(" | ")[2:5] == ["2 (1 failed)", str(3 + n_failed_calls), "3.00"], row
+
+
 def test_privileged_tools_are_marked_in_every_record_and_the_report(server, tmp_path, monkeypatch, capsys):
     pytest.importorskip("pybullet")
     from spatialact.cli.main import main

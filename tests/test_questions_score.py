@@ -141,6 +141,27 @@ def test_oracle_scores_one_and_always_a_scores_at_most_chance(questions, qfile, 
     assert again.summary == rnd.summary
 
 
+def test_a_report_of_question_runs_has_no_empty_episode_sections(questions, qfile, tmp_path, capsys):
+    from spatialact.evaluation.report import make_report
+
+    run_questions(questions, make_answerer("oracle"), tmp_path / "q", question_file=qfile)
+    n = len(records(tmp_path / "q"))
+    text = make_report([tmp_path / "q"], tmp_path / "rep")[0].read_text()
+    for absent in ("## Overall", "## Per kind", "## Plots", "## Example episodes", "### oracle"):
+        assert absent not in text, absent
+    assert "No episodes: these runs hold answers to generated questions only" in text
+    assert "| run | directory | mode | episodes | question answers |" in text
+    assert f"| oracle | {tmp_path / 'q'} | question | 0 | {n} |" in text and "### Generated questions" in text
+    # beside an episode run: the episode tables hold that run only
+    assert main(["eval", "--suite", "nav:1", "--size", "32", "--agent", "stay", "--out", str(tmp_path / "e"),
+                 "--no-progress", "--json"]) == 0
+    capsys.readouterr()
+    text = make_report([tmp_path / "e", tmp_path / "q"], tmp_path / "rep2")[0].read_text()
+    overall = text.split("## Overall", 1)[1].split("\n## ", 1)[0]
+    assert "| stay |" in overall and "| oracle |" not in overall
+    assert "| group | stay |" in text and "No episodes" not in text and "### stay" in text
+
+
 def test_records_resume_and_only_rotation_zero_without_circular(questions, qfile, tmp_path):
     out = tmp_path / "run"
     res = run_questions(questions, make_answerer("oracle"), out, question_file=qfile)

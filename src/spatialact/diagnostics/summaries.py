@@ -24,6 +24,7 @@ from typing import Iterable
 import numpy as np
 
 from ..action_space import ActionSequence, mirror
+from ..evaluation.episode import is_failure as _failed
 from ..scorers.aggregate import bootstrap_means, summarise
 from .metrics import (chance_normalised, label_counts, label_cv, lr_bias, normalised_label_cv, rpdr,
                       sign_confusion, viewpoint_delta)
@@ -34,13 +35,6 @@ __all__ = ["flip_summary", "viewpoint_summary", "ladder_summary", "bias_summary"
 
 LEVELS = ("L1", "L2", "L3", "L4", "L5")
 KINDS = ("nav", "manip", "hand")
-_FAILURES = ("api_error", "error")
-
-
-def _failed(r: dict) -> bool:
-    return r.get("reason") in _FAILURES or bool(r.get("error"))
-
-
 def _score(r: dict) -> float:
     v = r.get("score")
     try:

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .episode import is_failure
 from .results import read_config, read_records, safe_name
 from .stats import Summary, bootstrap_ci
 
@@ -458,27 +459,37 @@ def make_report(run_dirs, out_dir) -> tuple[Path, Path]:
         para("Runs with mirrored episodes (eval --flip): the tables and plots below show the plain episodes; the "
              "mirrored ones are compared with them in the Diagnostics section.")
     run_rows = []
+    n_answers = {id(run): sum(1 for r in run.all_records if r.get("record") == "question") for run in runs}
     for run in runs:
         recs = run.records or run.all_records
         prov = (recs[0].get("provenance") if recs else None) or {}
         cfg = run.config.get("config", run.config) if isinstance(run.config, dict) else {}
-        modes = sorted({str(r.get("mode")) for r in run.records})
-        run_rows.append([run.label, str(run.path), ", ".join(modes) or str(cfg.get("mode", "–")), len(run.records),
-                         prov.get("spatialact_version", "–"), (prov.get("git_commit") or "–")[:12],
-                         (prov.get("task_file_sha256") or "–")[:12]])
-    table(["run", "directory", "mode", "episodes", "version", "commit", "task file sha256"], run_rows)
-    tool_use_section(runs, heading, para, table)
+        modes = sorted({str(r.get("mode")) for r in run.all_records if r.get("mode")})
+        row = [run.label, str(run.path), ", ".join(modes) or str(cfg.get("mode", "–")), len(run.records)]
+        if any(n_answers.values()):
+            row.append(n_answers[id(run)])
+        run_rows.append(row + [prov.get("spatialact_version", "–"), (prov.get("git_commit") or "–")[:12],
+                               (prov.get("task_file_sha256") or prov.get("question_file_sha256") or "–")[:12]])
+    table(["run", "directory", "mode", "episodes"] + (["question answers"] if any(n_answers.values()) else [])
+          + ["version", "commit", "task / question file sha256"], run_rows)
+    # question-only runs have no episodes: they appear in the Runs table and under Diagnostics › Generated questions
+    ep_runs = [run for run in runs if run.records]
+    if not ep_runs:
+        para("No episodes: these runs hold answers to generated questions only (see Generated questions under "
+             "Diagnostics).")
+    tool_use_section(ep_runs, heading, para, table)
 
-    heading(2, "Overall")
-    table(*_overall_rows(runs))
-    heading(2, "Per kind")
-    table(*_group_table(runs, _by_kind))
-    if any(_by_source(r) != ["None"] for run in runs for r in run.records):
+    if ep_runs:
+        heading(2, "Overall")
+        table(*_overall_rows(ep_runs))
+        heading(2, "Per kind")
+        table(*_group_table(ep_runs, _by_kind))
+    if any(_by_source(r) != ["None"] for run in ep_runs for r in run.records):
         heading(2, "Per source")
-        table(*_group_table(runs, _by_source))
-    if any(_by_tag(r) for run in runs for r in run.records):
+        table(*_group_table(ep_runs, _by_source))
+    if any(_by_tag(r) for run in ep_runs for r in run.records):
         heading(2, "Per tag")
-        table(*_group_table(runs, _by_tag))
+        table(*_group_table(ep_runs, _by_tag))
 
     api = [run for run in runs if any(_usage(r, "prompt_tokens") or _usage(r, "completion_tokens")
                                       for r in run.all_records)]
@@ -495,24 +506,30 @@ def make_report(run_dirs, out_dir) -> tuple[Path, Path]:
             lat = [v for v in lat if math.isfinite(v)]
             rows.append([run.label, run.model or "–", f"{pt:,.0f}", f"{ct:,.0f}", f"{cost:.4f}",
                          f"{cost / max(1, len(rs)):.5f}", cached, f"{np.mean(lat):.2f}" if lat else "–"])
-        table(["run", "model", "prompt tokens", "completion tokens", "cost (USD)", "cost / episode", "cache hits",
-               "mean latency (s)"], rows)
+        table(["run", "model", "prompt tokens", "completion tokens", "cost (USD)",
+               "cost / record (episode or answer)", "cache hits", "mean latency (s)"], rows)
 
     diagnostics_section(runs, figdir, heading, para, table, image)
 
-    heading(2, "Plots")
-    image(_plot_scores(runs, figdir / "scores.png"), "score distribution per run")
-    ed_path, ed_note = _plot_error_distance(runs, figdir / "error_vs_distance.png")
-    image(ed_path, "final position error against distance")
-    if ed_note:
-        para(f"Error against distance: {ed_note}.")
+    if ep_runs:
+        heading(2, "Plots")
+        image(_plot_scores(ep_runs, figdir / "scores.png"), "score distribution per run")
+        ed_path, ed_note = _plot_error_distance(ep_runs, figdir / "error_vs_distance.png")
+        image(ed_path, "final position error against distance")
+        if ed_note:
+            para(f"Error against distance: {ed_note}.")
     for i, run in enumerate(runs):
+        if not run.records:
+            continue
         eps = [r for _, r in _examples(run, 3)]
         extra = [r for r in run.records if r not in eps][: max(0, N_PATH_EXAMPLES - len(eps))]
         image(_plot_paths(run, eps + extra, figdir / f"paths_{i}.png"), f"{run.label}: predicted and true paths")
 
-    heading(2, "Example episodes")
+    if ep_runs:
+        heading(2, "Example episodes")
     for i, run in enumerate(runs):
+        if not run.records:
+            continue
         heading(3, run.label)
         for which, r in _examples(run):
             score = _num(_get(r, "score"))
@@ -860,18 +877,22 @@ def tool_use_section(runs: list[RunData], heading, para, table) -> None:
     rows = []
     for run in tool_runs:
         rs = [r for r in run.records if "tools" in r]
+        failed = sum(1 for r in rs if is_failure(r))
         calls = [c for r in rs for c in (r.get("tool_calls") or []) if isinstance(c, dict)]
         by_name: dict[str, int] = {}
         for c in calls:
             by_name[str(c.get("name"))] = by_name.get(str(c.get("name")), 0) + 1
         sets = sorted({str(r.get("tools")) for r in rs})
+        ran = len(rs) - failed  # a failed episode's conversation broke off: left out of the rate
+        ran_calls = sum(len(r.get("tool_calls") or []) for r in rs if not is_failure(r))
         rows.append([run.label, ", ".join(sets),
-                     len(rs), len(calls), f"{len(calls) / max(1, len(rs)):.2f}",
+                     f"{len(rs)} ({failed} failed)" if failed else len(rs), len(calls),
+                     f"{ran_calls / ran:.2f}" if ran else "–",
                      sum(1 for c in calls if c.get("malformed")),
                      sum(1 for c in calls if c.get("error") and not c.get("malformed")),
                      ", ".join(f"{k} {v}" for k, v in sorted(by_name.items())) or "–"])
-    table(["run", "tool set", "episodes", "tool calls", "calls / episode", "malformed", "failed", "calls per tool"],
-          rows)
+    table(["run", "tool set", "episodes", "tool calls", "calls / episode (not failed)", "malformed", "failed calls",
+           "calls per tool"], rows)
 
     def cut(v) -> str:
         t = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)

@@ -20,13 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
+from ..evaluation.episode import FAILURE_REASONS, is_failure as _failed
 from ..jsonline import open_input
 from .prompt import n_rotations, rotate_options, rotated_answer
 
 __all__ = ["score_response", "summarise", "summary_rows", "score_answers_file", "FAILURE_REASONS"]
-
-FAILURE_REASONS = ("api_error", "error")
-
 
 def score_response(q: dict, response, rotation: int = 0) -> dict:
     """``{"score", "correct", "pred", "answer", "reason", ...}`` of one response to question ``q`` under option
@@ -43,10 +41,6 @@ def score_response(q: dict, response, rotation: int = 0) -> dict:
                               rotate_options(q["options"], rotation))
     return {"score": s["score"], "correct": bool(s["correct"]), "pred": s["pred"], "answer": ans,
             "reason": s["reason"]}
-
-
-def _failed(r: dict) -> bool:
-    return r.get("reason") in FAILURE_REASONS or bool(r.get("error"))
 
 
 def _mean(x) -> float | None:
