@@ -16,8 +16,8 @@ api_key_file=PATH).
 images, mirrored poses and ground truth and an instruction with left and right swapped, and its answer is mirrored
 back before it is executed and scored (two records per task, variant "" and "mirror"). The command then also
 prints the plain, mirrored and paired scores, the mirror inconsistency and the left/right bias
-(docs/diagnostics.md). Built-in diagnostic suites: ladder (difficulty levels L1-L5) and viewpoint (common and
-uncommon viewpoint pairs); `spatialact report` shows their figures.
+(docs/diagnostics.md). Built-in diagnostic suites: ladder (difficulty levels L1-L5), viewpoint (common and
+uncommon viewpoint pairs) and diagnostics (both, as the demo runs them); `spatialact report` shows their figures.
 
 Failures are not results. An episode whose agent call failed (connection, timeout, HTTP error, malformed reply,
 after the agent's retries) is recorded with reason api_error, printed as it happens, and the command exits 1;
