@@ -92,6 +92,11 @@ def test_per_type_requirements(tmp_path, built):
     r = copy.deepcopy(depth)
     r["options"] = ["a", "b"]
     assert any("no options" in p for p in validate_question(r))
+    for bad in (0, -5.0, 0.0):  # relative error divides by the answer: a depth of 0 or below cannot be scored
+        r = copy.deepcopy(depth)
+        r["answer"] = bad
+        assert any(f"field 'answer': a numeric question's answer is a positive number, got {bad!r}" in p
+                   for p in validate_question(r)), validate_question(r)
     flow = copy.deepcopy(next(r for r in recs if r["type"] == "task_flow"))
     del flow["sequence"]
     assert any("field 'sequence'" in p for p in validate_question(flow))

@@ -203,9 +203,9 @@ def test_user_tree(files, tmp_path):
 
 
 def test_output_lines_are_strict_json():
-    from spatialact.scorers.offline import _finite_json
+    from spatialact.jsonline import strict_json
 
-    assert _finite_json({"a": float("nan"), "b": [1.0, float("inf")], "c": {"d": -float("inf")}, "e": "x"}) == \
+    assert strict_json({"a": float("nan"), "b": [1.0, float("inf")], "c": {"d": -float("inf")}, "e": "x"}) == \
         {"a": None, "b": [1.0, None], "c": {"d": None}, "e": "x"}
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from typing import IO, Any, Callable
 
-__all__ = ["fast_loads", "open_input", "stored_path"]
+__all__ = ["fast_loads", "open_input", "stored_path", "strict_json"]
 
 _DIGITS_AS_ONES = bytes(0x31 if 0x30 <= i <= 0x39 else 0x30 for i in range(256))
 _NINETEEN_DIGITS = b"1" * 19
@@ -64,3 +64,17 @@ def stored_path(p: str | None, base: str | os.PathLike) -> str | None:
 
     full, root = Path(p).resolve(), Path(base).resolve()
     return os.path.relpath(full, root) if full.is_relative_to(root) else str(full)
+
+
+def strict_json(x: Any) -> Any:
+    """``x`` with NaN and ±inf as None and numpy scalars / arrays as plain values (recursively), so that
+    ``json.dumps(..., allow_nan=False)`` writes strict JSON: what every ``--json`` output and scores line is."""
+    if isinstance(x, float):
+        return x if x - x == 0.0 else None
+    if isinstance(x, dict):
+        return {k: strict_json(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [strict_json(v) for v in x]
+    if type(x).__module__ == "numpy":
+        return strict_json(x.tolist()) if hasattr(x, "tolist") else x
+    return x

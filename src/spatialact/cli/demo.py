@@ -15,8 +15,9 @@ up where it stopped.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+
+from .main import print_json
 
 BASELINES = ("oracle", "noisy-oracle", "geometric", "random", "stay", "constant")
 # The diagnostic subset the demo adds to its suite (spatialact.evaluation.suites).
@@ -102,8 +103,8 @@ def run(args: argparse.Namespace) -> int:
     md, html = make_report(run_dirs, out / "report")
     headers = ["agent", "episodes", "score", "nav", "manip", "hand", "success", "SPL"]
     if args.json:
-        print(json.dumps({"table": table, "diagnostics": diag_rows, "report_md": str(md), "report_html": str(html),
-                          "failures": failures}))
+        print_json({"table": table, "diagnostics": diag_rows, "report_md": str(md), "report_html": str(html),
+                          "failures": failures})
     else:
         print()
         print(format_table([[r[h] for h in headers] for r in table], headers,

@@ -43,6 +43,8 @@ import json
 import sys
 from pathlib import Path
 
+from .main import print_json
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     src = p.add_mutually_exclusive_group()
@@ -294,7 +296,7 @@ def run(args: argparse.Namespace) -> int:
                "summary": [dict(zip(headers, r)) for r in rows]}
         if flip is not None:
             out["flip"] = flip[2]
-        print(json.dumps(out))
+        print_json(out)
     else:
         print(format_table(rows, headers, title=f"{agent.name} · {args.mode} · {source}"
                                                  + (" · plain episodes" if args.flip else "")))

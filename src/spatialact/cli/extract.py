@@ -10,7 +10,8 @@ Frames: world +Z up; the moving body's own frame (+X right, +Y down, +Z forward)
 from __future__ import annotations
 
 import argparse
-import json
+
+from .main import print_json
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -56,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
                "fps": traj.fps, "instruction": traj.instruction, "metric": traj.metric,
                "step_keyframes": [[int(ex.keyframes[j]), int(ex.keyframes[min(j + 1, len(ex.keyframes) - 1)])]
                                   for j in ex.step_interval]}
-        print(json.dumps(out, ensure_ascii=False))
+        print_json(out, ensure_ascii=False)
         return 0
     print(f"{traj.meta.get('source')}: {len(traj)} frames at {traj.fps:g} fps, {len(ex.keyframes)} keyframes, "
           f"{len(ex)} steps ({args.mode} mode, {args.frame} frame); unit {ex.sizes.translation:g} m, "
@@ -73,5 +74,5 @@ def run(args: argparse.Namespace) -> int:
     if ex.position_errors is not None and len(ex.position_errors):
         print(f"replay error at keyframes: max {float(ex.position_errors.max()):.4g} m, "
               f"{float(ex.rotation_errors.max()):.4g} rad")
-    print(json.dumps(answer, ensure_ascii=False))
+    print_json(answer, ensure_ascii=False)
     return 0

@@ -42,6 +42,16 @@ class CLIError(Exception):
     """A user error: printed as one line, exit status 2."""
 
 
+def print_json(obj, **kwargs) -> None:
+    """Print ``obj`` as strict JSON (NaN and ±inf as null: :func:`spatialact.jsonline.strict_json`), the one way
+    every ``--json`` output is written."""
+    import json
+
+    from spatialact.jsonline import strict_json
+
+    print(json.dumps(strict_json(obj), allow_nan=False, **kwargs))
+
+
 def check_out(path, option: str = "--out", folder: bool = True) -> Path:
     """``path`` as a Path, or CLIError naming ``option`` when it cannot be written as asked: a file where a folder
     is wanted (``folder``), a folder where a file is wanted, or a path under a file. Checked before any work."""

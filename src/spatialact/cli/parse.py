@@ -8,10 +8,11 @@ usable step, 1 when it has none (lenient) or is rejected (--strict), 2 on bad ar
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import sys
+
+from .main import print_json
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -72,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         res = parse_response(text, strict=args.strict, sizes=sizes, cap=args.cap)
     except ParseError as e:
         if args.json:
-            print(json.dumps({"ok": False, "error": str(e)}))
+            print_json({"ok": False, "error": str(e)})
         else:
             print(f"rejected (strict): {e}")
         return 1
@@ -86,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
                          "motion": [float(x) for x in m], "gripper": st.gripper}
                         for k, (st, m) in enumerate(zip(seq.steps, seq.as_motions()))]
         out["deltas"] = deltas.tolist()
-        print(json.dumps(out, ensure_ascii=False, indent=1))
+        print_json(out, ensure_ascii=False, indent=1)
         return 0 if res.ok else 1
     if not res.ok:
         print(f"no usable step: {res.error}")

@@ -13,6 +13,8 @@ import argparse
 import json
 from pathlib import Path
 
+from .main import print_json
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("task_id", metavar="TASK_ID", help="id of the task in the task file")
@@ -133,9 +135,9 @@ def run(args: argparse.Namespace) -> int:
     (out / "prompt.txt").write_text(text + "\n", encoding="utf-8")
     (out / "messages.json").write_text(json.dumps(messages, ensure_ascii=False, indent=1), encoding="utf-8")
     if args.json:
-        print(json.dumps({"task_id": task.id, "mode": args.mode, "prompt_version": version,
+        print_json({"task_id": task.id, "mode": args.mode, "prompt_version": version,
                           "messages": shown, "images": [str(out / f) for f in files], "out": str(out)},
-                         ensure_ascii=False, indent=2))
+                         ensure_ascii=False, indent=2)
     else:
         print(text)
         print(f"\nwrote {len(files)} image(s), prompt.txt and messages.json to {out}")

@@ -32,9 +32,10 @@ Examples:
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
+
+from .main import print_json
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -130,8 +131,8 @@ def _build(args: argparse.Namespace) -> int:
         k = (q["type"], q["format"])
         counts[k] = counts.get(k, 0) + 1
     if args.json:
-        print(json.dumps({"out": str(res.path), "n": len(res.questions), "ids": [q["id"] for q in res.questions],
-                          "skipped": res.skipped}))
+        print_json({"out": str(res.path), "n": len(res.questions), "ids": [q["id"] for q in res.questions],
+                          "skipped": res.skipped})
         return 0
     rows = [[t, f, c] for (t, f), c in counts.items()]
     print(format_table(rows, ["type", "format", "questions"],
@@ -163,7 +164,7 @@ def _score(args: argparse.Namespace) -> int:
             raise CLIError(f"--out {out} would overwrite an input file")
         res = score_answers_file(questions, args.answers, out)
         if args.json:
-            print(json.dumps(res, ensure_ascii=False))
+            print_json(res, ensure_ascii=False)
             return 0
         headers, rows = summary_rows(res["summary"])
         print(format_table(rows, headers, title=f"answers {args.answers} · {len(questions)} questions"))
@@ -205,8 +206,8 @@ def _score(args: argparse.Namespace) -> int:
         raise CLIError(f"{e.filename or args.out}: {e.strerror or e}") from None
     n_fail = sum(res.failures.values())
     if args.json:
-        print(json.dumps({"run_dir": str(res.run_dir), "new": res.n_new, "skipped": res.n_skipped,
-                          "failures": res.failures, "summary": res.summary}, ensure_ascii=False))
+        print_json({"run_dir": str(res.run_dir), "new": res.n_new, "skipped": res.n_skipped,
+                          "failures": res.failures, "summary": res.summary}, ensure_ascii=False)
     else:
         headers, rows = summary_rows(res.summary)
         print(format_table(rows, headers, title=f"{name} · questions · {args.questions}"

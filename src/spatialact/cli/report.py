@@ -9,8 +9,9 @@ example episodes; token and cost totals for API agents. Model text is escaped; t
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
+
+from .main import print_json
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -59,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     except RunStoreError as e:
         raise CLIError(str(e)) from None
     if args.json:
-        print(json.dumps({"markdown": str(md), "html": str(html_path), "runs": summary}, indent=2))
+        print_json({"markdown": str(md), "html": str(html_path), "runs": summary}, indent=2)
         return 0
     rows = []
     for s in summary:

@@ -28,7 +28,8 @@ Examples:
 from __future__ import annotations
 
 import argparse
-import json
+
+from .main import print_json
 
 PROFILES = ("paper", "paper+rot", "lmms-eval")
 CHUNK = 20000  # answer lines per chunk: bounds memory whatever the file size (spatialact.scorers.offline.CHUNK)
@@ -118,7 +119,7 @@ def _run(args: argparse.Namespace) -> int:
                          max_groups=args.max_groups or None,
                          progress=not args.no_progress and sys.stderr.isatty())
     if args.json:
-        print(json.dumps(summary, ensure_ascii=False, indent=1))
+        print_json(summary, ensure_ascii=False, indent=1)
         return 0
 
     def rows(d):

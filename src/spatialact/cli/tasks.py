@@ -18,6 +18,8 @@ import json
 import sys
 from pathlib import Path
 
+from .main import print_json
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
@@ -137,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
     tasks = TASK_BUILDERS[args.action](args)
     path = save_tasks(tasks, args.out)
     if args.json:
-        print(json.dumps({"out": str(path), "n": len(tasks), "ids": [t.id for t in tasks]}))
+        print_json({"out": str(path), "n": len(tasks), "ids": [t.id for t in tasks]})
         return 0
     import numpy as np
 

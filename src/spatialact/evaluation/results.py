@@ -87,11 +87,18 @@ def _normal(x: Any) -> Any:
 
 
 def config_diff(old: dict, new: dict, prefix: str = "", ignore: Iterable[str] = MUTABLE_KEYS) -> list[str]:
-    """The dotted keys whose values differ between two configurations (top-level ``ignore`` keys skipped)."""
+    """The dotted keys whose values differ between two configurations (top-level ``ignore`` keys skipped).
+
+    An input file is identified by its hash: a key ``K`` whose ``K_sha256`` is present and equal in both (the task or
+    question file) is not compared, so the same file named by another relative path, from another working
+    directory or after a move, resumes the run."""
     ignore = set(ignore) if not prefix else set()
     out = []
     for k in sorted(set(old) | set(new)):
         if k in ignore:
+            continue
+        h = f"{k}_sha256"
+        if old.get(h) and old.get(h) == new.get(h) and isinstance(old.get(k), str) and isinstance(new.get(k), str):
             continue
         name = f"{prefix}{k}"
         if k not in old:

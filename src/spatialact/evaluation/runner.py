@@ -62,6 +62,11 @@ class AgentSpec:
         object.__setattr__(self, "name", canonical_agent_name(self.name))
         object.__setattr__(self, "kwargs", dict(self.kwargs))
         check_agent_args(self.kwargs)
+        if "seed" in self.kwargs:
+            from ..agents import AgentConfigError
+
+            raise AgentConfigError("agent argument 'seed': an agent's seed is derived per episode from the run's "
+                                   "seed (give --seed N instead)")
 
     def build(self, task_id: str, seed: int):
         from ..agents import make_agent

@@ -156,6 +156,8 @@ def _semantic_problems(rec: dict) -> list[tuple[str, str]]:
     if fmt == "numeric":
         if not isinstance(ans, (int, float)) or isinstance(ans, bool):
             out.append(("answer", f"a numeric question's answer is a number, got {ans!r}"))
+        elif not ans > 0:  # relative error, δ=2 and MRA divide by it; a depth, distance or angle asked is > 0
+            out.append(("answer", f"a numeric question's answer is a positive number, got {ans!r}"))
         if opts is not None:
             out.append(("options", "a numeric question has no options"))
         if "unit" not in rec:

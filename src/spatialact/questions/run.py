@@ -59,7 +59,9 @@ class _Baseline:
     def __init__(self, seed: int = 0, **kwargs):
         if kwargs:
             raise ValueError(f"agent {self.name!r}: unknown parameters {', '.join(sorted(kwargs))}")
-        self.seed = int(seed)
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2 ** 63:
+            raise ValueError(f"agent {self.name!r}: seed must be a whole number from 0 to 2^63-1, got {seed!r:.40}")
+        self.seed = seed
 
     def describe(self) -> dict:
         return {"agent": self.name, "model": None, "params": {"seed": self.seed}}

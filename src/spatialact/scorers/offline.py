@@ -38,7 +38,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..jsonline import fast_loads, open_input
+from ..jsonline import fast_loads, open_input, strict_json
 from .aggregate import KIND_LEAVES, MAX_GROUPS, aggregate_coded, hierarchical_scores, leaf_of, load_tree, tag_label
 from .batch import KIND_CODES, score_episodes_batch
 from .step import normalise_weights
@@ -202,17 +202,6 @@ def _jstr(s: str) -> str:
 def _fj(x: float) -> str:
     """A float as JSON (what json.dumps writes); NaN and ±inf as null, so every line is strict JSON."""
     return repr(x) if x - x == 0.0 else "null"
-
-
-def _finite_json(x):
-    """NaN / ±inf → None (recursively), so every output line is strict JSON whatever an answer produced."""
-    if isinstance(x, float):
-        return x if x - x == 0.0 else None
-    if isinstance(x, dict):
-        return {k: _finite_json(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_finite_json(v) for v in x]
-    return x
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -465,9 +454,9 @@ def _format(info, lineno, tix, scores, matched, ep, cfg: _Config) -> str:
                      '"net_translation_error": %s, "net_rotation_error": %s, "n_pred": %d, "n_gt": %d, '
                      '"n_flagged": %d' % e)
         if lr is not None:
-            line += f', "lmms": {_js(_finite_json(lr))}'
+            line += f', "lmms": {_js(strict_json(lr))}'
         if per_step is not None:
-            line += f', "per_step": {_js(_finite_json(per_step))}'
+            line += f', "per_step": {_js(strict_json(per_step))}'
         out.append(line + "}\n")
     return "".join(out)
 
