@@ -124,8 +124,10 @@ def test_oracle_scores_one_and_always_a_scores_at_most_chance(questions, qfile, 
         if g.get("circular") is None:
             continue
         assert g["circular"] == 0.0 <= g["circular_chance"]  # never right under every rotation
-        if "/" in name:  # one format: right under exactly one of the n rotations of each question
-            assert g["accuracy"] == pytest.approx(g["chance"])
+        # right under exactly one of the n rotations of each question: accuracy = chance in every group, also in
+        # `all` and per type, where judgments (2 options) and multiple choice (4) mix
+        assert g["accuracy"] == pytest.approx(g["chance"]), name
+    assert {r.get("format") for r in questions} >= {"judgment", "multiple_choice"}
     # the same figures from the records with circular_eval itself
     recs = records(tmp_path / "const")
     by_q: dict = {}
@@ -287,6 +289,9 @@ def test_api_errors_are_not_results_and_are_asked_again(server, questions, qfile
     assert len(bad) == 1 and bad[0]["score"] is None and bad[0]["error"].startswith("HTTP 500")
     s = summarise(records(out))["all"]
     assert s["failed"] == 1 and s["answers"] == n
+    assert main(["report", str(out), "--json"]) == 0  # the report's overall figures count the failed answer
+    rep = json.loads(capsys.readouterr().out)["runs"][0]
+    assert rep["episodes"] == 0 and rep["question_answers"] == n and rep["errors"] == 1
     server.script = [("ok", "(A)")]
     assert main(argv) == 0  # the failed answer is asked again, nothing else
     assert len(server.requests) == n + 1
@@ -335,7 +340,7 @@ def test_cli_build_and_score_offline(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv,msg", [
-    (["questions", "build", "--out", "{tmp}/q.jsonl", "--n", "0"], "--n must be at least 1"),
+    (["questions", "build", "--out", "{tmp}/q.jsonl", "--n", "0"], "argument --n: 0 is not between 1 and 10,000"),
     (["questions", "build", "--out", "{tmp}/q.jsonl", "--types", "depth,homography"], "unknown question type"),
     (["questions", "build", "--out", "{tmp}/q.jsonl", "--scene", "x.glb"], "--scene goes with --trajectory"),
     (["questions", "build", "--out", "{tmp}", "--n", "1"], "is a folder"),
@@ -355,9 +360,13 @@ def test_cli_build_and_score_offline(tmp_path, capsys):
 ])
 def test_cli_errors_are_one_line_exit_2(argv, msg, qfile, tmp_path, capsys):
     argv = [a.replace("{tmp}", str(tmp_path)).replace("{qfile}", str(qfile)) for a in argv]
-    assert main(argv) == 2
+    try:
+        code = main(argv)
+    except SystemExit as e:  # a usage error, from argparse: one line too
+        code = e.code
+    assert code == 2
     err = capsys.readouterr().err.strip()
-    assert "\n" not in err and err.startswith("spatialact questions: error: ") and msg in err, err
+    assert "\n" not in err and err.startswith("spatialact questions") and ": error: " in err and msg in err, err
 
 
 def test_cli_bad_question_file_and_changed_configuration(qfile, tmp_path, capsys):

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .main import print_json
+from .main import print_json, seed_arg
 
 BASELINES = ("oracle", "noisy-oracle", "geometric", "random", "stay", "constant")
 # The diagnostic subset the demo adds to its suite (spatialact.evaluation.suites).
@@ -30,7 +30,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--agents", default=",".join(BASELINES),
                    help=f"comma-separated agents (default: {','.join(BASELINES)})")
     p.add_argument("--mode", choices=["one-shot", "closed-loop"], default="one-shot")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=seed_arg, default=0)
     p.add_argument("--no-diagnostics", action="store_true",
                    help="run the suite alone and plain: no diagnostic subset, no mirrored episodes")
     p.add_argument("--workers", type=int, default=1, help="parallel worker processes (default 1)")

@@ -43,7 +43,7 @@ import json
 import sys
 from pathlib import Path
 
-from .main import print_json
+from .main import print_json, seed_arg
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -76,7 +76,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", choices=["paper", "paper+rot"], default="paper", help="step-score profile")
     p.add_argument("--weights", metavar="WT,WR,WG",
                    help="manipulation/hand weights of translation, rotation and gripper (default equal thirds)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=seed_arg, default=0)
     p.add_argument("--limit", type=int, help="run only the first N tasks")
     p.add_argument("--workers", type=int, default=1, help="parallel worker processes (default 1)")
     p.add_argument("--backend", choices=["local", "ray"], default="local",

@@ -42,6 +42,35 @@ class CLIError(Exception):
     """A user error: printed as one line, exit status 2."""
 
 
+MAX_SEED = 2 ** 32 - 1
+
+
+def seed_arg(text: str) -> int:
+    """argparse type of every ``--seed``: a whole number from 0 to 2^32 − 1 (argparse names the option)."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number") from None
+    if not 0 <= v <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"{text[:40]} is not between 0 and {MAX_SEED}")
+    return v
+
+
+def count_arg(lo: int, hi: int):
+    """argparse type of a count option (``--n``): a whole number from ``lo`` to ``hi``."""
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number") from None
+        if not lo <= v <= hi:
+            raise argparse.ArgumentTypeError(f"{text[:40]} is not between {lo} and {hi:,}")
+        return v
+
+    parse.__name__ = "count"
+    return parse
+
+
 def print_json(obj, **kwargs) -> None:
     """Print ``obj`` as strict JSON (NaN and ±inf as null: :func:`spatialact.jsonline.strict_json`), the one way
     every ``--json`` output is written."""
@@ -68,9 +97,21 @@ def check_out(path, option: str = "--out", folder: bool = True) -> Path:
     return p
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with usage errors in one line (exit 2), as every other refusal, pointing at --help instead of
+    printing the usage block. Subparsers are of this class too (argparse makes them of the parent's class)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _one_line_warning(message, category, filename, lineno, line=None) -> str:
+    return f"spatialact: warning: {' '.join(str(message).split())}\n"
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="spatialact", description=DESCRIPTION,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(prog="spatialact", description=DESCRIPTION,
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
     from spatialact import __version__
 
     parser.add_argument("--version", action="version", version=f"spatialact {__version__}")
@@ -88,6 +129,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    import warnings
+
+    warnings.formatwarning = _one_line_warning  # a notice such as a cut-off last line of a run: one line
     name = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(only=name if name in SUBCOMMANDS else None)
     args = parser.parse_args(argv)

@@ -35,7 +35,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .main import print_json
+from .main import count_arg, print_json, seed_arg
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -44,8 +44,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                        description="Generate questions with exact answers from procedural rooms or a replayed camera "
                                    "path (needs the sim extra: PyBullet).")
     b.add_argument("--out", required=True, metavar="FILE", help="question file to write (.jsonl)")
-    b.add_argument("--n", type=int, default=4, help="questions of every type and format (default 4)")
-    b.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    b.add_argument("--n", type=count_arg(1, 10_000), default=4, help="questions of every type and format (default 4)")
+    b.add_argument("--seed", type=seed_arg, default=0, help="random seed (default 0)")
     b.add_argument("--types", default=None, metavar="T1,T2",
                    help="question types (default all): relative_pose, primitive, fov, depth, relative_depth, "
                         "distance, tracking, task_flow")
@@ -82,7 +82,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "<answers>.scores.jsonl)")
     s.add_argument("--no-circular", action="store_true",
                    help="ask option questions under rotation 0 only (no CircularEval)")
-    s.add_argument("--seed", type=int, default=0, help="run seed, part of the resume key (default 0)")
+    s.add_argument("--seed", type=seed_arg, default=None, help="run seed, part of the resume key (default 0)")
     s.add_argument("--limit", type=int, default=None, help="ask only the first N questions")
     s.add_argument("--no-progress", action="store_true", help="no progress bar")
     s.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -96,12 +96,8 @@ def _build(args: argparse.Namespace) -> int:
         from spatialact.questions.generate import build_questions, parse_types
     except ImportError as e:
         raise CLIError(f"questions build needs the simulator (pip install 'spatialact[sim]'): {e}") from None
-    if args.n < 1:
-        raise CLIError(f"--n must be at least 1, got {args.n}")
     if not 16 <= args.size <= 4096:
         raise CLIError(f"--size must be between 16 and 4096 pixels, got {args.size}")
-    if args.seed < 0:
-        raise CLIError(f"--seed must be ≥ 0, got {args.seed}")
     if args.max_keyframes is not None and args.max_keyframes < 2:
         raise CLIError(f"--max-keyframes must be at least 2, got {args.max_keyframes}")
     if args.trajectory is None:
@@ -155,8 +151,10 @@ def _score(args: argparse.Namespace) -> int:
     qf = load_question_file(args.questions)
     questions = list(qf.questions)
     if args.answers is not None:
-        if args.agent_arg:
-            raise CLIError("--agent-arg goes with --agent, not --answers")
+        for opt, given in (("--agent-arg", bool(args.agent_arg)), ("--limit", args.limit is not None),
+                           ("--no-circular", args.no_circular), ("--seed", args.seed is not None)):
+            if given:
+                raise CLIError(f"{opt} goes with --agent, not --answers (an answers file is scored as it is)")
         from spatialact.questions import score_answers_file
 
         out = check_out(args.out, folder=False) if args.out else None
@@ -176,6 +174,7 @@ def _score(args: argparse.Namespace) -> int:
     if args.out is None:
         raise CLIError("--out RUN_DIR is required with --agent (the run directory the answers are written to)")
     check_out(args.out)
+    seed = 0 if args.seed is None else args.seed
     from spatialact.agents import AgentConfigError
     from spatialact.evaluation.results import RunStoreError
     from spatialact.evaluation.runner import EndpointUnreachable
@@ -194,10 +193,10 @@ def _score(args: argparse.Namespace) -> int:
         kwargs = dict(kwargs, cache_dir=str(Path(args.out) / "cache"))
         probe = make_answerer(args.agent, **kwargs)
     config = {"command": "questions", "questions": str(args.questions), "questions_sha256": qf.sha256,
-              "agent": name, "agent_args": {k: v for k, v in kwargs.items() if k != "cache_dir"}, "seed": args.seed,
+              "agent": name, "agent_args": {k: v for k, v in kwargs.items() if k != "cache_dir"}, "seed": seed,
               "circular": not args.no_circular, "limit": args.limit}
     try:
-        res = run_questions(questions, probe, args.out, seed=args.seed, circular=not args.no_circular,
+        res = run_questions(questions, probe, args.out, seed=seed, circular=not args.no_circular,
                             question_file=args.questions, question_sha=qf.sha256, config=config,
                             progress=not args.no_progress and sys.stderr.isatty(), limit=args.limit)
     except (RunStoreError, EndpointUnreachable) as e:

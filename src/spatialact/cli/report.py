@@ -67,10 +67,10 @@ def run(args: argparse.Namespace) -> int:
         sc = s["score"]
         ci = f"[{sc['ci_low']:.3f}, {sc['ci_high']:.3f}]" if sc["n"] > 1 else ""
         succ = s["success"]
-        rows.append([s["run"], s["episodes"], sc["mean"] if sc["n"] else None, ci,
+        rows.append([s["run"], s["episodes"], s["question_answers"], sc["mean"] if sc["n"] else None, ci,
                      succ["mean"] if succ["n"] else None, s["errors"], int(s["prompt_tokens"]),
                      int(s["completion_tokens"]), s["cost_usd"]])
-    print(format_table(rows, ["run", "episodes", "score", "95% CI", "success", "errors", "prompt tok.",
-                              "completion tok.", "cost USD"], floatfmt=".3f"))
+    print(format_table(rows, ["run", "episodes", "question answers", "score", "95% CI", "success", "failed",
+                              "prompt tok.", "completion tok.", "cost USD"], floatfmt=".3f"))
     print(f"\nwrote {md}\nwrote {html_path}")
     return 0

@@ -18,7 +18,7 @@ import json
 import sys
 from pathlib import Path
 
-from .main import print_json
+from .main import count_arg, print_json, seed_arg
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -51,8 +51,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, help="task file to write (.jsonl)")
-    p.add_argument("--n", type=int, default=10, help="number of tasks (default 10)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--n", type=count_arg(1, 1_000_000), default=10, help="number of tasks (default 10)")
+    p.add_argument("--seed", type=seed_arg, default=0, help="random seed (default 0)")
     p.add_argument("--kind", choices=["nav", "manip", "hand"], default=None,
                    help="task kind (from-trajectory default: the trajectory's; procedural default: nav)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -133,8 +133,6 @@ def run(args: argparse.Namespace) -> int:
     from .main import check_out
     from .table import format_table
 
-    if args.n < 0:
-        raise ValueError(f"--n must be ≥ 0, got {args.n}")
     check_out(args.out, folder=False)
     tasks = TASK_BUILDERS[args.action](args)
     path = save_tasks(tasks, args.out)

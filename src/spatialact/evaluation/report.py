@@ -921,8 +921,11 @@ def overall_json(run_dirs) -> list[dict]:
         s: Summary = bootstrap_ci(_num(_get(r, "score")) for r in rs)
         succ = bootstrap_ci(_get(r, "success") for r in rs if _get(r, "success") is not None)
         every = run.all_records
-        out.append({"run": run.label, "dir": str(run.path), "episodes": len(rs), "score": s.to_dict(),
-                    "success": succ.to_dict(), "errors": sum(1 for r in rs if r.get("error")),
+        out.append({"run": run.label, "dir": str(run.path), "episodes": len(rs),
+                    "question_answers": sum(1 for r in every if r.get("record") == "question"),
+                    "score": s.to_dict(), "success": succ.to_dict(),
+                    # failed episodes and failed question answers (api_error, error): never scored
+                    "errors": sum(1 for r in every if is_failure(r)),
                     "prompt_tokens": sum(_usage(r, "prompt_tokens") for r in every),
                     "completion_tokens": sum(_usage(r, "completion_tokens") for r in every),
                     "cost_usd": sum(_usage(r, "cost_usd") for r in every),

@@ -45,6 +45,9 @@ CONFIG_FILE = "config.json"
 FRAMES_DIR = "frames"
 # Keys that say how a run is carried out, not what it computes: they may change between resumes.
 MUTABLE_KEYS = frozenset({"limit", "workers", "backend", "progress", "out", "json", "verbose"})
+# Keys that say where a run keeps things, not what it computes: not compared at any depth (the agent's response
+# cache: the run directory's own by default, so `--out runs/x` and `--out /abs/runs/x` are the same run).
+_WHERE_KEYS = frozenset({"cache_dir"})
 
 
 class RunStoreError(RuntimeError):
@@ -95,7 +98,7 @@ def config_diff(old: dict, new: dict, prefix: str = "", ignore: Iterable[str] = 
     ignore = set(ignore) if not prefix else set()
     out = []
     for k in sorted(set(old) | set(new)):
-        if k in ignore:
+        if k in ignore or k in _WHERE_KEYS:
             continue
         h = f"{k}_sha256"
         if old.get(h) and old.get(h) == new.get(h) and isinstance(old.get(k), str) and isinstance(new.get(k), str):

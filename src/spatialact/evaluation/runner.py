@@ -67,6 +67,10 @@ class AgentSpec:
 
             raise AgentConfigError("agent argument 'seed': an agent's seed is derived per episode from the run's "
                                    "seed (give --seed N instead)")
+        model = self.kwargs.get("model")
+        if self.name == "hf" and isinstance(model, str) and os.path.isdir(os.path.expanduser(model)):
+            # a local model folder is one folder whatever the working directory: stored resolved
+            self.kwargs["model"] = str(Path(model).expanduser().resolve())
 
     def build(self, task_id: str, seed: int):
         from ..agents import make_agent

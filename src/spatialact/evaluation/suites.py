@@ -35,6 +35,9 @@ DIAGNOSTIC_SUITES: dict[str, dict[str, dict[str, int]]] = {
 }
 
 
+MAX_PER_KIND = 100_000  # a typo of a few more digits is refused, not generated for hours
+
+
 def is_suite(spec: str) -> bool:
     name = spec.split(":", 1)[0]
     return name in SUITES or name in DIAGNOSTIC_SUITES
@@ -49,8 +52,9 @@ def builtin_suite(spec: str = "default", seed: int = 0) -> list[Task]:
     if name not in SUITES and name not in DIAGNOSTIC_SUITES:
         known = ", ".join(list(SUITES) + list(DIAGNOSTIC_SUITES))
         raise ValueError(f"unknown suite {name!r}; built-in suites: {known}")
-    if n and (not n.isdigit() or int(n) < 1):
-        raise ValueError(f"suite {spec!r}: the part after ':' must be a positive number of tasks per kind")
+    if n and (not n.isdigit() or not 1 <= int(n) <= MAX_PER_KIND):
+        raise ValueError(f"suite {spec[:60]!r}: the part after ':' must be a number of tasks per kind from 1 to "
+                         f"{MAX_PER_KIND:,}")
     if name in DIAGNOSTIC_SUITES:
         from ..envs.procedural import ladder_tasks, viewpoint_pairs
 

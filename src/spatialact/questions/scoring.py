@@ -71,7 +71,8 @@ def _group(rs: list[dict]) -> dict:
         out["accuracy_r0"] = _mean(first)
         out["circular"] = float(circ.mean()) if len(full) else None
         out["circular_n"] = len(full)
-        out["chance"] = _mean(1.0 / n_rot[q] for q in by_q)
+        # per answer, as accuracy: a question of n options asked under n rotations weighs n answers of chance 1/n
+        out["chance"] = _mean(1.0 / n_rot[r.get("question_id")] for r in opt)
         out["circular_chance"] = _mean((1.0 / n_rot[q]) ** n_rot[q] for q in full) if full else None
     if num:
         rel = [r.get("rel_error") for r in num]

@@ -1,0 +1,154 @@
+"""Refusals found by using the commands as a researcher does: usage errors in one line, bounded seeds and counts,
+options that do not go together, the agent's seed, runs resumed from another working directory or through another
+spelling of the same path, strict JSON from --json, a resumed run's notice in one line."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from spatialact.cli.main import main
+from spatialact.evaluation.results import config_diff
+from spatialact.evaluation.runner import AgentSpec
+
+SIM = importlib.util.find_spec("pybullet") is not None
+needs_sim = pytest.mark.skipif(not SIM, reason="needs the sim extra (PyBullet)")
+
+
+def _strict(text: str):
+    def refuse(c):
+        raise ValueError(f"not strict JSON: {c}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def _one_line(capsys) -> str:
+    err = capsys.readouterr().err.strip()
+    assert err and "\n" not in err, err
+    return err
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["eval", "--suite", "nav:1"], "spatialact eval: error: the following arguments are required: --out"),
+    (["score", "a", "b", "--profile", "bogus"], "argument --profile: invalid choice: 'bogus'"),
+    (["eval", "--suite", "nav:1", "--size", "abc", "--out", "{tmp}/r"], "argument --size: invalid int value"),
+    (["questions", "build"], "spatialact questions build: error: the following arguments are required: --out"),
+    (["bogus"], "spatialact: error: argument COMMAND: invalid choice: 'bogus'"),
+    (["eval", "--suite", "nav:1", "--seed", "-5", "--agent", "stay", "--out", "{tmp}/r"],
+     "argument --seed: -5 is not between 0 and 4294967295"),
+    (["tasks", "procedural", "--n", "-3", "--out", "{tmp}/t.jsonl"], "argument --n: -3 is not between 1 and"),
+    (["tasks", "procedural", "--n", "0", "--out", "{tmp}/t.jsonl"], "argument --n: 0 is not between 1 and"),
+    (["questions", "build", "--seed", "99999999999999999999999", "--out", "{tmp}/q.jsonl"],
+     "argument --seed: 99999999999999999999999 is not between 0 and 4294967295"),
+    (["questions", "build", "--n", "99999999999999999999", "--out", "{tmp}/q.jsonl"], "argument --n:"),
+    (["eval", "--suite", "nav:99999999999999999999", "--agent", "stay", "--out", "{tmp}/r"],
+     "a number of tasks per kind from 1 to 100,000"),
+    (["eval", "--suite", "nav:1", "--agent", "random", "--agent-arg", "seed=1", "--out", "{tmp}/r"],
+     "agent argument 'seed': an agent's seed is derived per episode from the run's seed (give --seed N instead)"),
+])
+def test_refused_in_one_line_before_anything_is_written(argv, msg, tmp_path, capsys):
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    with pytest.raises(SystemExit) as e:
+        code = main(argv)
+        raise SystemExit(code)
+    assert e.value.code == 2
+    err = _one_line(capsys)
+    assert msg in err, err
+    assert list(tmp_path.iterdir()) == []
+
+
+@needs_sim
+@pytest.mark.parametrize("opt", [["--limit", "2"], ["--no-circular"], ["--seed", "0"]])
+def test_run_options_do_not_go_with_an_answers_file(opt, tmp_path, capsys):
+    q = tmp_path / "q.jsonl"
+    assert main(["questions", "build", "--out", str(q), "--n", "1", "--types", "fov", "--size", "32",
+                 "--no-progress", "--json"]) == 0
+    capsys.readouterr()
+    answers = tmp_path / "a.jsonl"
+    answers.write_text('{"question_id": "x", "response": "(A)"}\n')
+    assert main(["questions", "score", str(q), "--answers", str(answers), *opt]) == 2
+    assert f"{opt[0]} goes with --agent, not --answers" in _one_line(capsys)
+    assert not (tmp_path / "a.jsonl.scores.jsonl").exists()
+
+
+@needs_sim
+def test_a_run_resumes_from_another_directory_and_through_another_path(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["tasks", "procedural", "--n", "2", "--out", "t.jsonl", "--json"]) == 0
+    argv = ["eval", "--tasks", "t.jsonl", "--agent", "stay", "--size", "32", "--out", "r", "--no-progress", "--json"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "sub")
+    for tasks, out in (("../t.jsonl", "../r"), (str(tmp_path / "t.jsonl"), str(tmp_path / "r")),
+                       ("./../t.jsonl", "../r/")):
+        assert main(["eval", "--tasks", tasks, "--agent", "stay", "--size", "32", "--out", out, "--no-progress",
+                     "--json"]) == 0
+        res = _strict(capsys.readouterr().out)
+        assert res["new"] == 0 and res["skipped"] == 2  # resumed: nothing run again
+    # another file under the same name is another configuration
+    monkeypatch.chdir(tmp_path)
+    assert main(["tasks", "procedural", "--n", "2", "--seed", "1", "--out", "t.jsonl", "--json"]) == 0
+    capsys.readouterr()
+    assert main(argv) == 2
+    assert "tasks_sha256" in _one_line(capsys)
+
+
+def test_where_a_run_keeps_its_cache_is_not_its_configuration(tmp_path, monkeypatch):
+    old = {"tasks": "file:t.jsonl", "tasks_sha256": "ab" * 32,
+           "agent": {"name": "openai", "kwargs": {"model": "m", "cache_dir": "r/cache"}}}
+    new = {"tasks": "file:../t.jsonl", "tasks_sha256": "ab" * 32,
+           "agent": {"name": "openai", "kwargs": {"model": "m", "cache_dir": str(tmp_path / "r" / "cache")}}}
+    assert config_diff(old, new) == []
+    diff = config_diff(old, dict(new, tasks_sha256="cd" * 32))  # another file: both keys named
+    assert [d.split(" ")[0] for d in diff] == ["tasks", "tasks_sha256"] and '"file:t.jsonl" → "file:../t' in diff[0]
+    assert config_diff(old, {**new, "agent": {"name": "openai", "kwargs": {"model": "m2"}}}) == [
+        'agent.kwargs.model ("m" → "m2")']
+    # a local model folder is stored resolved, so ../llava from sub/ and llava from here are one model
+    (tmp_path / "llava").mkdir()
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path)
+    a = AgentSpec("hf", {"model": "llava"}).to_dict()
+    monkeypatch.chdir(tmp_path / "sub")
+    b = AgentSpec("hf", {"model": "../llava"}).to_dict()
+    assert a == b == {"name": "hf", "kwargs": {"model": str(tmp_path / "llava")}}
+    assert AgentSpec("hf", {"model": "Org/Name"}).kwargs["model"] == "Org/Name"  # a Hub id stays as it is
+
+
+@needs_sim
+def test_json_outputs_are_strict_and_a_resume_notice_is_one_line(tmp_path, capsys):
+    assert main(["eval", "--suite", "nav:1", "--agent", "stay", "--size", "32", "--limit", "0", "--out",
+                 str(tmp_path / "l0"), "--json", "--no-progress"]) == 0
+    res = _strict(capsys.readouterr().out)
+    assert res["summary"][0]["episodes"] == 0 and res["summary"][0]["score"] is None
+    run = tmp_path / "r"
+    argv = ["eval", "--suite", "nav:2", "--agent", "stay", "--size", "32", "--out", str(run), "--json",
+            "--no-progress"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    lines = (run / "results.jsonl").read_text().splitlines()
+    (run / "results.jsonl").write_text("\n".join(lines[:-1]) + "\n" + lines[-1][: len(lines[-1]) // 2])
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        import sys
+
+        buf = []
+        old = warnings.showwarning
+        warnings.showwarning = lambda m, c, f, n, file=None, line=None: buf.append(
+            warnings.formatwarning(m, c, f, n, line))
+        try:
+            assert main(argv) == 0
+        finally:
+            warnings.showwarning = old
+    res = _strict(capsys.readouterr().out)
+    assert res["new"] == 1 and res["skipped"] == 1  # the cut-off episode ran again
+    assert len(buf) == 1 and buf[0].startswith("spatialact: warning: ") and buf[0].count("\n") == 1, buf
+    assert sys.modules["warnings"].formatwarning.__name__ == "_one_line_warning"
+    report = tmp_path / "rep"
+    assert main(["report", str(run), str(tmp_path / "l0"), "--out", str(report), "--json"]) == 0
+    assert _strict(capsys.readouterr().out)["runs"][1]["score"]["mean"] is None
