@@ -256,3 +256,39 @@ def test_answers_that_are_not_a_file_of_answers(files, tmp_path):
                            "--no-progress").stdout)
     assert piped["overall"] == plain["overall"] and piped["counts"] == plain["counts"]
     assert read(tmp_path / "piped.jsonl") == read(tmp_path / "plain.jsonl")
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_answers_that_name_no_task_write_nothing(files, tmp_path, workers):
+    """An empty answers file, one of blank lines, or answers for another task file: exit 2 with one line naming
+    the answers file, before anything is written: an existing --out keeps its bytes, no default
+    <answers>.scores.jsonl is left, a missing --out folder is not made. Answers that name a known task but do
+    not parse are still a result (exit 0, score 0)."""
+    d, _ = files
+    w = tmp_path / "w"
+    w.mkdir()
+    out = w / "OUT.jsonl"
+    out.write_text('{"earlier": "scores"}\n')
+    other = [json.dumps({"task_id": f"other-{k}", "response": '{"actions": ["W"], "step_nums": [1]}'})
+             for k in range(5)]
+    cases = {"empty.jsonl": ("", "no answers (no non-blank line)"),
+             "blank.jsonl": ("\n  \n\n", "no answers (no non-blank line)"),
+             "other.jsonl": ("\n".join(other) + "\n", "no line names a task of the task file")}
+    inputs = ["OUT.jsonl"]
+    for name, (text, words) in cases.items():
+        (w / name).write_text(text)
+        inputs.append(name)
+        for extra in (["--out", out], [], ["--out", w / "nd" / "x.jsonl"]):
+            r = cli(w / name, d / "tasks.jsonl", "--workers", workers, "--chunk", "2", *extra, check=False)
+            assert r.returncode == 2 and r.stdout == "", r.stderr
+            assert out.read_text() == '{"earlier": "scores"}\n'
+            assert sorted(p.name for p in w.iterdir()) == sorted(inputs)  # no scores file, .tmp or folder
+            assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
+            assert f"answers file {w / name}" in r.stderr and words in r.stderr, r.stderr
+    r = cli(w / "other.jsonl", d / "tasks.jsonl", "--out", out, check=False)
+    assert "(5 lines: unknown_task 5); is it the right task file?" in r.stderr
+    # a known task that does not parse is a result
+    (w / "unparsed.jsonl").write_text(json.dumps({"task_id": "n1", "response": "no idea"}) + "\n" + other[0] + "\n")
+    s = json.loads(cli(w / "unparsed.jsonl", d / "tasks.jsonl", "--json", "--workers", workers, "--out", out).stdout)
+    assert s["overall"]["mean"] == 0.0 and s["counts"]["parse_error"] == 1 and s["counts"]["unknown_task"] == 1
+    assert [o["reason"] for o in read(out)] == ["parse_error", "unknown_task"]

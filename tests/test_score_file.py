@@ -261,7 +261,8 @@ def test_bad_parameters_are_refused_in_one_line(files, tmp_path):
     cases = [({"profile": "nope"}, ValueError, "profile"), ({"workers": 0}, ValueError, "workers"),
              ({"chunk": 0}, ValueError, "chunk"), ({"n_boot": -1}, ValueError, "n_boot"),
              ({"weights": (1, -1, 0)}, ValueError, "weight"), ({"max_groups": 0}, ValueError, "max_groups"),
-             ({"out": d / "answers.jsonl"}, ValueError, "overwrite"),
+             ({"out": d / "answers.jsonl"}, ValueError, "overwrite"), ({"out": d}, ValueError, "is a folder"),
+             ({"out": d / "answers.jsonl" / "x.jsonl"}, ValueError, "is a file, not a folder"),
              ({"tree": {"name": "x", "weight": -1}}, ValueError, "weight")]
     for kw, exc, word in cases:
         with pytest.raises(exc, match=word) as e:
@@ -402,3 +403,54 @@ def test_the_scoring_table_is_cached_by_the_task_files_hash(tmp_path, monkeypatc
     assert run("d.jsonl") == cold and loads == [1, 1]
     os.chmod(entry, 0o666)
     assert run("e.jsonl") == cold and loads == [1, 1, 1]  # others could have written it: not believed
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_answers_naming_no_task_are_refused_with_nothing_written(tmp_path, files, workers):
+    """Empty, blank, or no line naming a task of the task file (the wrong task file): one-line ValueError naming
+    the answers file and the counts; no output, no <out>.tmp, no folder made, an existing output untouched."""
+    d, tasks, _ = files
+    old = tmp_path / "old.jsonl"
+    old.write_bytes(b'{"kept": true}\n')
+    cases = {"empty.jsonl": ("", "no answers"), "blank.jsonl": ("\n  \n\n", "no answers"),
+             "wrong.jsonl": ('{"task_id": "zz", "response": "{}"}\nnot json\n{"task_id": "yy", "response": "x"}\n'
+                             '[1]\n', "(4 lines: unknown_task 2, invalid_json 1, invalid_line 1)")}
+    inputs = ["old.jsonl"]
+    for name, (text, words) in cases.items():
+        (tmp_path / name).write_text(text)
+        inputs.append(name)
+        for out in (old, tmp_path / "nd" / "deeper" / "x.jsonl"):
+            with pytest.raises(ValueError) as e:
+                score_file(tmp_path / name, d / "tasks.jsonl", out=out, workers=workers, chunk=1)
+            assert old.read_bytes() == b'{"kept": true}\n' and not (tmp_path / "nd").exists()
+            msg = str(e.value)
+            assert "\n" not in msg and f"answers file {tmp_path / name}" in msg and words in msg, msg
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted(inputs)  # no output, no .tmp left
+    with pytest.raises(ValueError, match=r"^answers: no line names a task of the tasks given "
+                                         r"\(1 line: unknown_task 1\)"):
+        score_file(['{"task_id": "zz", "response": "{}"}'], tasks, out=tmp_path / "o.jsonl", workers=workers)
+    assert not (tmp_path / "o.jsonl").exists()
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_unknown_lines_before_the_first_known_task_are_written(tmp_path, files, monkeypatch, workers):
+    """Output is held back until a line names a task (in memory, spilling to a temporary file past HOLD bytes),
+    then written in line order: the same file as when the known line comes first; lines that name a known task but
+    do not parse are results (score 0), not a refusal."""
+    from spatialact.scorers import offline
+
+    d, tasks, _ = files
+    monkeypatch.setattr(offline, "HOLD", 200)  # the held text spills to disk after a line or two
+    unknown = [json.dumps({"task_id": f"nope-{k}", "response": "{}"}) for k in range(30)]
+    known = json.dumps({"task_id": tasks[0].id, "response": "I cannot tell."})
+    (tmp_path / "late.jsonl").write_text("\n".join(unknown + [known]) + "\n")
+    (tmp_path / "early.jsonl").write_text("\n".join([known] + unknown) + "\n")
+    s = score_file(tmp_path / "late.jsonl", d / "tasks.jsonl", out=tmp_path / "nd" / "late.out", workers=workers,
+                   chunk=3)
+    score_file(tmp_path / "early.jsonl", d / "tasks.jsonl", out=tmp_path / "early.out")
+    late, early = strict_lines(tmp_path / "nd" / "late.out"), strict_lines(tmp_path / "early.out")
+    assert [r["line"] for r in late] == list(range(1, 32)) and late[-1]["task_id"] == tasks[0].id
+    assert late[:30] == [dict(r, line=r["line"] - 1) for r in early[1:]]
+    assert dict(late[-1], line=1) == early[0] and late[-1]["reason"] == "parse_error" and late[-1]["score"] == 0.0
+    assert s["counts"]["unknown_task"] == 30 and s["counts"]["parse_error"] == 1 and s["overall"]["n"] == 31
+    assert sorted(p.name for p in (tmp_path / "nd").iterdir()) == ["late.out"]

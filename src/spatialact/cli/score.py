@@ -13,7 +13,9 @@ overall mean with a bootstrap 95% interval (1000 resamples, seed 0), per kind, p
 answers that did not parse, lines that were not JSON, unknown task ids and tasks with no answer. A bad line is
 scored 0 with its reason (invalid_json, invalid_line, unknown_task, parse_error, lmms_error), never a crash;
 such lines count in the overall mean (under kind/source "unknown" when no task matched). Tasks with no answer
-are only counted, unless --missing-as-zero.
+are only counted, unless --missing-as-zero. An answers file in which no line names a task of TASKS (empty, blank
+lines only, or written for another task file) is no result: refused (exit 2) with nothing written, an existing
+--out left as it was.
 
 Large files are read in chunks (--chunk answers at a time), so memory stays bounded whatever the file size;
 --workers N scores the answers in N processes (the output is the same for any N). The pipeline is

@@ -23,12 +23,15 @@ keeps the scores: the output is the same whatever the number of workers. 6. The 
 
 Bad lines never stop a run: they score 0 with a reason (``invalid_json``, ``invalid_line``, ``unknown_task``,
 ``parse_error``, ``lmms_error``) and count in the overall mean (kind / source ``unknown`` when no task matched).
+A file with no line that names a task of the task file (empty, blank, the wrong task file) is no result: it is
+refused (ValueError) with nothing written, an existing output file left as it was.
 Light core only: numpy, and scipy for profile ``lmms-eval`` only.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import json
 import os
@@ -53,6 +56,8 @@ REASONS = ("parse_error", "invalid_json", "invalid_line", "unknown_task", "lmms_
 CHUNK = 20_000
 #: Lines per piece handed to a worker process (``workers > 1``).
 PIECE = 2_048
+#: Bytes of output held in memory, before a line has named a task, beyond which they spill to a temporary file.
+HOLD = 32 << 20
 
 _EP_FLOATS = ("total", "s_d", "s_theta", "s_step", "s_rot", "s_grip", "net_translation_error", "net_rotation_error")
 _ZERO12 = (0,) * 12
@@ -607,7 +612,10 @@ def score_file(answers, tasks, *, profile: str = "paper", weights=None, workers:
     ``missing_task_ids`` (first 50), ``missing_as_zero``, ``overall`` / ``kind`` / ``source`` / ``tags``
     (``{mean, ci_low, ci_high, n}``), ``n_boot``, ``seed``, ``n_excluded``, ``skipped``, ``hierarchy``.
     Raises FileNotFoundError / ValueError (one line, naming the file, field or parameter) for bad input
-    files or parameters; a bad answer line is scored 0 with its reason, never raised.
+    files or parameters; a bad answer line is scored 0 with its reason, never raised. Answers of which no line
+    names a task of ``tasks`` (no non-blank line, or every line ``unknown_task`` / ``invalid_json`` /
+    ``invalid_line``) raise a one-line ValueError naming the answers file, with nothing written: neither ``out``
+    (an existing one is left as it was) nor its missing folders.
     """
     if profile not in OFFLINE_PROFILES:
         raise ValueError(f"profile must be one of {', '.join(OFFLINE_PROFILES)}, got {profile!r}")
@@ -630,20 +638,16 @@ def _score_file(lines, size, close, answers_label, tasks, profile, weights, work
         table, tasks_label = _load_table(tasks, keep=(profile == "lmms-eval" or per_step))
         out_path = None if out is None else Path(out)
         if out_path is not None:
-            inputs = [Path(x).resolve() for x in (answers_label, tasks_label) if x is not None]
-            if out_path.resolve() in inputs:
-                raise ValueError(f"out {out_path} would overwrite an input file")
-            out_path.parent.mkdir(parents=True, exist_ok=True)
+            _check_out(out_path, answers_label, tasks_label)
         cfg = _Config(table, profile, weights, per_step, out_path is not None)
         if workers > 1:
             # Started before any progress-bar thread exists (fork with threads is unsafe); kept for the summary.
             from concurrent.futures import ProcessPoolExecutor
 
             pool = ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(cfg,))
-        scores, tix, counts = _run(lines, size, cfg, pool, workers, chunk, out_path, progress)
+        refuse = functools.partial(_refusal, answers_label, tasks_label)
+        scores, tix, counts = _run(lines, size, cfg, pool, workers, chunk, out_path, progress, refuse)
         close()
-        if counts["lines"] == counts["blank"]:  # nothing to score is a mistake (a wrong path, a failed export), not a result
-            raise ValueError(f"{answers_label or 'answers'}: no answers (no line to score)")
         summary = _summarise(scores, tix, counts, table, tree, missing_as_zero, n_boot, seed, max_groups,
                              None if pool is None else pool.map)
     finally:
@@ -654,25 +658,88 @@ def _score_file(lines, size, close, answers_label, tasks, profile, weights, work
             "profile": profile, "weights": list(weights), **summary}
 
 
-def _run(lines, size, cfg: _Config, pool, workers: int, chunk: int, out_path, progress: bool):
+def _check_out(out_path: Path, answers_label, tasks_label) -> None:
+    """Refuse, before any work, an ``out`` that is an input file or that cannot be written: a folder, a path under
+    a file, or under a folder this process may not write in (its missing folders are made only once the output
+    is known to be a result, see :func:`_run`)."""
+    inputs = [Path(x).resolve() for x in (answers_label, tasks_label) if x is not None]
+    if out_path.resolve() in inputs:
+        raise ValueError(f"out {out_path} would overwrite an input file")
+    if out_path.is_dir():
+        raise ValueError(f"out {out_path}: is a folder; name a file")
+    for parent in out_path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ValueError(f"out {out_path}: {parent} is a file, not a folder")
+            if not os.access(parent, os.W_OK | os.X_OK):
+                raise ValueError(f"out {out_path}: folder {parent} is not writable")
+            break
+
+
+def _refusal(answers_label, tasks_label, counts: dict, matched: int) -> str | None:
+    """Why the answers are no result (nothing is written then), or None. An empty file, one of blank lines, or one
+    where no line names a task of the task file (the wrong task file, a failed export) is a mistake, not a score of
+    nothing; lines that name a task but do not parse are results (score 0)."""
+    what = f"answers file {answers_label}" if answers_label is not None else "answers"
+    if counts["lines"] == counts["blank"]:
+        return f"{what}: no answers (no non-blank line)"
+    if matched:
+        return None
+    n = counts["lines"] - counts["blank"]
+    why = ", ".join(f"{k} {counts[k]}" for k in ("unknown_task", "invalid_json", "invalid_line") if counts[k])
+    tf = f"the task file {tasks_label}" if tasks_label is not None else "the tasks given"
+    hint = "; is it the right task file?" if counts["unknown_task"] else ""
+    return f"{what}: no line names a task of {tf} ({n} line{'s' if n != 1 else ''}: {why}){hint}"
+
+
+def _run(lines, size, cfg: _Config, pool, workers: int, chunk: int, out_path, progress: bool, refuse=None):
     """Stream the lines through :func:`_score_lines` (here, or in the ``pool``'s ``workers`` processes); write the
-    output text in line order; return the scores and task indices of all non-blank lines and the summed counts."""
+    output text in line order; return the scores and task indices of all non-blank lines and the summed counts.
+
+    ``refuse(counts, matched)`` is asked at the end, before the output is renamed into place: a message means the
+    answers are no result and it is raised as ValueError with nothing written (an existing ``out_path`` as it
+    was). Output text is held back (in memory, spilling to an anonymous temporary file) until a line has named a
+    task, so neither ``<out>.tmp`` nor a missing folder of ``out_path`` is created for answers that are refused;
+    a valid file is read once whatever the number of workers."""
     scores: list = []
     tix: list = []
     counts: dict = {}
+    matched = 0
+    bar = None
+    tmp = None if out_path is None else out_path.with_name(out_path.name + ".tmp")
+    f = None  # <out>.tmp, opened once a line named a task
+    held = None  # text held back before that (a SpooledTemporaryFile)
 
-    def keep(res, f):
+    def keep(res):
+        nonlocal f, held, matched
         text, s, t, c = res
-        if f is not None:
-            f.write(text)
+        matched += int(np.count_nonzero(t >= 0))
+        if tmp is not None:
+            if f is None and matched:
+                out_path.parent.mkdir(parents=True, exist_ok=True)
+                # Lone surrogates (a "\ud800" escape in an answer line) come back out as the same JSON escape.
+                f = open(tmp, "w", encoding="utf-8", errors="backslashreplace", newline="\n")
+                if held is not None:
+                    import shutil
+
+                    held.seek(0)
+                    shutil.copyfileobj(held, f, 1 << 20)
+                    held.close()
+                    held = None
+            if f is not None:
+                f.write(text)
+            else:
+                if held is None:
+                    import tempfile
+
+                    held = tempfile.SpooledTemporaryFile(max_size=HOLD, mode="w+", encoding="utf-8",
+                                                         errors="backslashreplace", newline="\n")
+                held.write(text)
         scores.append(s)
         tix.append(t)
         for k, v in c.items():
             counts[k] = counts.get(k, 0) + v
 
-    bar = None
-    tmp = None if out_path is None else out_path.with_name(out_path.name + ".tmp")
-    f = None
     try:
         if progress:
             from tqdm import tqdm
@@ -680,12 +747,9 @@ def _run(lines, size, cfg: _Config, pool, workers: int, chunk: int, out_path, pr
             bar = tqdm(total=size, unit="B" if size is not None else "line", unit_scale=True, desc="score",
                        leave=False)
         tick = (lambda nb, nl: bar.update(nb if size is not None else nl)) if bar is not None else (lambda nb, nl: None)
-        if tmp is not None:
-            # Lone surrogates (a "\ud800" escape in an answer line) come back out as the same JSON escape.
-            f = open(tmp, "w", encoding="utf-8", errors="backslashreplace", newline="\n")
         if pool is None:
             for first, lines_ in _chunks(lines, chunk, tick):
-                keep(_score_lines(lines_, first, cfg), f)
+                keep(_score_lines(lines_, first, cfg))
         else:
             import collections
 
@@ -694,24 +758,29 @@ def _run(lines, size, cfg: _Config, pool, workers: int, chunk: int, out_path, pr
             for first, lines_ in _chunks(lines, piece, tick):
                 pending.append(pool.submit(_work, lines_, first))
                 while len(pending) > 2 * workers:
-                    keep(pending.popleft().result(), f)
+                    keep(pending.popleft().result())
             while pending:
-                keep(pending.popleft().result(), f)
+                keep(pending.popleft().result())
+        for k in ("lines", "blank", "scored", "ok", *REASONS, "flagged_steps"):
+            counts.setdefault(k, 0)
+        why = refuse(counts, matched) if refuse is not None else None
+        if why is not None:
+            raise ValueError(why)
         if f is not None:
             f.close()
-            f = None
             os.replace(tmp, out_path)
+            f = None
     finally:
         if bar is not None:
             bar.close()
-        if f is not None:
+        if held is not None:
+            held.close()
+        if f is not None:  # not renamed (refused, or an error): the temporary goes, out_path stays as it was
             f.close()
-        if tmp is not None and tmp.exists():
-            tmp.unlink()
+            with contextlib.suppress(OSError):
+                tmp.unlink()
     x = np.concatenate(scores) if scores else np.zeros(0)
     ti = np.concatenate(tix) if tix else np.zeros(0, dtype=np.int64)
-    for k in ("lines", "blank", "scored", "ok", *REASONS, "flagged_steps"):
-        counts.setdefault(k, 0)
     return x, ti, counts
 
 
