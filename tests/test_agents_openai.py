@@ -199,3 +199,104 @@ def test_the_key_is_scrubbed_from_model_text_before_it_is_cached(server, agent_f
     again = agent_factory()
     again.reset(make_task())
     assert again.act(_obs()).text == turn.text  # from the cache, still scrubbed
+
+
+BAD_NUMBERS = [
+    ({"max_tokens": -5}, "max_tokens must be a whole number from 1 to 1,000,000, got -5"),
+    ({"max_tokens": 0}, "max_tokens must be a whole number from 1 to 1,000,000, got 0"),
+    ({"max_tokens": "abc"}, "max_tokens must be a whole number from 1 to 1,000,000, got 'abc'"),
+    ({"max_tokens": 2.5}, "max_tokens must be a whole number"),
+    ({"max_tokens": 1_000_001}, "max_tokens must be a whole number from 1 to 1,000,000"),
+    ({"max_tokens": True}, "max_tokens must be a whole number"),
+    ({"price_in": -1}, "price_in must be a finite number ≥ 0"),
+    ({"price_out": float("nan")}, "price_out must be a finite number ≥ 0"),
+    ({"price_out": "nan"}, "price_out must be a finite number ≥ 0"),
+    ({"price_in": float("inf")}, "price_in must be a finite number ≥ 0"),
+    ({"timeout": "abc"}, "timeout must be a finite number > 0"),
+    ({"timeout": float("nan")}, "timeout must be a finite number > 0"),
+    ({"timeout": 0}, "timeout must be a finite number > 0"),
+    ({"max_retries": -1}, "max_retries must be a whole number from 0 to 100"),
+    ({"max_retries": "x"}, "max_retries must be a whole number from 0 to 100, got 'x'"),
+    ({"backoff": float("nan")}, "backoff must be a finite number ≥ 0"),
+    ({"max_backoff": -1}, "max_backoff must be a finite number ≥ 0"),
+    ({"params": {"temperature": 3}}, "params.temperature must be a finite number from 0 to 2, got 3"),
+    ({"params": {"temperature": float("nan")}}, "params.temperature must be a finite number from 0 to 2"),
+    ({"params": {"max_tokens": -1}}, "params.max_tokens must be a whole number from 1 to 1,000,000"),
+]
+
+
+@pytest.mark.parametrize("name", ["openai", "react", "plan-execute"])
+@pytest.mark.parametrize("kw,words", BAD_NUMBERS)
+def test_bad_numeric_arguments_are_refused_naming_them(name, kw, words):
+    """Refused when the agent is built, in one line that names the argument and its range (with the agent's own
+    name: react and plan-execute take the openai agent's arguments)."""
+    with pytest.raises(AgentConfigError) as e:
+        make_agent(name, model="m", base_url="http://127.0.0.1:9/v1", **kw)
+    msg = str(e.value)
+    assert msg.startswith(f"{name}: ") and words in msg and "\n" not in msg, msg
+
+
+def test_numeric_arguments_within_range_are_what_is_sent(server, agent_factory):
+    """The bounds are inclusive; a number written as text is read as the number; max_tokens=None sends none; the
+    prices are what the cost is computed with."""
+    server.script = [("ok", '{"actions": ["W"], "step_nums": [1]}')] * 3
+    task = make_task(answer_format="flat")
+    for kw, sent in (({"max_tokens": 1}, 1), ({"max_tokens": "1000000"}, 1_000_000), ({"max_tokens": None}, None)):
+        agent = agent_factory(cache_dir=None, price_in=0, price_out="2.5", timeout="5", max_retries=0, **kw)
+        agent.reset(task)
+        turn = agent.act(_obs())
+        assert turn.error is None and server.requests[-1]["body"].get("max_tokens") == sent
+        assert agent.max_tokens == sent and agent.timeout == 5.0 and agent.max_retries == 0
+        assert turn.cost_usd == pytest.approx(12 * 2.5e-6)  # prompt tokens free, completion at 2.5 USD per million
+
+
+def test_a_bad_max_tokens_in_eval_exits_2_with_nothing_written(server, tmp_path, monkeypatch, capsys):
+    """`spatialact eval --agent openai --agent-arg max_tokens=-5 --out R`: exit 2, one line naming the argument,
+    no request made, R not created (the same for react)."""
+    from spatialact.cli.main import main
+    from spatialact.tasks import save_tasks
+
+    monkeypatch.setenv("SPATIALACT_TEST_KEY", SECRET)
+    tasks = save_tasks([make_task("t0"), make_task("t1")], tmp_path / "tasks.jsonl")
+    for agent, arg, words in (("openai", "max_tokens=-5", "openai: max_tokens must be a whole number from 1"),
+                              ("openai", "max_tokens=abc", "openai: max_tokens must be a whole number from 1"),
+                              ("react", "price_out=NaN", "react: price_out must be a finite number ≥ 0"),
+                              ("plan-execute", "price_in=-1", "plan-execute: price_in must be a finite number ≥ 0")):
+        out = tmp_path / "R"
+        rc = main(["eval", "--tasks", str(tasks), "--agent", agent, "--agent-arg", "model=test-vlm",
+                   "--agent-arg", f"base_url={server.url}", "--agent-arg", "api_key_env=SPATIALACT_TEST_KEY",
+                   "--agent-arg", arg, "--out", str(out), "--no-progress"])
+        err = capsys.readouterr().err
+        assert rc == 2 and not out.exists() and server.requests == []
+        assert len(err.strip().splitlines()) == 1 and words in err and "Traceback" not in err, err
+
+
+def test_a_trailing_slash_on_base_url_is_the_same_endpoint(server, agent_factory):
+    """base_url with and without a trailing '/' (or with spaces around it): the same agent — base_url, describe(),
+    the request path and the cache key."""
+    assert not server.url.endswith("/")
+    server.script = [("ok", '{"actions": ["W"], "step_nums": [1]}')] * 2
+    task = make_task(answer_format="flat")
+    turns, descs = [], []
+    for url in (server.url + "/", f" {server.url}// ", server.url):
+        agent = agent_factory(base_url=url)
+        assert agent.base_url == server.url and repr(agent).endswith(f"base_url={server.url!r})")
+        agent.reset(task)
+        turns.append(agent.act(_obs()))
+        descs.append(agent.describe())
+    assert descs[0] == descs[1] == descs[2] and descs[0]["params"]["base_url"] == server.url
+    assert [r["path"] for r in server.requests] == ["/v1/chat/completions"]  # asked once, then from the cache
+    assert turns[1].info["cached"] and turns[2].info["cached"]
+    assert turns[0].info["request_key"] == turns[1].info["request_key"] == turns[2].info["request_key"]
+
+
+@pytest.mark.xfail(strict=True, reason="the run configuration holds AgentSpec.kwargs as typed: needs "
+                                       "normalise_base_url in evaluation/runner.py AgentSpec.__post_init__")
+def test_a_trailing_slash_on_base_url_is_the_same_run_configuration():
+    from spatialact.evaluation.episode import EpisodeConfig
+    from spatialact.evaluation.runner import AgentSpec, run_config
+
+    cfg = EpisodeConfig()
+    a = run_config(AgentSpec("openai", {"model": "m", "base_url": "http://127.0.0.1:8000/v1/"}), cfg, "t", "h")
+    b = run_config(AgentSpec("openai", {"model": "m", "base_url": "http://127.0.0.1:8000/v1"}), cfg, "t", "h")
+    assert a == b

@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
+import math
 import os
 import time
 from dataclasses import dataclass, field
@@ -136,6 +137,72 @@ def _check_base_url(url) -> None:
                                "or api_key_file=PATH")
 
 
+def normalise_base_url(url):
+    """``base_url`` as the agent uses it and a run's configuration should hold it: surrounding spaces and trailing
+    slashes of its path removed (``http://host:8000/v1/`` and ``http://host:8000/v1`` are one endpoint: the client
+    adds the slash itself). Anything else (None, not text) is returned as it is, for :func:`_check_base_url` to
+    judge."""
+    if not isinstance(url, str):
+        return url
+    from urllib.parse import urlsplit, urlunsplit
+
+    url = url.strip()
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/")))
+
+
+#: The most tokens ``max_tokens`` may ask for (no chat model answers more; a larger number is a typo).
+MAX_TOKENS_LIMIT = 1_000_000
+#: The most retries ``max_retries`` may ask for.
+MAX_RETRIES_LIMIT = 100
+
+
+def _number(name: str, v, *, whole: bool = False, lo: float = 0.0, hi: float | None = None,
+            above: bool = False, what: str = ""):
+    """Argument ``name`` as an int (``whole``) or a finite number within [``lo``, ``hi``] (``above``: > ``lo``),
+    else AgentConfigError naming the argument and the allowed range. A number written as text (``"60"``) is
+    read; a bool, NaN, ±inf or anything else is refused. A number given as a number comes back as it was (an int
+    stays an int), so what is recorded or sent does not change."""
+    if whole:
+        rng = f"a whole number from {lo:,.0f}" + (f" to {hi:,.0f}" if hi is not None else " up")
+    else:
+        rng = f"a finite number from {lo:g} to {hi:g}" if hi is not None else \
+            f"a finite number {'>' if above else '≥'} {lo:g}"
+    bad = AgentConfigError(f"openai: {name} must be {rng}{what}, got {str(v)[:40]!r}" if isinstance(v, str)
+                           else f"openai: {name} must be {rng}{what}, got {v!r:.40}")
+    x = v
+    if isinstance(x, str):
+        try:
+            x = int(x.strip())
+        except ValueError:
+            try:
+                x = float(x.strip())
+            except ValueError:
+                raise bad from None
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        try:  # numpy scalars and the like
+            import numbers
+
+            if isinstance(x, bool) or not isinstance(x, numbers.Real):
+                raise bad
+            x = float(x) if not isinstance(x, numbers.Integral) else int(x)
+        except (TypeError, ValueError):
+            raise bad from None
+    if isinstance(x, float) and not math.isfinite(x):
+        raise bad
+    if whole:
+        if isinstance(x, float):
+            if not x.is_integer():
+                raise bad
+            x = int(x)
+    if x < lo or (above and x <= lo) or (hi is not None and x > hi):
+        raise bad
+    return x
+
+
 class OpenAIAgent(PromptedAgent):
     """An MLLM behind an OpenAI-compatible ``/v1/chat/completions`` endpoint.
 
@@ -145,6 +212,11 @@ class OpenAIAgent(PromptedAgent):
     ``backoff`` first wait in seconds (doubled each retry, capped at ``max_backoff``), ``retry_on_timeout``,
     ``cache_dir`` (None: no cache), ``max_tokens``, ``params`` (extra request fields, e.g. ``{"top_p": 1}``),
     ``price_in`` / ``price_out`` in USD per million prompt / completion tokens (for the cost totals).
+
+    Checked here (AgentConfigError naming the argument and its range): ``max_tokens`` a whole number from 1 to
+    ``MAX_TOKENS_LIMIT`` or None; ``timeout`` finite > 0; ``max_retries`` whole, 0 to ``MAX_RETRIES_LIMIT``;
+    ``backoff`` / ``max_backoff`` finite ≥ 0; prices finite ≥ 0 or None; ``params.temperature`` finite in [0, 2]
+    and ``params.max_tokens`` as ``max_tokens``. ``base_url`` is kept normalised (:func:`normalise_base_url`).
     """
 
     name = "openai"
@@ -162,13 +234,29 @@ class OpenAIAgent(PromptedAgent):
                                    f"characters, at most 256 characters)")
         if base_url is not None:
             _check_base_url(base_url)
-        if not (float(timeout) > 0):
-            raise AgentConfigError(f"openai: timeout must be > 0 seconds, got {timeout!r}")
-        if int(max_retries) < 0:
-            raise AgentConfigError(f"openai: max_retries must be ≥ 0, got {max_retries!r}")
-        if float(backoff) < 0 or float(max_backoff) < 0:
-            raise AgentConfigError("openai: backoff and max_backoff must be ≥ 0")
+            base_url = normalise_base_url(base_url)
+        timeout = float(_number("timeout", timeout, lo=0.0, above=True, what=" (seconds)"))
+        max_retries = _number("max_retries", max_retries, whole=True, lo=0, hi=MAX_RETRIES_LIMIT)
+        backoff = float(_number("backoff", backoff, what=" (seconds)"))
+        max_backoff = float(_number("max_backoff", max_backoff, what=" (seconds)"))
+        if max_tokens is not None:
+            max_tokens = _number("max_tokens", max_tokens, whole=True, lo=1, hi=MAX_TOKENS_LIMIT)
+        if price_in is not None:
+            price_in = _number("price_in", price_in, what=" (USD per million prompt tokens)")
+        if price_out is not None:
+            price_out = _number("price_out", price_out, what=" (USD per million completion tokens)")
+        if params is not None and not isinstance(params, dict):
+            raise AgentConfigError(f"openai: params must be a JSON object of extra request fields, got "
+                                   f"{type(params).__name__}")
         params = dict(params or {})
+        # Request fields that params may set, with the bounds of the argument (max_tokens) or of the API
+        # (temperature); a number is sent as given (the request, hence its cache key, unchanged), text as the number.
+        for k, bounds in (("max_tokens", {"whole": True, "lo": 1, "hi": MAX_TOKENS_LIMIT}),
+                          ("temperature", {"lo": 0.0, "hi": 2.0})):
+            if params.get(k) is not None:
+                v = _number(f"params.{k}", params[k], **bounds)
+                if isinstance(params[k], str):
+                    params[k] = v
         from .cues import parse_cues
 
         self.cues = parse_cues(cues)
@@ -185,13 +273,13 @@ class OpenAIAgent(PromptedAgent):
         self.base_url = base_url
         self.api_key_env = api_key_env
         self.api_key_file = None if api_key_file is None else str(api_key_file)
-        self.timeout = float(timeout)
-        self.max_retries = int(max_retries)
-        self.backoff, self.max_backoff = float(backoff), float(max_backoff)
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.backoff, self.max_backoff = backoff, max_backoff
         self.retry_on_timeout = bool(retry_on_timeout)
         self.cache = ResponseCache(cache_dir) if cache_dir is not None else None
         self.cache_dir = None if cache_dir is None else str(cache_dir)
-        self.max_tokens = None if max_tokens is None else int(max_tokens)
+        self.max_tokens = max_tokens
         self.params = params
         self.price_in, self.price_out = price_in, price_out
         self.seed = int(seed)
@@ -228,7 +316,8 @@ class OpenAIAgent(PromptedAgent):
 
     def describe(self) -> dict:
         return {"agent": self.name, "model": self.model,
-                "params": {"base_url": self.base_url, "temperature": 0, "max_tokens": self.max_tokens,
+                "params": {"base_url": self.base_url, "temperature": self.params.get("temperature", 0),
+                           "max_tokens": self.params.get("max_tokens", self.max_tokens),
                            "timeout": self.timeout, "max_retries": self.max_retries, "backoff": self.backoff,
                            "extra": dict(self.params), "prompt_version": self.prompt_version,
                            "cues": list(self.cues),
