@@ -290,8 +290,6 @@ def test_a_trailing_slash_on_base_url_is_the_same_endpoint(server, agent_factory
     assert turns[0].info["request_key"] == turns[1].info["request_key"] == turns[2].info["request_key"]
 
 
-@pytest.mark.xfail(strict=True, reason="the run configuration holds AgentSpec.kwargs as typed: needs "
-                                       "normalise_base_url in evaluation/runner.py AgentSpec.__post_init__")
 def test_a_trailing_slash_on_base_url_is_the_same_run_configuration():
     from spatialact.evaluation.episode import EpisodeConfig
     from spatialact.evaluation.runner import AgentSpec, run_config

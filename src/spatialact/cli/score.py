@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import argparse
 
-from .main import print_json
+from .main import print_json, seed_arg
 
 PROFILES = ("paper", "paper+rot", "lmms-eval")
 CHUNK = 20000  # answer lines per chunk: bounds memory whatever the file size (spatialact.scorers.offline.CHUNK)
@@ -51,7 +51,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--missing-as-zero", action="store_true",
                    help="count tasks without an answer as 0 in the summary (default: only report them)")
     p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (default 1000)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--seed", type=seed_arg, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--max-groups", type=int, default=100, metavar="N",
                    help="break a summary column (kind, source, a tag key) down only if it has at most N values "
                         "(default 100; more is a measurement, not a category; 0: no limit)")

@@ -71,6 +71,13 @@ class AgentSpec:
         if self.name == "hf" and isinstance(model, str) and os.path.isdir(os.path.expanduser(model)):
             # a local model folder is one folder whatever the working directory: stored resolved
             self.kwargs["model"] = str(Path(model).expanduser().resolve())
+        from ..agents import API_AGENTS
+
+        if self.name in API_AGENTS and isinstance(self.kwargs.get("base_url"), str):
+            from ..agents.openai_agent import normalise_base_url
+
+            # one endpoint however it is typed (a trailing '/'): resuming with either form is the same run
+            self.kwargs["base_url"] = normalise_base_url(self.kwargs["base_url"])
 
     def build(self, task_id: str, seed: int):
         from ..agents import make_agent
