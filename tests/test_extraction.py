@@ -294,3 +294,18 @@ def test_a_jump_of_a_million_metres_is_refused_in_one_line_not_split_for_minutes
     assert main(["extract", str(tmp_path / "jump.txt")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "more than 100000 steps in all" in err[0]
+
+
+@pytest.mark.parametrize("scale", [1000.0, 10000.0])
+def test_a_long_move_while_turning_reaches_every_keyframe(scale):
+    """Steps are sized from the start frame's counts; while the camera turns a translation's largest component in the
+    current frame grows, the capped steps fall behind and the steps after them catch up. A camera path scaled ×1000
+    (hundreds of metres a keyframe interval) stopped with 'did not converge' (a traceback); it must reach every
+    keyframe within the quantisation bound, in fewer than twice the planned steps."""
+    P, t = smooth_poses(90, 30.0, 1)
+    P[:, :3, 3] *= scale
+    ex = extract_actions(Trajectory(P, t, 30.0))
+    bt, br = quantisation_bound(ex.sizes)
+    assert ex.position_errors.max() <= bt + 1e-9 and ex.rotation_errors.max() <= br + 1e-9
+    rp = replay(ex, P[0])
+    assert np.allclose(rp[list(ex.keyframe_steps)][:, :3, 3], P[list(ex.keyframes)][:, :3, 3], atol=bt + 1e-6)

@@ -317,7 +317,7 @@ def _extract_metric(traj: Trajectory, sizes: StepSizes, cap: int, kf: np.ndarray
                              f"than {MAX_STEPS} steps in all: check the trajectory's units, or give larger unit sizes")
         sub = 1
         while True:
-            tgt = _interp(start, target, sub / n) if n > 1 else target
+            tgt = _interp(start, target, min(sub, n) / n) if n > 1 else target  # past n: not beyond the target
             c = counts if (n == 1 and sub == 1) else _round_half_away(_motion_between(cur, tgt, Rc) / units)
             done = sub >= n and int(np.abs(c).max()) <= cap
             c = np.clip(c, -cap, cap)
@@ -330,8 +330,14 @@ def _extract_metric(traj: Trajectory, sizes: StepSizes, cap: int, kf: np.ndarray
             if done:
                 break
             sub += 1
-            if sub > n + _MAX_EXTRA_STEPS:  # cannot happen for finite motions; a guard, not a code path
-                raise RuntimeError(f"metric extraction did not converge on interval {j}")
+            # n is sized from the counts in the start frame; as the camera turns, a translation's largest
+            # component in the current frame can exceed them, the capped steps fall behind the interpolated path,
+            # and the steps after n (aimed at the keyframe from where the last one ended) catch up: at most about
+            # as many again. A guard, not a code path for a finite motion:
+            if sub > n + max(_MAX_EXTRA_STEPS, n) or len(signed) >= MAX_STEPS:
+                raise ValueError(f"{traj.meta.get('path', 'trajectory')}: frames {int(kf[j])}→{int(kf[j + 1])}: "
+                                 f"the steps do not reach the keyframe within {sub} steps (or {MAX_STEPS} in all); "
+                                 f"check the trajectory's units, or give larger unit sizes")
         kf_steps.append(len(signed))
         replayed.append(cur)
     final = _final_gripper_stay(traj, kf)
