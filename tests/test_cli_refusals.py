@@ -152,3 +152,23 @@ def test_json_outputs_are_strict_and_a_resume_notice_is_one_line(tmp_path, capsy
     report = tmp_path / "rep"
     assert main(["report", str(run), str(tmp_path / "l0"), "--out", str(report), "--json"]) == 0
     assert _strict(capsys.readouterr().out)["runs"][1]["score"]["mean"] is None
+
+
+@needs_sim
+def test_a_trajectory_that_gives_nothing_leaves_nothing_behind(tmp_path, capsys):
+    from traj_helpers import smooth_poses, write_tum
+
+    P, t = smooth_poses(30, 30.0, 0)
+    write_tum(tmp_path / "one.txt", t[:1], P[:1])
+    P[:] = P[0]
+    write_tum(tmp_path / "static.txt", t, P)
+    out = tmp_path / "tasks" / "t.jsonl"
+    assert main(["tasks", "from-trajectory", str(tmp_path / "static.txt"), "--out", str(out), "--n", "3"]) == 2
+    err = _one_line(capsys)
+    assert "static.txt: no task: no pair of its 30 frames is 0.25–2 m apart" in err and "spans 0 m" in err
+    assert main(["tasks", "from-trajectory", str(tmp_path / "static.txt"), "--out", str(out),
+                 "--min-motion", "-1"]) == 2
+    assert "--min-motion must be a finite number ≥ 0, got -1.0" in _one_line(capsys)
+    assert main(["replay", str(tmp_path / "one.txt"), "--out", str(tmp_path / "rp")]) == 2
+    assert "keyframes" in _one_line(capsys)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["one.txt", "static.txt"]

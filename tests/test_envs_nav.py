@@ -92,6 +92,13 @@ def test_step_and_continuous_actions(tasks):
     T = e.pose
     e.step(np.array([10 + 3, 10, 10, 10, 10 - 2, 10, 2]))  # truck +3, pan −2
     np.testing.assert_allclose(e.pose, T @ Step.from_signed([3, 0, 0, 0, -2, 0]).as_delta(u), atol=1e-12)
+    T = e.pose
+    # outside the MultiDiscrete space (a count beyond the cap, a negative entry, a gripper code 5, a fraction):
+    # refused as the discrete mode refuses, never executed as +90 units
+    for bad in ([100] * 6 + [0], [-5] * 6 + [2], [10] * 6 + [5], [10.5] + [10] * 5 + [2]):
+        with pytest.raises(ValueError, match=r"step action must be 7 whole numbers, six in \[0, 20\]"):
+            e.step(np.array(bad))
+    np.testing.assert_array_equal(e.pose, T)
     e.close()
     e = make_env("nav", action_mode="continuous", width=32, height=32, wrap=False)
     e.reset(options={"task": tasks[0]})

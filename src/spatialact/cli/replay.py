@@ -91,12 +91,12 @@ def run(args: argparse.Namespace) -> int:
         if "type" not in scene:  # a mesh for a camera path
             scene = replay_scene_for(traj, kf, mesh=scene["mesh"])
     check_out(args.out)
-    try:
+    res = replay_trajectory(traj, scene=scene, keyframes=None if scene and scene.get("keyframes") else kf,
+                            height=args.height, renderer=args.renderer)
+    try:  # only now: a trajectory that cannot be replayed leaves no folder behind
         os.makedirs(args.out, exist_ok=True)
     except OSError as e:
         raise CLIError(f"--out: cannot create {args.out!r} ({e.strerror or e})") from None
-    res = replay_trajectory(traj, scene=scene, keyframes=None if scene and scene.get("keyframes") else kf,
-                            height=args.height, renderer=args.renderer)
     name = os.path.basename(os.path.normpath(args.traj))
     title = f"{name}: recorded | simulated ({res.scene.get('source')})"
     sheet = write_contact_sheet(res, os.path.join(args.out, "contact_sheet.png"), max_rows=args.rows, title=title)

@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
+
+import numpy as np
 
 from .main import count_arg, print_json, seed_arg
 
@@ -62,6 +65,12 @@ def _from_trajectory(args: argparse.Namespace) -> list:
     from spatialact.trajectories import load_trajectory
     from spatialact.tasks.from_trajectory import tasks_from_trajectory
 
+    from .main import CLIError
+
+    for opt, v in (("--min-motion", args.min_motion), ("--max-motion", args.max_motion),
+                   ("--max-seconds", args.max_seconds)):
+        if v is not None and not (math.isfinite(v) and v >= 0):
+            raise CLIError(f"{opt} must be a finite number ≥ 0, got {v}")
     opts = {} if args.camera is None else {"camera": args.camera}
     traj = load_trajectory(args.traj, args.format, episode=args.episode, entity=args.entity, **opts)
     out = Path(args.out)
@@ -69,6 +78,18 @@ def _from_trajectory(args: argparse.Namespace) -> list:
     tasks = tasks_from_trajectory(traj, n=args.n, seed=args.seed, min_motion=args.min_motion,
                                   max_motion=args.max_motion, kind=args.kind, answer_format=args.answer_format,
                                   image_dir=image_dir, max_seconds=args.max_seconds)
+    if not tasks:
+        from spatialact.action_space import StepSizes
+        from spatialact.tasks.from_trajectory import default_motion_range
+
+        kind = args.kind or traj.meta.get("kind") or "nav"
+        lo, hi = default_motion_range(kind, StepSizes.for_kind(kind))
+        lo = lo if args.min_motion is None else args.min_motion
+        hi = hi if args.max_motion is None else args.max_motion
+        span = float(np.linalg.norm(traj.positions.max(0) - traj.positions.min(0))) if len(traj.positions) else 0.0
+        raise CLIError(f"{args.traj}: no task: no pair of its {len(traj.positions)} frames is {lo:g}–{hi:g} m apart "
+                       f"with a ground truth of at least one step (the path spans {span:.3g} m; see --min-motion, "
+                       f"--max-motion, --max-seconds)")
     if args.no_scene:
         return tasks
     try:

@@ -153,8 +153,13 @@ class SpatialActEnv(gym.Env):
                 return Step(counts=tuple(c))
             return Step.stay(gripper=0 if a == 13 else 1)
         if self.action_mode == "step":
-            a = np.asarray(action, dtype=np.int64).reshape(7)
-            g = {0: 0, 1: 1, 2: None}.get(int(a[6]))
+            raw = np.asarray(action).reshape(7)
+            a = raw.astype(np.int64)
+            if not (np.array_equal(a, raw) and (a[:6] >= 0).all() and (a[:6] <= 2 * self.cap).all()
+                    and 0 <= a[6] <= 2):
+                raise ValueError(f"step action must be 7 whole numbers, six in [0, {2 * self.cap}] (count + cap) and "
+                                 f"a gripper in {{0, 1, 2}}, got {raw.tolist()}")
+            g = {0: 0, 1: 1, 2: None}[int(a[6])]
             if self.kind == "nav":
                 g = None
             return Step.from_signed((a[:6] - self.cap).tolist(), gripper=g)
