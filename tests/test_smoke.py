@@ -48,3 +48,10 @@ def test_demo_prints_the_score_table_and_writes_the_report(tmp_path):
     assert rows["stay"]["score"] < 0.5 and rows["stay"]["success"] == 0.0
     html = open(out["report_html"], encoding="utf-8").read()
     assert "oracle" in html and "stay" in html and "data:image/png;base64," in html
+    # the report's Overall has the printed table's numbers too: its second table leaves the diagnostic suites out
+    md = open(out["report_md"], encoding="utf-8").read().split("## Overall", 1)[1].split("\n## ", 1)[0]
+    assert "the table `spatialact demo` prints" in md
+    second = md.split("the table `spatialact demo` prints", 1)[1]
+    stay = next(line for line in second.splitlines() if line.startswith("| stay |")).split(" | ")
+    assert int(stay[1]) == rows["stay"]["episodes"] == 10
+    assert float(stay[2].split()[0]) == round(rows["stay"]["score"], 3)

@@ -23,7 +23,7 @@ import html
 import json
 import math
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -176,6 +176,15 @@ def _group_table(runs: list[RunData], group) -> tuple[list[str], list[list]]:
             row.append(f"{s.fmt()} (n={s.n})" if s.n else "–")
         rows.append(row)
     return headers, rows
+
+
+# Tags that mark a task of a diagnostic suite (the ladder's level, the viewpoint pairs): see _diagnostic_task.
+_DIAGNOSTIC_TAGS = ("level", "viewpoint")
+
+
+def _diagnostic_task(r: dict) -> bool:
+    tags = r.get("tags") or {}
+    return isinstance(tags, dict) and any(k in tags for k in _DIAGNOSTIC_TAGS)
 
 
 def _by_kind(r: dict) -> list[str]:
@@ -482,6 +491,12 @@ def make_report(run_dirs, out_dir) -> tuple[Path, Path]:
     if ep_runs:
         heading(2, "Overall")
         table(*_overall_rows(ep_runs))
+        core = [replace(run, records=[r for r in run.records if not _diagnostic_task(r)]) for run in ep_runs]
+        if any(0 < len(c.records) < len(run.records) for c, run in zip(core, ep_runs)):
+            para("These runs also hold the tasks of the diagnostic suites (tagged level or viewpoint; see "
+                 "Diagnostics): the table above covers every plain episode, the one below the other tasks only "
+                 "(the table `spatialact demo` prints).")
+            table(*_overall_rows([c for c in core if c.records]))
         heading(2, "Per kind")
         table(*_group_table(ep_runs, _by_kind))
     if any(_by_source(r) != ["None"] for run in ep_runs for r in run.records):
