@@ -85,9 +85,9 @@ def test_droid_pairs_out_of_reach_are_skipped_and_counted(tmp_path, capsys):
     write_droid(tmp_path / "far", [ep], version="v2.1", video=False)
     code = main(["tasks", "from-trajectory", str(tmp_path / "far"), "--out", str(tmp_path / "t.jsonl"),
                  "--n", "3", "--no-images"])
-    err = capsys.readouterr().err
-    assert "skipped 3 tasks: start or goal out of the simulated Panda's reach" in err
-    assert code == 2  # nothing left to write: refused in one line, never an empty task file
+    err = capsys.readouterr().err.strip()
+    assert "no task: each of the 3 built was skipped (3 start or goal out of the simulated Panda's reach)" in err
+    assert code == 2 and "\n" not in err  # nothing left to write: refused in one line, never an empty task file
 
 
 def test_extrinsics_and_scene_options(files, tmp_path, capsys):
@@ -151,3 +151,19 @@ def _eval_one_shot(task_file, out, capsys):
     code = main(["eval", "--tasks", str(task_file), "--agent", "oracle", "--out", str(out), "--no-progress"])
     capsys.readouterr()
     return code, read_records(out)
+
+
+def test_droid_tasks_the_panda_cannot_follow_are_not_written(tmp_path, capsys):
+    """A DROID episode whose gripper points up: every start and goal is reachable on its own, but the arm following
+    IK from its current joints cannot track the ground truth between them (the one-shot oracle ended 5–20 cm off).
+    Such tasks are skipped at build time — here all of them, so the command is refused in one line and leaves no
+    file or folder — while the gripper-down episode keeps its tasks (the oracle succeeds on them, above)."""
+    from traj_helpers import droid_episode
+
+    write_droid(tmp_path / "up", [droid_episode(60, seed=0)], version="v2.1")
+    out = tmp_path / "tasks" / "t.jsonl"
+    assert main(["tasks", "from-trajectory", str(tmp_path / "up"), "--out", str(out), "--n", "3"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "no task: each of the 3 built was skipped" in err
+    assert "the simulated Panda does not follow the ground truth to the goal" in err
+    assert not (tmp_path / "tasks").exists()

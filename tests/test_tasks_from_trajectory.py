@@ -144,7 +144,12 @@ def test_cli_extract_egodex_entity(capsys, egodex_file):
     assert out["source"] == "egodex" and all(len(v) == 6 for v in out["answer"].values())
 
 
-def test_cli_tasks_from_trajectory(tmp_path, capsys, droid_root):
+def test_cli_tasks_from_trajectory(tmp_path, capsys):
+    # the gripper pointing down, as a Panda over a table can follow (tasks of a gripper-up episode are skipped:
+    # test_replay_eval.py)
+    from test_envs_replay import _droid_down_episode
+
+    droid_root = write_droid(tmp_path / "ds", [_droid_down_episode(90, seed=5)], version="v3.0")
     out = tmp_path / "t" / "tasks.jsonl"
     assert main(["tasks", "from-trajectory", str(droid_root), "--out", str(out), "--n", "3", "--seed", "2",
                  "--json"]) == 0

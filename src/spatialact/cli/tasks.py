@@ -75,6 +75,7 @@ def _from_trajectory(args: argparse.Namespace) -> list:
     traj = load_trajectory(args.traj, args.format, episode=args.episode, entity=args.entity, **opts)
     out = Path(args.out)
     image_dir = None if args.no_images else out.parent / f"{out.stem}_images"
+    made = [d for d in (out.parent, *out.parent.parents) if not d.exists()]  # folders a refusal must not leave
     tasks = tasks_from_trajectory(traj, n=args.n, seed=args.seed, min_motion=args.min_motion,
                                   max_motion=args.max_motion, kind=args.kind, answer_format=args.answer_format,
                                   image_dir=image_dir, max_seconds=args.max_seconds)
@@ -97,11 +98,33 @@ def _from_trajectory(args: argparse.Namespace) -> list:
     except ImportError as e:
         raise ValueError(f"replay scenes need the simulator (pip install 'spatialact[sim]'), or pass --no-scene: "
                          f"{e}") from None
+    built = tasks
     tasks, skipped = attach_replay_scenes(tasks, traj, mesh=scene_file(args.scene),
                                           extrinsics=_extrinsics_file(args.extrinsics))
+    _remove_unused_images(built, tasks, image_dir)
+    reasons = "; ".join(f"{k} {why}" for why, k in skipped.items())
+    if not tasks:
+        for d in made:  # deepest first
+            if d.is_dir() and not any(d.iterdir()):
+                d.rmdir()
+        raise CLIError(f"{args.traj}: no task: each of the {len(built)} built was skipped ({reasons})")
     for why, k in skipped.items():
         print(f"spatialact tasks: skipped {k} task{'s' * (k != 1)}: {why}", file=sys.stderr)
     return tasks
+
+
+def _images(t) -> set:
+    return {p for p in (t.start_image, t.goal_image, (t.example or {}).get("start_image")) if p}
+
+
+def _remove_unused_images(built: list, kept: list, image_dir) -> None:
+    """The PNGs written for tasks that were then skipped, and the image folder when nothing is left in it."""
+    keep = set().union(*map(_images, kept)) if kept else set()
+    for t in built:
+        for p in _images(t) - keep:
+            Path(p).unlink(missing_ok=True)
+    if image_dir is not None and Path(image_dir).is_dir() and not any(Path(image_dir).iterdir()):
+        Path(image_dir).rmdir()
 
 
 def scene_file(path: str | None) -> str | None:

@@ -593,12 +593,16 @@ def attach_replay_scenes(tasks, traj, *, mesh: str | None = None, extrinsics=Non
     ``meta["keyframes"]`` are the absolute frame indices of its ground-truth keyframes) gets its replay scene
     (:func:`replay_scene_for`), so that it runs closed-loop. DROID tasks whose start or goal the simulated Panda
     cannot reach (:func:`check_droid_reachable`, seeded with the recorded joint positions) are dropped and counted,
-    never clamped. Returns (tasks with scenes, {reason: number of tasks skipped})."""
+    never clamped; so are DROID tasks whose ground truth, executed in the simulated Panda from the start (what the
+    oracle does), does not end within the task's success thresholds: each pose reachable on its own is not enough
+    when the arm, following IK from its current joints, cannot track the path between them (a gripper pointing up).
+    Returns (tasks with scenes, {reason: number of tasks skipped})."""
     from dataclasses import replace
 
     out, skipped = [], {}
     src = traj.meta.get("source")
     seeds = droid_joint_positions(traj) if src == "droid" else None
+    env = None
     for t in tasks:
         kf = (t.meta or {}).get("keyframes")
         if not kf:
@@ -610,5 +614,20 @@ def attach_replay_scenes(tasks, traj, *, mesh: str | None = None, extrinsics=Non
                 why = "start or goal out of the simulated Panda's reach"
                 skipped[why] = skipped.get(why, 0) + 1
                 continue
-        out.append(replace(t, scene=replay_scene_for(traj, kf, mesh=mesh, extrinsics=extrinsics, table=table)))
+        t = replace(t, scene=replay_scene_for(traj, kf, mesh=mesh, extrinsics=extrinsics, table=table))
+        if src == "droid":
+            if env is None:
+                from . import make_env
+
+                env = make_env("manip", renderer="tiny", width=32, height=32, wrap=False)
+            from .executor import execute_sequence
+
+            res = execute_sequence(env, t.gt, t, render=False)
+            if not res.success:
+                why = "the simulated Panda does not follow the ground truth to the goal"
+                skipped[why] = skipped.get(why, 0) + 1
+                continue
+        out.append(t)
+    if env is not None:
+        env.close()
     return out, skipped
