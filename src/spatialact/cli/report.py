@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         rows.append([s["run"], s["episodes"], s["question_answers"], sc["mean"] if sc["n"] else None, ci,
                      succ["mean"] if succ["n"] else None, s["errors"], int(s["prompt_tokens"]),
                      int(s["completion_tokens"]), s["cost_usd"]])
-    print(format_table(rows, ["run", "episodes", "question answers", "score", "95% CI", "success", "failed",
+    print(format_table(rows, ["run", "episodes", "question answers", "score", "95% CI", "success", "failed records",
                               "prompt tok.", "completion tok.", "cost USD"], floatfmt=".3f"))
     print(f"\nwrote {md}\nwrote {html_path}")
     return 0
