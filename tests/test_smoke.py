@@ -55,3 +55,16 @@ def test_demo_prints_the_score_table_and_writes_the_report(tmp_path):
     stay = next(line for line in second.splitlines() if line.startswith("| stay |")).split(" | ")
     assert int(stay[1]) == rows["stay"]["episodes"] == 10
     assert float(stay[2].split()[0]) == round(rows["stay"]["score"], 3)
+    full = open(out["report_md"], encoding="utf-8").read()
+    import re
+
+    # distance bins differ per kind (metres for nav, centimetres for manip): each row names its kind
+    tags = full.split("## Per tag", 1)[1].split("\n## ", 1)[0]
+    assert re.search(r"^\| distance=[^|]* \(nav\) \|", tags, re.M) and re.search(r"^\| distance=[^|]* \(manip\) \|",
+                                                                                 tags, re.M)
+    assert not re.search(r"^\| distance=[^|(]*\|", tags, re.M)
+    # one viewpoint pair per kind has no interval; the two pairs of "all" have one
+    vp = full.split("### Viewpoint robustness", 1)[1].split("\n### ", 1)[0]
+    rows_vp = [line.split(" | ") for line in vp.splitlines() if line.startswith("| oracle |")]
+    assert {r[1]: r[-1] for r in rows_vp} == {"nav": "– |", "manip": "– |", "all": rows_vp[-1][-1]}
+    assert rows_vp[-1][-1].startswith("[")

@@ -195,11 +195,17 @@ def _by_kind(r: dict) -> list[str]:
 _PAIRING_TAGS = ("pair",)
 
 
+# Tags binned per kind (spatialact.tasks.tags.DISTANCE_EDGES_M: navigation in metres, manipulation in centimetres):
+# their rows name the kind, or "distance=0-0.1 m" (manip) and "distance=0-0.5 m" (nav) would read as overlapping.
+_KIND_BINNED_TAGS = ("distance",)
+
+
 def _by_tag(r: dict) -> list[str]:
     tags = r.get("tags") or {}
     if not isinstance(tags, dict):
         return []
-    return [f"{k}={v}" for k, v in sorted(tags.items()) if k not in _PAIRING_TAGS]
+    return [f"{k}={v}" + (f" ({r.get('kind')})" if k in _KIND_BINNED_TAGS else "")
+            for k, v in sorted(tags.items()) if k not in _PAIRING_TAGS]
 
 
 def _by_source(r: dict) -> list[str]:
@@ -320,15 +326,23 @@ def _plot_paths(run: RunData, episodes: list[dict], path: Path) -> Path | None:
         return None
     plt = _plt()
     n = len(eps)
-    fig, axes = plt.subplots(1, n, figsize=(3.0 * n, 3.0), squeeze=False)
+    from matplotlib.ticker import MaxNLocator
+
+    fig, axes = plt.subplots(1, n, figsize=(3.3 * n, 3.2), squeeze=False)
     for ax, r in zip(axes[0], eps):
         g, p = _poses(r, "gt_poses"), _poses(r, "pred_poses")
+        both = np.concatenate([q[:, :2, 3] for q in (g, p) if q is not None])
+        span = float(max(np.ptp(both[:, 0]), np.ptp(both[:, 1]), 1e-3))  # arrows scale with the panel, not 10 cm
         for poses, style, lab in ((g, "g-o", "true"), (p, "r--x", "predicted")):
             if poses is not None:
                 ax.plot(poses[:, 0, 3], poses[:, 1, 3], style, ms=4, lw=1.2, label=lab)
                 # the camera's forward (+Z) axis, projected on the ground plane
                 f = poses[-1, :3, 2]
-                ax.arrow(poses[-1, 0, 3], poses[-1, 1, 3], 0.1 * f[0], 0.1 * f[1], color=style[0], width=0.004)
+                ax.annotate("", xytext=(poses[-1, 0, 3], poses[-1, 1, 3]),
+                            xy=(poses[-1, 0, 3] + 0.15 * span * f[0], poses[-1, 1, 3] + 0.15 * span * f[1]),
+                            arrowprops={"arrowstyle": "->", "color": style[0], "lw": 1.2})
+        ax.xaxis.set_major_locator(MaxNLocator(4))
+        ax.yaxis.set_major_locator(MaxNLocator(4))
         start = g if g is not None else p
         ax.plot(start[0, 0, 3], start[0, 1, 3], "ks", ms=6, label="start")
         ax.set_aspect("equal", adjustable="datalim")
@@ -338,6 +352,7 @@ def _plot_paths(run: RunData, episodes: list[dict], path: Path) -> Path | None:
         ax.tick_params(labelsize=6)
     axes[0][0].legend(fontsize=6)
     fig.suptitle(f"{run.label}: paths in top view (world x–y)", fontsize=9, y=1.08)
+    fig.tight_layout(w_pad=2.0)
     return _save(fig, path)
 
 
@@ -791,7 +806,9 @@ def diagnostics_section(runs: list[RunData], figdir: Path, heading, para, table,
         table(["run", "kind", "pairs", "S_common", "S_uncommon", "δ", "δ 95% CI"],
               [[run.label, kind, v["n_pairs"], _fmt_mean(v["common"]), _fmt_mean(v["uncommon"]),
                 _fmt_val(v["delta"], signed=True),
-                f"[{_fmt_val(v['delta_ci'][0], signed=True)}, {_fmt_val(v['delta_ci'][1], signed=True)}]"]
+                # one pair has no interval (its resamples are all the pair itself): shown as no interval, as n=1 is
+                f"[{_fmt_val(v['delta_ci'][0], signed=True)}, {_fmt_val(v['delta_ci'][1], signed=True)}]"
+                if v["n_pairs"] > 1 else "–"]
                for run, vp in vps for kind, v in vp.items()])
         image(_plot_viewpoints(vps, figdir / "diag_viewpoint.png"), "viewpoint robustness per run")
 
