@@ -14,15 +14,18 @@ import io
 import json
 import math
 import os
+import re
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.spatial.transform import Rotation
 
 from spatialact import geometry
 from spatialact.action_space import ActionSequence, StepSizes
-from spatialact.scorers.lmms_eval import (INVALID_RESPONSE, MANIP_RESULT_KEYS, NAV_RESULT_KEYS, lmms_replay,
-                                          score_lmms_eval, to_lmms_answer, to_lmms_extra_info)
+from spatialact.scorers.lmms_eval import (INVALID_RESPONSE, MANIP_RESULT_KEYS, NAV_RESULT_KEYS, fence_group,
+                                          lmms_replay, score_lmms_eval, to_lmms_answer, to_lmms_extra_info)
 from spatialact.tasks import Task
 
 I7 = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]
@@ -702,3 +705,53 @@ def test_matches_lmms_eval_on_malformed_inputs(kind):
                     f"lmms-eval would raise {type(expected).__name__}"), (text, info, expected, got)
             else:
                 assert _close(got, expected), (text, info, expected, got)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# lmms-eval's fence patterns, found in linear time
+# ------------------------------------------------------------------------------------------------------------
+# The patterns as lmms-eval 0.7.3's rule_metrics.py writes them (agenticnaveval and manipulateeval): the oracle.
+LMMS_FENCES = {"```json": re.compile(r"```json\s*(.*?)\s*```", re.DOTALL),
+               "```": re.compile(r"```\s*(.*?)\s*```", re.DOTALL)}
+
+
+def test_the_reference_patterns_are_lmms_evals():
+    if REFERENCE is None:
+        pytest.skip("lmms-eval not installed (pip install --no-deps lmms-eval==0.7.3)")
+    source = open(REFERENCE.__file__, encoding="utf-8").read()
+    for pattern in LMMS_FENCES.values():
+        assert f're.search(r"{pattern.pattern}", response, re.DOTALL)' in source
+
+
+def _regex_group(text, opener):
+    m = LMMS_FENCES[opener].search(text)
+    return None if m is None else m.group(1)
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("` \t\n\u00a0\u2003json{}x1")), max_size=24))
+def test_fence_group_is_lmms_evals_regex_group(text):
+    for opener in LMMS_FENCES:
+        assert fence_group(text, opener) == _regex_group(text, opener), (text, opener)
+
+
+def test_fence_group_on_short_strings_exhaustively_sampled():
+    rng = np.random.default_rng(3)
+    alphabet = ["`", "``", "```", "```json", " ", "\n", "\u00a0", "j", "{", "}", "x"]
+    hits = 0
+    for _ in range(20_000):
+        text = "".join(alphabet[i] for i in rng.integers(0, len(alphabet), int(rng.integers(0, 12))))
+        for opener in LMMS_FENCES:
+            got = fence_group(text, opener)
+            assert got == _regex_group(text, opener), (text, opener)
+            hits += got is not None
+    assert hits > 5000  # fences closed, unclosed, empty and nested are all in there
+
+
+def test_an_unclosed_fence_with_a_megabyte_of_whitespace_is_scored():
+    """lmms-eval's patterns backtrack cubically here (3 KB took 13 s); the same verdict, at once: the text after
+    the fence is decoded as lmms-eval would, and is unreadable."""
+    for text in ("```" + " " * 1_000_000, "```json" + "\n" * 1_000_000 + "{", "```json ```" + " " * 1_000_000):
+        assert score_lmms_eval(text, NAV, "nav") == {"score": 0, "error": INVALID_RESPONSE}
+    small = "```json" + " " * 300
+    assert fence_group(small, "```json") == _regex_group(small, "```json") is None
