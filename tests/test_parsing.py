@@ -416,3 +416,24 @@ def test_bad_cap_is_the_callers_error():
             parse_response('{"actions": ["W"]}', cap=cap)
     res = parse_response('{"actions": ["W"], "step_nums": [3]}', cap=0)
     assert res.sequence[0].is_stay() and "clamped to the cap 0" in res.repairs[0]
+
+
+def test_a_typographic_minus_is_read_as_a_minus_and_recorded():
+    """Models write U+2212 for minus: as a bare number it is not JSON, as a string it is no float. Lenient reads
+    both as '-' and says so; strict refuses; a text without it is untouched."""
+    from spatialact.action_space import ParseError, parse_response
+
+    bare = '{"actions": ["W", "D"], "step_nums": [\u22122, 3]}'
+    r = parse_response(bare)
+    assert r.ok and r.repairs[0] == "$: 1 minus sign(s) U+2212 read as '-'"
+    # W × −2 is Dolly Out × 2 (S), as with an ASCII minus
+    assert r.sequence == parse_response('{"actions": ["S", "D"], "step_nums": [2, 3]}').sequence
+    quoted = '{"actions": ["W"], "step_nums": ["\u22122"]}'
+    q = parse_response(quoted)
+    assert q.sequence == parse_response('{"actions": ["W"], "step_nums": [-2]}').sequence
+    assert "answer.actions[0]: numeric string '\u22122' read as -2" in q.repairs
+    for text in (bare, quoted):
+        with pytest.raises(ParseError):
+            parse_response(text, strict=True)
+    prose = 'Move "\u2212" nothing: {"actions": ["W"], "step_nums": [x]}'  # still unreadable: the first error
+    assert not parse_response(prose).ok

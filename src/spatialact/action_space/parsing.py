@@ -23,7 +23,7 @@ import math
 import re
 import sys
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .primitives import MOTION_PRIMITIVES, N_MOTION, PRIMITIVE_TABLE, Primitive, lookup_primitive
@@ -469,7 +469,7 @@ def _number(v: Any, where: str, ctx: _Ctx) -> float | None:
         return None
     if isinstance(v, str):
         try:
-            x = float(v.strip())
+            x = float(v.strip().replace(_UNICODE_MINUS, "-"))
         except ValueError:
             ctx.repair(where, f"{_short(v)} is not a number")
             return None
@@ -1101,6 +1101,9 @@ def parse_response(text: str, strict: bool = False, sizes: StepSizes | None = No
     return parse_response_reference(text, strict, sizes, cap)
 
 
+_UNICODE_MINUS = "\u2212"
+
+
 def parse_response_reference(text: str, strict: bool = False, sizes: StepSizes | None = None,
                              cap: int = DEFAULT_CAP) -> ParseResult:
     """The full lenient (or strict) path alone, every rule of docs/parsing.md: what :func:`parse_response`
@@ -1115,15 +1118,23 @@ def parse_response_reference(text: str, strict: bool = False, sizes: StepSizes |
         if strict:
             raise ParseError("$: empty answer")
         return _empty(sizes, cap, (), "$: empty answer")
+    minus = ()
     try:
         json_text, obj = extract_json_text(text)
     except (ValueError, RecursionError, MemoryError) as e:
         msg = str(e) if isinstance(e, ValueError) else f"unreadable answer ({e.__class__.__name__})"
         if strict:
             raise ParseError(f"$: {msg}") from None
-        return _empty(sizes, cap, (), f"$: {msg}")
+        try:  # a typographic minus (U+2212) as a model may write it: "step_nums": [−2]
+            if _UNICODE_MINUS not in text:
+                raise ValueError(msg)
+            json_text, obj = extract_json_text(text.replace(_UNICODE_MINUS, "-"))
+            minus = (f"$: {text.count(_UNICODE_MINUS)} minus sign(s) U+2212 read as '-'",)
+        except (ValueError, RecursionError, MemoryError):
+            return _empty(sizes, cap, (), f"$: {msg}")
     try:
-        return parse_object(obj, strict, sizes, cap, json_text)
+        res = parse_object(obj, strict, sizes, cap, json_text)
+        return replace(res, repairs=minus + res.repairs) if minus else res
     except ParseError:
         raise
     except Exception as e:  # lenient parsing must never crash a run; the reason is kept
