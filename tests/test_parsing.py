@@ -437,3 +437,26 @@ def test_a_typographic_minus_is_read_as_a_minus_and_recorded():
             parse_response(text, strict=True)
     prose = 'Move "\u2212" nothing: {"actions": ["W"], "step_nums": [x]}'  # still unreadable: the first error
     assert not parse_response(prose).ok
+
+
+@pytest.mark.parametrize("text,repair", [
+    ('[{"step_1": {"actions": ["W"], "step_nums": [2]}}, {"step_2": {"actions": ["D"], "step_nums": [1]}}]',
+     "$: a list of one-step objects read as one object of steps"),
+    ('{"steps": [{"step_1": {"actions": ["W"], "step_nums": [2]}}, {"step_2": {"actions": ["D"], "step_nums": [1]}}]}',
+     "steps: a list of one-step objects read as one object of steps"),
+    ('{"2": {"actions": ["D"], "step_nums": [1]}, "1": {"actions": ["W"], "step_nums": [2]}}',
+     "$: numeric keys read as step_N"),
+])
+def test_steps_written_as_a_list_of_objects_or_under_numeric_keys(text, repair):
+    """Two ways models write the stepped format: read as the stepped answer (ordered by step number), recorded."""
+    from spatialact.action_space import ParseError, parse_response
+
+    want = parse_response('{"step_1": {"actions": ["W"], "step_nums": [2]}, '
+                          '"step_2": {"actions": ["D"], "step_nums": [1]}}')
+    r = parse_response(text)
+    assert r.ok and r.format == "stepped" and r.repairs == (repair,) and r.sequence == want.sequence
+    with pytest.raises(ParseError):
+        parse_response(text, strict=True)
+    # a list whose objects repeat a step number is not merged (it would lose a step): read item by item as before
+    dup = '[{"step_1": {"actions": ["W"], "step_nums": [2]}}, {"step_1": {"actions": ["D"], "step_nums": [1]}}]'
+    assert "read as one object" not in " ".join(parse_response(dup).repairs)

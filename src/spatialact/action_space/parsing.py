@@ -742,6 +742,12 @@ def _interpret(obj: Any, where: str, ctx: _Ctx, depth: int = 0) -> tuple[list[tu
         ctx.fail(where, "no actions found")
     if isinstance(obj, dict):
         step_keys = [(_step_number(m.group(1)), k) for k in obj for m in [_STEP_KEY.match(_text(k))] if m]
+        numbered = (not step_keys and bool(obj) and all(_text(k).strip().isascii() and _text(k).strip().isdigit()
+                                                         for k in obj)
+                    and all(isinstance(v, (dict, list)) for v in obj.values()))
+        if numbered:  # {"1": {...}, "2": {...}}: the keys are the step numbers
+            ctx.repair(where, "numeric keys read as step_N")
+            step_keys = [(_step_number(_text(k).strip()), k) for k in obj]
         flat = not step_keys and (_get(obj, _ACTION_KEYS)[0] or _get(obj, _NUM_KEYS)[0] or _get(obj, _VECTOR_KEYS)[0]
                                   or _actions_as_keys({k: v for k, v in obj.items()
                                                        if _norm_key(k) not in _GRIPPER_KEYS}))
@@ -750,7 +756,7 @@ def _interpret(obj: Any, where: str, ctx: _Ctx, depth: int = 0) -> tuple[list[tu
         if step_keys:
             step_keys.sort(key=lambda nk: nk[0])
             for k in obj:
-                if not _STEP_KEY.match(_text(k)):
+                if not numbered and not _STEP_KEY.match(_text(k)):
                     ctx.repair(_key(k), "key is not a step; ignored")
             nums = [n for n, _ in step_keys]
             if len(set(nums)) != len(nums):
@@ -787,6 +793,11 @@ def _interpret(obj: Any, where: str, ctx: _Ctx, depth: int = 0) -> tuple[list[tu
         if all(isinstance(x, str) for x in obj):
             step, ok = _count_step({"actions": obj}, where, ctx)
             return [(step, ok)], "flat"
+        if all(isinstance(x, dict) and len(x) == 1 and _STEP_KEY.match(_text(next(iter(x)))) for x in obj):
+            merged = {next(iter(x)): next(iter(x.values())) for x in obj}
+            if len(merged) == len(obj):  # [{"step_1": {...}}, {"step_2": {...}}]: one object of steps
+                ctx.repair(where, "a list of one-step objects read as one object of steps")
+                return _interpret(merged, where, ctx, depth + 1)
         out, fmts = [], set()
         for i, v in enumerate(obj):
             step, ok, fmt = _any_step(v, f"steps[{i}]", ctx)
