@@ -18,6 +18,7 @@ Usage: python benchmarks/bench_tasks_load.py [--n 5000]
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import sys
@@ -30,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from traj_helpers import smooth_poses  # noqa: E402
 
 from spatialact.tasks import Task, clear_task_cache, load_tasks, save_tasks, task_schema  # noqa: E402
-from spatialact.tasks import io as task_io  # noqa: E402
+from spatialact.jsonline import fast_loads  # noqa: E402
 from spatialact.tasks.validation import schema_validator, semantic_problems  # noqa: E402
 from spatialact.trajectories import Trajectory, tasks_from_trajectory  # noqa: E402
 
@@ -73,7 +74,7 @@ def main() -> None:
         n = len(lines)
         size = path.stat().st_size
         print(f"{n} tasks, {size / n:.0f} bytes a line on average; JSON parser: "
-              f"{'orjson' if task_io._orjson is not None else 'json (standard library)'}")
+              f"{'orjson' if importlib.util.find_spec('orjson') else 'json (standard library)'}")
 
         import jsonschema
 
@@ -106,11 +107,12 @@ def main() -> None:
 
         import gc
 
+        loads = fast_loads(lambda raw: json.loads(raw.decode("utf-8")))  # the loader's decoding (spatialact.jsonline)
         gc.disable()  # as the loader does while it parses
-        recs = [task_io._loads(raw) for raw in lines]
+        recs = [loads(raw) for raw in lines]
         compiled = schema_validator()
         stages = [
-            ("parse JSON", lambda: [task_io._loads(raw) for raw in lines]),
+            ("parse JSON", lambda: [loads(raw) for raw in lines]),
             ("schema checks (compiled)", lambda: [compiled.is_valid(r) for r in recs]),
             ("semantic checks (poses batched)", lambda: [semantic_problems(r, poses=False) for r in recs]),
             ("Task.from_record", lambda: [Task.from_record(r) for r in recs]),
