@@ -172,3 +172,19 @@ def test_a_trajectory_that_gives_nothing_leaves_nothing_behind(tmp_path, capsys)
     assert main(["replay", str(tmp_path / "one.txt"), "--out", str(tmp_path / "rp")]) == 2
     assert "keyframes" in _one_line(capsys)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["one.txt", "static.txt"]
+
+
+def test_task_files_with_a_byte_order_mark_load_and_deep_nesting_is_one_line(tmp_path, capsys):
+    from spatialact.tasks import load_tasks
+
+    src = (Path(__file__).resolve().parents[1] / "examples" / "tasks.jsonl").read_bytes()
+    bom = tmp_path / "bom.jsonl"
+    bom.write_bytes(b"\xef\xbb\xbf" + src)
+    assert [t.id for t in load_tasks(bom, cache=False)] == [t.id for t in load_tasks(
+        Path(__file__).resolve().parents[1] / "examples" / "tasks.jsonl", cache=False)]
+    deep = tmp_path / "deep.jsonl"  # deeper than Python's recursion limit lets json decode
+    deep.write_text("[" * 5000 + "]" * 5000 + "\n")
+    assert main(["score", str(Path(__file__).resolve().parents[1] / "examples" / "answers.jsonl"), str(deep),
+                 "--out", str(tmp_path / "s.jsonl")]) == 2
+    assert _one_line(capsys).endswith("deep.jsonl:1: not valid JSON (nested too deeply)")
+    assert not (tmp_path / "s.jsonl").exists()

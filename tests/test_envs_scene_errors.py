@@ -99,3 +99,23 @@ def test_prompt_cli_on_a_task_with_an_unloadable_mesh(tmp_path, case):
     import re
 
     assert re.search(message, lines[0]), lines[0]
+
+
+@pytest.mark.parametrize("case", [_garbage_glb, _truncated_ply, _no_faces_obj])
+def test_eval_refuses_a_task_with_an_unloadable_mesh_before_the_run(tmp_path, case):
+    """Not a failed episode in a new run directory (exit 1): refused like a missing mesh, in one line, nothing
+    written."""
+    r = _cli("tasks", "procedural", "--kind", "nav", "--n", "1", "--out", "t.jsonl", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    path, message = case(tmp_path)
+    rec = json.loads((tmp_path / "t.jsonl").read_text().splitlines()[0])
+    rec["scene"] = {"generator": "mesh", "mesh": str(path), "seed": 0}
+    (tmp_path / "m.jsonl").write_text(json.dumps(rec) + "\n")
+    r = _cli("eval", "--tasks", "m.jsonl", "--agent", "oracle", "--renderer", "tiny", "--out", "run", cwd=tmp_path)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"spatialact eval: error: task {rec['id']!r}: scene.mesh:")
+    import re
+
+    assert re.search(message, lines[0]), lines[0]
+    assert not (tmp_path / "run").exists()

@@ -265,16 +265,39 @@ def check_runnable(task: Task, cfg: EpisodeConfig) -> str | None:
             if not traj or not os.path.exists(traj):
                 return f"{tid}: scene.trajectory {traj}: no such file or folder (the replay scene's recording)"
             mesh = task.scene.get("mesh")
-            if mesh and not os.path.isfile(mesh):
-                return f"{tid}: scene.mesh {mesh}: no such file"
+            if mesh and (_mesh_problem(mesh)):
+                return f"{tid}: {_mesh_problem(mesh)}"
             return _example_problem(task, tid)
         try:
             spec = normalise_scene_spec(task.scene)
         except ValueError as e:
             return f"{tid}: {str(e).splitlines()[0]}"
-        if spec.get("mesh") and not os.path.isfile(spec["mesh"]):
-            return f"{tid}: scene.mesh {spec['mesh']}: no such file"
+        if spec.get("mesh") and _mesh_problem(spec["mesh"]):
+            return f"{tid}: {_mesh_problem(spec['mesh'])}"
     return _example_problem(task, tid)
+
+
+_MESHES: dict[tuple, str | None] = {}
+
+
+def _mesh_problem(path: str) -> str | None:
+    """Why the scene file ``path`` cannot be built (one line starting ``scene.mesh:``), or None: the file is parsed
+    once here (memoised by path, size and mtime), so a corrupt mesh is refused before the run, not an episode
+    failure in it."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return f"scene.mesh {path}: no such file"
+    key = (path, st.st_size, st.st_mtime_ns)
+    if key not in _MESHES:
+        from ..envs.scenes import load_scene_meshes
+
+        try:
+            load_scene_meshes(path)
+            _MESHES[key] = None
+        except (ValueError, OSError) as e:
+            _MESHES[key] = " ".join(str(e).split())
+    return _MESHES[key]
 
 
 def _example_problem(task: Task, tid: str) -> str | None:

@@ -230,13 +230,15 @@ def load_question_file(path: str | os.PathLike) -> QuestionFile:
         if not raw.strip():
             continue
         try:
-            rec = _DECODER.decode(raw.decode("utf-8"))
+            rec = _DECODER.decode(raw.decode("utf-8-sig"))  # a byte-order mark is accepted, as in task files
         except UnicodeDecodeError as e:
             raise QuestionFileError(f"{path}:{lineno}: not valid UTF-8 (byte {e.start})") from None
         except json.JSONDecodeError as e:
             raise QuestionFileError(f"{path}:{lineno}: not valid JSON ({e.msg} at column {e.colno})") from None
         except ValueError as e:
             raise QuestionFileError(f"{path}:{lineno}: not valid JSON ({e})") from None
+        except RecursionError:
+            raise QuestionFileError(f"{path}:{lineno}: not valid JSON (nested too deeply)") from None
         problems = validate_question(rec)
         if problems:
             more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""

@@ -67,7 +67,8 @@ _DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
 
 
 def _loads_std(raw: bytes):
-    return _DECODER.decode(raw.decode("utf-8"))
+    # utf-8-sig: a file saved with a byte-order mark (Windows editors) loads, as answer files do
+    return _DECODER.decode(raw.decode("utf-8-sig"))
 
 
 _loads = fast_loads(_loads_std)  # orjson where it gives the same answer (spatialact.jsonline)
@@ -257,6 +258,8 @@ def _parse_lines(path: Path, data: bytes, folder: str, validate: bool) -> tuple[
             rec = _loads(raw)
         except ValueError as e:  # json.JSONDecodeError, UnicodeDecodeError and NaN/Infinity are ValueErrors
             fail(lineno, _json_error(e))
+        except RecursionError:
+            fail(lineno, "not valid JSON (nested too deeply)")
         if not isinstance(rec, dict):
             fail(lineno, f"record: expected a JSON object, got {type(rec).__name__}")
         problems = (([] if is_valid(rec) else schema_problems(rec)) or semantic_problems(rec, poses=False)
