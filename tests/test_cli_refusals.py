@@ -188,3 +188,30 @@ def test_task_files_with_a_byte_order_mark_load_and_deep_nesting_is_one_line(tmp
                  "--out", str(tmp_path / "s.jsonl")]) == 2
     assert _one_line(capsys).endswith("deep.jsonl:1: not valid JSON (nested too deeply)")
     assert not (tmp_path / "s.jsonl").exists()
+
+
+def test_a_ground_truth_that_does_not_lead_to_the_goal_is_refused_before_the_run(tmp_path, capsys):
+    """A hand-written task with the sign of its motion flipped (Dolly Out for a goal 0.5 m ahead): its oracle would
+    'score 1' while ending 1 m away. Refused in one line, naming the task and the field, nothing written."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from _fabricate import checker_image, make_task
+    from PIL import Image
+    from spatialact.action_space import ActionSequence, StepSizes
+    from spatialact.evaluation.episode import gt_problem
+    from spatialact.tasks import save_tasks
+
+    ok = make_task("ahead", signed=((0, 0, 8, 0, 0, 0),))  # Dolly In × 8 (8 × 0.0625 m)
+    assert gt_problem(ok) is None
+    flipped = replace(ok, gt=ActionSequence.from_signed_counts(np.array([[0, 0, -8, 0, 0, 0]]), StepSizes.for_kind("nav")))
+    assert gt_problem(flipped) == ("field 'gt': replayed from start_pose it ends 1 m / 0° from goal_pose, beyond the "
+                                   "success thresholds (0.2 m / 10°): the ground truth does not lead to the goal")
+    for name in ("s.png", "g.png"):
+        Image.fromarray(checker_image()).save(tmp_path / name)
+    tf = tmp_path / "t.jsonl"
+    save_tasks([replace(flipped, start_image=str(tmp_path / "s.png"), goal_image=str(tmp_path / "g.png"))], tf)
+    assert main(["eval", "--tasks", str(tf), "--env", "none", "--agent", "oracle", "--out", str(tmp_path / "r")]) == 2
+    assert "task 'ahead': field 'gt': replayed from start_pose it ends 1 m" in _one_line(capsys)
+    assert not (tmp_path / "r").exists()

@@ -295,14 +295,19 @@ def test_a_run_stopped_early_kills_its_workers(tmp_path, capsys, server, api_env
 
 
 def test_retry_errors_retries_episodes_that_failed_inside_the_simulator(tmp_path, capsys):
+    """The replay scene's recording is damaged after the task file was built (checked to exist before the run, read
+    inside the episode): an `error` episode; repaired, --retry-errors runs it again."""
     pytest.importorskip("pybullet")
-    trimesh = pytest.importorskip("trimesh")
-    mesh = tmp_path / "room.obj"
-    mesh.write_text("this is not a mesh\n")
-    task = make_task("m0", scene={"generator": "mesh", "mesh": str(mesh), "seed": 0},
-                     start=np.array([[0, 0, 1, 0], [-1, 0, 0, 0], [0, -1, 0, 1.2], [0, 0, 0, 1]], float))
+    from traj_helpers import smooth_poses, write_tum
+
+    P, t = smooth_poses(120, 30.0, 2, scale=0.8)
+    cam = tmp_path / "cam.txt"
+    write_tum(cam, t, P)
     tf = tmp_path / "tasks.jsonl"
-    save_tasks([task], tf)
+    assert main(["tasks", "from-trajectory", str(cam), "--out", str(tf), "--n", "1", "--no-images"]) == 0
+    capsys.readouterr()
+    good = cam.read_bytes()
+    cam.write_text("this is not a trajectory\n")
     out = tmp_path / "run"
     argv = ["--tasks", str(tf), "--size", "32", "--out", str(out)]
     code, _, err = _eval(capsys, *argv)
@@ -311,10 +316,7 @@ def test_retry_errors_retries_episodes_that_failed_inside_the_simulator(tmp_path
     assert "add --retry-errors to retry them" in err.strip().splitlines()[-1]
     code, stdout, _ = _eval(capsys, *argv, "--json")  # a plain rerun leaves it
     assert code == 1 and json.loads(stdout)["new"] == 0
-    box = trimesh.creation.box(extents=(6.0, 6.0, 3.0))
-    box.apply_translation((0, 0, 1.5))
-    box.invert()  # faces inward: a room
-    box.export(mesh)
+    cam.write_bytes(good)
     code, stdout, _ = _eval(capsys, *argv, "--json", "--retry-errors")
     assert code == 0 and json.loads(stdout)["new"] == 1
     (rec,) = read_records(out)

@@ -224,6 +224,9 @@ def check_runnable(task: Task, cfg: EpisodeConfig) -> str | None:
     an example image, when named, must be readable. Extend it here when a new kind of scene arrives.
     """
     tid = f"task {task.id!r}"
+    problem = gt_problem(task)
+    if problem:
+        return f"{tid}: {problem}"
     env = env_name(task, cfg)
     if cfg.mode == "closed-loop":
         if task.scene is None:
@@ -278,6 +281,24 @@ def check_runnable(task: Task, cfg: EpisodeConfig) -> str | None:
 
 
 _MESHES: dict[tuple, str | None] = {}
+
+
+def gt_problem(task: Task) -> str | None:
+    """Why ``task``'s ground truth is no ground truth, or None: replayed from ``start_pose`` (``Task.gt_poses``,
+    the body frame of SPEC §3) it must end within the task's success thresholds of ``goal_pose``, or every score
+    of the run would be measured against a sequence that does not lead to the goal (a hand-written task with the
+    sign of a motion flipped scored its oracle 1 while failing)."""
+    from ..geometry import rotation_error
+
+    end = task.gt_poses()[-1]
+    d = float(np.linalg.norm(end[:3, 3] - np.asarray(task.goal_pose)[:3, 3]))
+    r = float(rotation_error(end, np.asarray(task.goal_pose)))
+    pos, rot = float(task.success.get("position", np.inf)), float(task.success.get("rotation", np.inf))
+    if d <= pos + 1e-9 and r <= rot + 1e-9:
+        return None
+    return (f"field 'gt': replayed from start_pose it ends {d:.3g} m / {math.degrees(r):.3g}° from goal_pose, "
+            f"beyond the success thresholds ({pos:g} m / {math.degrees(rot):.3g}°): the ground truth does not lead "
+            f"to the goal")
 
 
 def _mesh_problem(path: str) -> str | None:
