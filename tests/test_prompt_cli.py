@@ -25,7 +25,9 @@ def task_file(tmp_path):
     t = make_task("nav:001", answer_format="flat", start_image=str(tmp_path / "s.png"),
                   goal_image=str(tmp_path / "g.png"))
     t2 = make_task("noimg", answer_format="stepped")
-    save_tasks([t, t2], tmp_path / "tasks.jsonl")
+    t3 = make_task("room:001", answer_format="flat", start_image=str(tmp_path / "s.png"),
+                   goal_image=str(tmp_path / "g.png"), scene={"generator": "room", "seed": 0})
+    save_tasks([t, t2, t3], tmp_path / "tasks.jsonl")
     return tmp_path / "tasks.jsonl", start, goal
 
 
@@ -47,7 +49,7 @@ def test_prompt_prints_text_and_writes_images(task_file, tmp_path, capsys):
 
 def test_prompt_closed_loop_and_json(task_file, tmp_path, capsys):
     path, _, _ = task_file
-    assert main(["prompt", "nav:001", "--tasks", str(path), "--mode", "closed-loop", "--json", "--out",
+    assert main(["prompt", "room:001", "--tasks", str(path), "--mode", "closed-loop", "--json", "--out",
                  str(tmp_path / "o2")]) == 0
     js = json.loads(capsys.readouterr().out)
     assert js["mode"] == "closed-loop" and len(js["images"]) == 2
@@ -61,6 +63,9 @@ def test_prompt_errors(task_file, capsys):
     assert "no task with id 'missing'" in capsys.readouterr().err
     assert main(["prompt", "noimg", "--tasks", str(path)]) == 2
     assert "no scene to render" in capsys.readouterr().err
+    # closed-loop needs a scene, as eval says: no prompt for an episode that cannot run
+    assert main(["prompt", "nav:001", "--tasks", str(path), "--mode", "closed-loop"]) == 2
+    assert "task 'nav:001' has no scene (scene: null), so it cannot run closed-loop" in capsys.readouterr().err
 
 
 @pytest.mark.slow

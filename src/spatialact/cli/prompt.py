@@ -92,6 +92,9 @@ def run(args: argparse.Namespace) -> int:
     task = next((t for t in tasks if t.id == args.task_id), None)
     if task is None:
         raise CLIError(f"{args.tasks}: no task with id {args.task_id!r} ({len(tasks)} tasks in the file)")
+    if args.mode == "closed-loop" and task.scene is None:  # what eval refuses (check_runnable): no prompt for it
+        raise CLIError(f"task {task.id!r} has no scene (scene: null), so it cannot run closed-loop; run it with "
+                       f"--mode one-shot")
     try:
         cues = parse_cues(args.cues)
     except AgentConfigError as e:
