@@ -81,15 +81,21 @@ def _cli(*args, cwd):
                           cwd=cwd, timeout=300)
 
 
-@pytest.mark.parametrize("case", [_fbx, _garbage_glb, _truncated_ply])
-def test_prompt_cli_on_a_task_with_an_unloadable_mesh(tmp_path, case):
-    """A task file written by `spatialact tasks procedural`, its scene pointed at the mesh a user names."""
+def _task_file_with_mesh(tmp_path, case):
+    """m.jsonl: a task written by `spatialact tasks procedural`, its scene pointed at the mesh a user names;
+    returns (the task record, the message the mesh's refusal matches)."""
     r = _cli("tasks", "procedural", "--kind", "nav", "--n", "1", "--out", "t.jsonl", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     path, message = case(tmp_path)
     rec = json.loads((tmp_path / "t.jsonl").read_text().splitlines()[0])
     rec["scene"] = {"generator": "mesh", "mesh": str(path), "seed": 0}
     (tmp_path / "m.jsonl").write_text(json.dumps(rec) + "\n")
+    return rec, message
+
+
+@pytest.mark.parametrize("case", [_fbx, _garbage_glb, _truncated_ply])
+def test_prompt_cli_on_a_task_with_an_unloadable_mesh(tmp_path, case):
+    rec, message = _task_file_with_mesh(tmp_path, case)
     r = _cli("prompt", "--tasks", "m.jsonl", rec["id"], "--renderer", "tiny", "--out", "p", cwd=tmp_path)
     assert r.returncode == 2, r.stderr
     assert "Traceback" not in r.stderr
@@ -105,12 +111,7 @@ def test_prompt_cli_on_a_task_with_an_unloadable_mesh(tmp_path, case):
 def test_eval_refuses_a_task_with_an_unloadable_mesh_before_the_run(tmp_path, case):
     """Not a failed episode in a new run directory (exit 1): refused like a missing mesh, in one line, nothing
     written."""
-    r = _cli("tasks", "procedural", "--kind", "nav", "--n", "1", "--out", "t.jsonl", cwd=tmp_path)
-    assert r.returncode == 0, r.stderr
-    path, message = case(tmp_path)
-    rec = json.loads((tmp_path / "t.jsonl").read_text().splitlines()[0])
-    rec["scene"] = {"generator": "mesh", "mesh": str(path), "seed": 0}
-    (tmp_path / "m.jsonl").write_text(json.dumps(rec) + "\n")
+    rec, message = _task_file_with_mesh(tmp_path, case)
     r = _cli("eval", "--tasks", "m.jsonl", "--agent", "oracle", "--renderer", "tiny", "--out", "run", cwd=tmp_path)
     assert r.returncode == 2, r.stderr
     lines = r.stderr.strip().splitlines()
