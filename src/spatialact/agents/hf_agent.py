@@ -239,7 +239,7 @@ class HFAgent(PromptedAgent):
         self.transformers_version = transformers.__version__
         path = os.path.expanduser(model) if self.local_path else model
         if not self.local_path:
-            if model.startswith(("/", "./", "../", "~")) or os.sep + os.sep in model or model.count("/") > 1:
+            if model.startswith(("/", "./", "../", "~")) or model.count("/") > 1:  # a path, not org/name
                 raise AgentConfigError(f"hf: {model!r}: no such model folder")
             local_files_only = _offline_source(model, revision, local_files_only)
         self._net, self._processor = _load(path, revision, trust_remote_code, local_files_only, self.device,

@@ -17,6 +17,7 @@ import datetime as _dt
 import hashlib
 import json
 import math
+import numbers
 import os
 import time
 from dataclasses import dataclass, field
@@ -182,22 +183,16 @@ def _number(name: str, v, *, whole: bool = False, lo: float = 0.0, hi: float | N
                 x = float(x.strip())
             except ValueError:
                 raise bad from None
-    if isinstance(x, bool) or not isinstance(x, (int, float)):
-        try:  # numpy scalars and the like
-            import numbers
-
-            if isinstance(x, bool) or not isinstance(x, numbers.Real):
-                raise bad
-            x = float(x) if not isinstance(x, numbers.Integral) else int(x)
-        except (TypeError, ValueError):
-            raise bad from None
+    if isinstance(x, bool) or not isinstance(x, numbers.Real):
+        raise bad
+    if not isinstance(x, (int, float)):  # numpy scalars and the like
+        x = int(x) if isinstance(x, numbers.Integral) else float(x)
     if isinstance(x, float) and not math.isfinite(x):
         raise bad
-    if whole:
-        if isinstance(x, float):
-            if not x.is_integer():
-                raise bad
-            x = int(x)
+    if whole and isinstance(x, float):
+        if not x.is_integer():
+            raise bad
+        x = int(x)
     if x < lo or (above and x <= lo) or (hi is not None and x > hi):
         raise bad
     return x

@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     headers = ["agent", "episodes", "score", "nav", "manip", "hand", "success", "SPL"]
     if args.json:
         print_json({"table": table, "diagnostics": diag_rows, "report_md": str(md), "report_html": str(html),
-                          "failures": failures})
+                    "failures": failures})
     else:
         print()
         print(format_table([[r[h] for h in headers] for r in table], headers,

@@ -45,30 +45,24 @@ class CLIError(Exception):
 MAX_SEED = 2 ** 32 - 1
 
 
-def seed_arg(text: str) -> int:
-    """argparse type of every ``--seed``: a whole number from 0 to 2^32 − 1 (argparse names the option)."""
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number") from None
-    if not 0 <= v <= MAX_SEED:
-        raise argparse.ArgumentTypeError(f"{text[:40]} is not between 0 and {MAX_SEED}")
-    return v
-
-
-def count_arg(lo: int, hi: int):
-    """argparse type of a count option (``--n``): a whole number from ``lo`` to ``hi``."""
+def count_arg(lo: int, hi: int, name: str = "count", hi_text: str | None = None):
+    """argparse type of a whole-number option (``--n``, ``--seed``): from ``lo`` to ``hi`` (shown as ``hi_text``,
+    default with thousands separators); argparse names the option in the error."""
     def parse(text: str) -> int:
         try:
             v = int(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number") from None
         if not lo <= v <= hi:
-            raise argparse.ArgumentTypeError(f"{text[:40]} is not between {lo} and {hi:,}")
+            raise argparse.ArgumentTypeError(f"{text[:40]} is not between {lo} and {hi_text or f'{hi:,}'}")
         return v
 
-    parse.__name__ = "count"
+    parse.__name__ = name
     return parse
+
+
+#: argparse type of every ``--seed``: a whole number from 0 to 2^32 − 1.
+seed_arg = count_arg(0, MAX_SEED, "seed", str(MAX_SEED))
 
 
 def print_json(obj, **kwargs) -> None:

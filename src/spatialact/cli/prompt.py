@@ -139,8 +139,8 @@ def run(args: argparse.Namespace) -> int:
     (out / "messages.json").write_text(json.dumps(messages, ensure_ascii=False, indent=1), encoding="utf-8")
     if args.json:
         print_json({"task_id": task.id, "mode": args.mode, "prompt_version": version,
-                          "messages": shown, "images": [str(out / f) for f in files], "out": str(out)},
-                         ensure_ascii=False, indent=2)
+                    "messages": shown, "images": [str(out / f) for f in files], "out": str(out)},
+                   ensure_ascii=False, indent=2)
     else:
         print(text)
         print(f"\nwrote {len(files)} image(s), prompt.txt and messages.json to {out}")

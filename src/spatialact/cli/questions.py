@@ -115,10 +115,7 @@ def _build(args: argparse.Namespace) -> int:
 
         traj = load_trajectory(args.trajectory, args.format, entity=args.entity)
         mesh = scene_file(args.scene)
-    out = Path(args.out)
-    if out.exists() and out.is_dir():
-        raise CLIError(f"--out {out}: is a folder; name the question file (e.g. {out}/questions.jsonl)")
-    check_out(out, folder=False)
+    out = check_out(args.out, folder=False)
     res = build_questions(out, n=args.n, seed=args.seed, types=types, trajectory=traj, mesh=mesh,
                           max_keyframes=args.max_keyframes, renderer=args.renderer, size=args.size,
                           progress=not args.no_progress and sys.stderr.isatty())
@@ -128,7 +125,7 @@ def _build(args: argparse.Namespace) -> int:
         counts[k] = counts.get(k, 0) + 1
     if args.json:
         print_json({"out": str(res.path), "n": len(res.questions), "ids": [q["id"] for q in res.questions],
-                          "skipped": res.skipped})
+                    "skipped": res.skipped})
         return 0
     rows = [[t, f, c] for (t, f), c in counts.items()]
     print(format_table(rows, ["type", "format", "questions"],
@@ -206,7 +203,7 @@ def _score(args: argparse.Namespace) -> int:
     n_fail = sum(res.failures.values())
     if args.json:
         print_json({"run_dir": str(res.run_dir), "new": res.n_new, "skipped": res.n_skipped,
-                          "failures": res.failures, "summary": res.summary}, ensure_ascii=False)
+                    "failures": res.failures, "summary": res.summary}, ensure_ascii=False)
     else:
         headers, rows = summary_rows(res.summary)
         print(format_table(rows, headers, title=f"{name} · questions · {args.questions}"

@@ -268,19 +268,16 @@ def check_runnable(task: Task, cfg: EpisodeConfig) -> str | None:
             if not traj or not os.path.exists(traj):
                 return f"{tid}: scene.trajectory {traj}: no such file or folder (the replay scene's recording)"
             mesh = task.scene.get("mesh")
-            if mesh and (_mesh_problem(mesh)):
-                return f"{tid}: {_mesh_problem(mesh)}"
+            if mesh and (problem := _mesh_problem(mesh)):
+                return f"{tid}: {problem}"
             return _example_problem(task, tid)
         try:
             spec = normalise_scene_spec(task.scene)
         except ValueError as e:
             return f"{tid}: {str(e).splitlines()[0]}"
-        if spec.get("mesh") and _mesh_problem(spec["mesh"]):
-            return f"{tid}: {_mesh_problem(spec['mesh'])}"
+        if spec.get("mesh") and (problem := _mesh_problem(spec["mesh"])):
+            return f"{tid}: {problem}"
     return _example_problem(task, tid)
-
-
-_MESHES: dict[tuple, str | None] = {}
 
 
 def gt_problem(task: Task) -> str | None:
@@ -299,6 +296,9 @@ def gt_problem(task: Task) -> str | None:
     return (f"field 'gt': replayed from start_pose it ends {d:.3g} m / {math.degrees(r):.3g}° from goal_pose, "
             f"beyond the success thresholds ({pos:g} m / {math.degrees(rot):.3g}°): the ground truth does not lead "
             f"to the goal")
+
+
+_MESHES: dict[tuple, str | None] = {}
 
 
 def _mesh_problem(path: str) -> str | None:

@@ -105,7 +105,7 @@ class ConstantAnswerer(_Baseline):
         """The letter must name an option of at least one option question asked (``Z`` against four options would
         only measure the parser)."""
         sizes = [len(q["options"]) for q in questions if q.get("options")]
-        if sizes and "ABCDEFGHIJKLMNOPQRSTUVWXYZ".index(self.letter) >= max(sizes):
+        if sizes and self.letter not in option_letters(max(sizes)):
             raise ValueError(f"agent 'constant': letter {self.letter!r} is not an option of any question asked "
                              f"(they have at most {max(sizes)} options, {option_letters(max(sizes))[-1]!r} the last)")
 
