@@ -28,13 +28,12 @@ import numpy as np
 
 from ..action_space import ActionSequence, Step, mirror
 from ..tasks import Task
+from ..vocab import VARIANTS  # episode variants the runner knows: "" the task as it is, "mirror" FlipEval's
 
 __all__ = ["flip_image", "mirror_instruction", "mirror_task", "mirror_observation", "mirror_turn", "MirroredAgent",
            "mirror_inconsistency", "variant_agent", "check_variant", "mirror_K", "mirror_info", "VARIANTS",
            "IMAGE_KEYS", "POSE_KEYS"]
 
-#: Episode variants the runner knows (``EpisodeConfig.variant``): "" is the task as it is, "mirror" FlipEval's.
-VARIANTS = ("", "mirror")
 #: Observation entries that are images (H, W[, C]) and are flipped left-right.
 IMAGE_KEYS = ("rgb", "goal_rgb", "start_rgb", "example_rgb", "wrist_rgb", "recorded_rgb", "depth")
 #: Observation entries that are C2W poses and are conjugated.

@@ -24,8 +24,9 @@ from typing import Iterable
 import numpy as np
 
 from ..action_space import ActionSequence, mirror
-from ..evaluation.episode import is_failure as _failed
+from ..records import is_failure as _failed
 from ..scorers.aggregate import bootstrap_means, summarise
+from ..vocab import KINDS, LEVELS
 from .metrics import (chance_normalised, label_counts, label_cv, lr_bias, normalised_label_cv, rpdr,
                       sign_confusion, viewpoint_delta)
 from .mirror import mirror_inconsistency
@@ -33,8 +34,7 @@ from .mirror import mirror_inconsistency
 __all__ = ["flip_summary", "viewpoint_summary", "ladder_summary", "bias_summary", "run_diagnostics",
            "calibration_levels", "record_sequence", "LEVELS", "KINDS"]
 
-LEVELS = ("L1", "L2", "L3", "L4", "L5")
-KINDS = ("nav", "manip", "hand")
+
 def _score(r: dict) -> float:
     v = r.get("score")
     try:

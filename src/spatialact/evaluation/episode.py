@@ -19,8 +19,10 @@ after the agent's retries) is recorded with ``reason: "api_error"`` and an excep
 not parse is a result (``reason: "parse_error"``, score 0). A task whose input images cannot be read raises
 :class:`TaskInputError`: the run stops.
 
-Poses in records are 4×4 C2W matrices in metres (world +Z up, camera OpenCV axes), as nested lists. The record
-layout is documented in ``docs/results.md``.
+Poses in records are 4×4 C2W matrices in metres (world +Z up, camera OpenCV axes), as nested lists. The record's
+fields, keys, failure reasons and schema belong to :mod:`spatialact.records` (``episode_key``, ``record_key``,
+``is_failure``, ``FAILURE_REASONS`` and ``RETRIED_ON_RESUME`` are re-exported here); the layout is documented in
+``docs/results.md``.
 """
 
 from __future__ import annotations
@@ -36,28 +38,20 @@ from typing import Any
 import numpy as np
 
 from ..action_space import ActionSequence
+from ..records import (FAILURE_REASONS, RETRIED_ON_RESUME, STEP_SCORE_FIELDS, episode_key, failure_scores,
+                       is_failure, record_key)
 from ..tasks import Task
+from ..vocab import ENVS, MODES, PROFILES
 
 __all__ = ["EpisodeConfig", "EpisodeFrames", "run_episode", "episode_key", "record_key", "episode_seed",
            "check_runnable", "execution_limit", "env_name", "TaskInputError", "FAILURE_REASONS",
            "RETRIED_ON_RESUME", "is_failure", "observation_supplies"]
 
-MODES = ("one-shot", "closed-loop")
-ENVS = ("pybullet", "habitat", "none")
-# Record reasons that mark a failure (no score; the eval command exits non-zero) rather than a result.
-FAILURE_REASONS = ("api_error", "error")
-# Failures that rerunning the same command retries (``--retry-errors`` retries every failure).
-RETRIED_ON_RESUME = ("api_error",)
 _VARIANT = re.compile(r"[A-Za-z0-9_.-]{0,40}")
 
 
 class TaskInputError(ValueError):
     """A task whose inputs cannot be used (an unreadable start or goal image): the run stops with this one line."""
-
-
-def is_failure(record: dict) -> bool:
-    """Whether a result record is a failure (agent call or episode error), not a result."""
-    return record.get("reason") in FAILURE_REASONS or bool(record.get("error"))
 
 
 @dataclass(frozen=True)
@@ -86,7 +80,7 @@ class EpisodeConfig:
             raise ValueError(f"mode must be one of {MODES}, got {self.mode!r}")
         if self.env not in ENVS:
             raise ValueError(f"env must be one of {ENVS}, got {self.env!r}")
-        if self.profile not in ("paper", "paper+rot"):
+        if self.profile not in PROFILES:
             raise ValueError(f"profile must be 'paper' or 'paper+rot' for episodes, got {self.profile!r}")
         if self.weights is not None:
             w = tuple(float(x) for x in self.weights)
@@ -117,26 +111,6 @@ class EpisodeFrames:
     def items(self):
         return [(k, v) for k, v in (("start", self.start), ("goal", self.goal), ("final", self.final))
                 if v is not None]
-
-
-def episode_key(task_id: str, agent: str, env: str, mode: str, seed: int, variant: str = "") -> str:
-    """The resume key of SPEC §8: ``task|agent|env|mode|seed``, with ``|variant`` appended when the variant is
-    not empty. ``agent`` is the canonical agent name (``spatialact.agents.canonical_agent_name``). The runner,
-    the records and the results store all use this function."""
-    parts = [str(task_id), str(agent), str(env), str(mode), str(seed)]
-    if variant:
-        parts.append(str(variant))
-    return "|".join(parts)
-
-
-def record_key(rec: dict) -> str:
-    """The key of a result record: its ``key`` field, else :func:`episode_key` of its fields."""
-    if rec.get("key"):
-        return str(rec["key"])
-    missing = [k for k in ("task_id", "agent", "env", "mode", "seed") if k not in rec]
-    if missing:
-        raise ValueError(f"result record has no 'key' and lacks {', '.join(missing)}")
-    return episode_key(rec["task_id"], rec["agent"], rec["env"], rec["mode"], rec["seed"], rec.get("variant") or "")
 
 
 def episode_seed(seed: int, task_id: str) -> int:
@@ -373,7 +347,7 @@ def _score(pred: ActionSequence, parse, task: Task, cfg: EpisodeConfig, n_repair
 
     s = score_episode(pred, task.gt, kind=task.kind, profile=cfg.profile, weights=cfg.weights).to_dict()
     ok = parse is not None and parse.ok
-    out = {"score": float(s["total"]), **{k: s.get(k) for k in ("s_d", "s_theta", "s_step", "s_rot", "s_grip")},
+    out = {"score": float(s["total"]), **{k: s.get(k) for k in STEP_SCORE_FIELDS},
            "per_step": s.get("per_step"), "net_translation_error": s.get("net_translation_error"),
            "net_rotation_error": s.get("net_rotation_error"), "weights": s.get("weights"),
            "ok": bool(ok), "reason": None, "n_repairs": int(n_repairs)}
@@ -515,9 +489,7 @@ def _record(task, agent, cfg, scores, closed, pred, turns, poses, error, wall_s,
     agent_name = desc.get("agent") or desc.get("name") or getattr(agent, "name", "?")
     env = env_name(task, cfg)
     if failure is not None:
-        scores = {"score": None, "s_d": None, "s_theta": None, "s_step": None, "s_rot": None, "s_grip": None,
-                  "per_step": None, "net_translation_error": None, "net_rotation_error": None, "weights": None,
-                  "ok": None, "reason": failure[0], "n_repairs": 0}
+        scores = failure_scores(failure[0])
     closed = closed or {}
     parse = turns[-1].parse if turns and failure is None else None
     texts = [getattr(t, "text", "") for t in turns]

@@ -9,7 +9,7 @@ Layout::
       results.parquet    written by export_parquet()
       .lock              held (fcntl.flock) by the one writer process
 
-Resume is keyed by ``(task, agent, env, mode, seed[, variant])`` (:func:`~spatialact.evaluation.episode.episode_key`):
+Resume is keyed by ``(task, agent, env, mode, seed[, variant])`` (:func:`~spatialact.records.episode_key`):
 ``RunStore.done_keys()`` lists the finished episodes. A changed configuration is refused, naming the keys that
 differ, except the keys that only say how the run is carried out (:data:`MUTABLE_KEYS`); a run directory that
 holds no record yet takes the new configuration. A last line cut short by a killed process is detected, reported and cut off
@@ -34,7 +34,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from .episode import episode_key, is_failure, record_key
+from ..records import episode_key, is_failure, record_key
 
 __all__ = ["RunStore", "RunConfigError", "RunStoreError", "MUTABLE_KEYS", "RESULTS_FILE", "CONFIG_FILE",
            "load_run", "read_records", "export_parquet", "read_parquet", "provenance", "episode_key",
@@ -58,7 +58,7 @@ class RunConfigError(ValueError):
     """Resuming a run with a different configuration."""
 
 
-# One key function for the project (the runner, the records and this store): evaluation.episode.episode_key.
+# One key function for the project (the runner, the records and this store): spatialact.records.record_key.
 _key_of = record_key
 
 
@@ -490,7 +490,7 @@ class RunStore:
     # -- queries
     def done_keys(self, include_errors: bool = True, retry_reasons: Iterable[str] = ()) -> set[str]:
         """Keys of the finished episodes (their latest record). ``include_errors=False`` leaves out every
-        failure (a record with an ``error``, see :func:`~spatialact.evaluation.episode.is_failure`), so those run
+        failure (a record with an ``error``, see :func:`~spatialact.records.is_failure`), so those run
         again; ``retry_reasons`` leaves out the records whose ``reason`` is one of them (the runner passes
         ``("api_error",)`` by default)."""
         retry = set(retry_reasons)

@@ -26,14 +26,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Sequence
 
+from ..records import RETRIED_ON_RESUME, episode_key, is_failure
 from ..tasks import Task
-from .episode import (RETRIED_ON_RESUME, EpisodeConfig, check_runnable, env_name, episode_key, episode_seed,
-                      is_failure, observation_supplies, run_episode)
+from ..vocab import RUN_BACKENDS
+from .episode import EpisodeConfig, check_runnable, env_name, episode_seed, observation_supplies, run_episode
 
 __all__ = ["AgentSpec", "RunSummary", "run_eval", "run_config", "TaskNotRunnable", "EndpointUnreachable",
            "failure_line", "CONNECTION_FAILURES_TO_STOP"]
 
-BACKENDS = ("local", "ray")
+BACKENDS = RUN_BACKENDS
 # Connection failures in a row, before any episode got through, that stop a run.
 CONNECTION_FAILURES_TO_STOP = 3
 

@@ -1,8 +1,9 @@
 """Asking an agent the generated questions: every option question under every rotation of its options (CircularEval),
 numeric questions once; one result record per (question, rotation) in a run directory.
 
-The records live in a run directory of :mod:`spatialact.evaluation.results` (``config.json``, ``results.jsonl``
-appended, flushed and fsynced; resumable; a changed configuration refused), beside the episode records' fields:
+The records (their fields, key and schema variant owned by :mod:`spatialact.records`) live in a run directory of
+:mod:`spatialact.evaluation.results` (``config.json``, ``results.jsonl`` appended, flushed and fsynced; resumable;
+a changed configuration refused), beside the episode records' fields:
 ``key``, ``task_id`` (the question id), ``agent``, ``model``, ``env: "questions"``, ``mode: "question"``, ``seed``,
 ``variant: "question-r<k>"``, ``response``, ``score``, ``reason``, ``error``, ``error_kind``, ``usage`` (tokens,
 ``cost_usd``, ``cached``), ``latency_s``, ``provenance``; and ``record: "question"``, ``question_id``, ``type``,
@@ -28,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..records import QUESTION_ENV, QUESTION_MODE, QUESTION_RECORD, RETRIED_ON_RESUME, question_key, question_variant
 from .prompt import QUESTION_PROMPT_VERSION, n_rotations, question_prompt, rotated_answer
 from .record import option_letters
 from .scoring import score_response
@@ -181,14 +183,6 @@ def make_answerer(name: str, **kwargs):
     return _APIAnswerer(make_agent("openai", **kwargs))
 
 
-def question_key(qid: str, agent: str, seed: int, rotation: int) -> str:
-    """The resume key of one (question, rotation): the episode key of SPEC §8 with env ``questions``, mode
-    ``question`` and variant ``question-r<rotation>``."""
-    from ..evaluation.episode import episode_key
-
-    return episode_key(qid, agent, "questions", "question", seed, f"question-r{int(rotation)}")
-
-
 def check_question_inputs(questions) -> None:
     """Refuse (one-line ValueError naming the question and the file) a question whose image file is missing or
     does not decode as an image (:func:`~spatialact.questions.prompt.image_png_bytes`), before anything is
@@ -246,7 +240,7 @@ def run_questions(questions, agent, out, *, seed: int = 0, circular: bool = True
     n_new = n_skipped = 0
     bar = None
     with RunStore(out, cfg, prov) as store:
-        done = store.done_keys(retry_reasons=("api_error",))
+        done = store.done_keys(retry_reasons=RETRIED_ON_RESUME)
         todo = [(q, r) for q, r in jobs if question_key(q["id"], name, seed, r) not in done]
         n_skipped = len(jobs) - len(todo)
         if progress and todo:
@@ -311,9 +305,9 @@ def _record(q: dict, rotation: int, agent: str, model, seed: int, reply: Reply, 
              "cost_usd": float(reply.cost_usd or 0.0), "cached": int(bool(reply.cached)), "turns": 1}
     return {
         "key": question_key(q["id"], agent, seed, rotation),
-        "record": "question", "task_id": q["id"], "question_id": q["id"], "type": q["type"], "format": q["format"],
-        "source": q.get("source"), "agent": agent, "model": model, "env": "questions", "mode": "question",
-        "seed": int(seed), "variant": f"question-r{int(rotation)}", "rotation": int(rotation),
+        "record": QUESTION_RECORD, "task_id": q["id"], "question_id": q["id"], "type": q["type"],
+        "format": q["format"], "source": q.get("source"), "agent": agent, "model": model, "env": QUESTION_ENV,
+        "mode": QUESTION_MODE, "seed": int(seed), "variant": question_variant(rotation), "rotation": int(rotation),
         "n_rotations": n_rotations(q), **s, "response": reply.text, "error": reply.error,
         "error_kind": reply.error_kind, "usage": usage, "latency_s": float(latency),
         "request_key": reply.request_key, "cached": bool(reply.cached), "prompt_version": QUESTION_PROMPT_VERSION,

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..evaluation.episode import FAILURE_REASONS, is_failure as _failed
 from ..jsonline import open_input
+from ..records import FAILURE_REASONS, is_failure as _failed, is_question
 from .prompt import n_rotations, rotate_options, rotated_answer
 
 __all__ = ["score_response", "summarise", "summary_rows", "score_answers_file", "FAILURE_REASONS"]
@@ -89,7 +89,7 @@ def summarise(records) -> dict:
     records (each with ``question_id``, ``type``, ``format``, ``rotation``, ``n_rotations``, ``correct``, ``score``,
     ``reason``, and for numeric answers ``mra``, ``delta2``, ``rel_error``). Records of other kinds (episode records
     in a run directory) are ignored: a question record has ``record: "question"`` or a ``question_id``."""
-    rs = [r for r in records if isinstance(r, dict) and (r.get("record") == "question" or "question_id" in r)]
+    rs = [r for r in records if isinstance(r, dict) and (is_question(r) or "question_id" in r)]
     if not rs:
         return {}
     out = {"all": _group(rs)}

@@ -10,14 +10,13 @@ import numpy as np
 
 from .. import geometry
 from ..action_space import MOTION_PRIMITIVES, ActionSequence, Primitive, StepSizes
+from ..vocab import ANSWER_FORMATS, KINDS
 
 __all__ = ["Task", "SCHEMA_VERSION", "READ_SCHEMA_VERSIONS", "default_success", "KINDS", "ANSWER_FORMATS",
            "sequence_record", "counts_from_names", "names_agree"]
 
 SCHEMA_VERSION = 2  # written by save_tasks / Task.to_record
 READ_SCHEMA_VERSIONS = (1, 2)  # read by load_tasks (a line without schema_version is version 1)
-KINDS = ("nav", "manip", "hand")
-ANSWER_FORMATS = ("flat", "stepped", "vector")
 
 _COLUMN = {p.value: k for k, p in enumerate(MOTION_PRIMITIVES)}  # "Truck Left" -> its column in Step.counts
 _STAY = Primitive.STAY.value

@@ -1,0 +1,38 @@
+"""The project's shared vocabularies, each defined once: task kinds, run modes, simulators, episode variants,
+difficulty levels, answer formats, step-score profiles, agent error kinds and the baseline agents.
+
+This module imports nothing from spatialact, so every layer (tasks, scorers, envs, agents, evaluation, the CLI) can
+import from it. The old homes re-export these names (``spatialact.tasks.KINDS``,
+``spatialact.evaluation.episode.MODES``, ``spatialact.diagnostics.summaries.LEVELS``, …); the shipped JSON Schemas
+spell the same values out, and tests check that they agree.
+"""
+
+from __future__ import annotations
+
+__all__ = ["KINDS", "MODES", "ENVS", "RUN_BACKENDS", "VARIANTS", "LEVELS", "ANSWER_FORMATS", "PROFILES",
+           "ERROR_KINDS", "BASELINE_AGENTS"]
+
+#: Task kinds: camera navigation in a room, a gripper arm on a tabletop, a floating hand.
+KINDS = ("nav", "manip", "hand")
+#: How an episode runs: ``one-shot`` (the paper's: one answer of a whole sequence) or ``closed-loop`` (observe, act
+#: one step, repeat).
+MODES = ("one-shot", "closed-loop")
+#: The simulators an episode can run in (``EpisodeConfig.env``, ``spatialact eval --env``); ``none`` scores one-shot
+#: answers without simulating.
+ENVS = ("pybullet", "habitat", "none")
+#: Where a run's episodes execute (``spatialact eval --backend``): this machine's processes, or Ray tasks.
+RUN_BACKENDS = ("local", "ray")
+#: Episode variants (``EpisodeConfig.variant``): ``""`` is the task as it is, ``"mirror"`` its left-right mirror
+#: (FlipEval); ``spatialact eval --flip`` runs both.
+VARIANTS = ("", "mirror")
+#: Difficulty levels of the procedural ladder (the ``level`` tag), easiest first.
+LEVELS = ("L1", "L2", "L3", "L4", "L5")
+#: How a task asks for its answer: names and counts in one list (``flat``), per step (``stepped``), or a motion
+#: vector per step (``vector``).
+ANSWER_FORMATS = ("flat", "stepped", "vector")
+#: Step-score profiles of an episode (``paper+rot`` adds the rotation term to navigation steps).
+PROFILES = ("paper", "paper+rot")
+#: Why an agent's call failed (``AgentTurn.error_kind``; a record's ``error_kind`` of an ``api_error``).
+ERROR_KINDS = ("connection", "timeout", "http", "malformed")
+#: The baseline agents (no model, no API key): what ``spatialact demo`` runs, in its table's order.
+BASELINE_AGENTS = ("oracle", "noisy-oracle", "geometric", "random", "stay", "constant")
