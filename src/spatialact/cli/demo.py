@@ -17,9 +17,11 @@ from __future__ import annotations
 import argparse
 import sys
 
+from spatialact.vocab import BASELINE_AGENTS, KINDS, MODES
+
 from .main import print_json, seed_arg
 
-BASELINES = ("oracle", "noisy-oracle", "geometric", "random", "stay", "constant")
+BASELINES = BASELINE_AGENTS  # the agents the demo runs by default, in its table's order
 # The diagnostic subset the demo adds to its suite (spatialact.evaluation.suites).
 DIAGNOSTIC_SUITE = "diagnostics"
 
@@ -29,7 +31,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--suite", default="default", help="built-in suite (default: default)")
     p.add_argument("--agents", default=",".join(BASELINES),
                    help=f"comma-separated agents (default: {','.join(BASELINES)})")
-    p.add_argument("--mode", choices=["one-shot", "closed-loop"], default="one-shot")
+    p.add_argument("--mode", choices=list(MODES), default="one-shot")
     p.add_argument("--seed", type=seed_arg, default=0)
     p.add_argument("--no-diagnostics", action="store_true",
                    help="run the suite alone and plain: no diagnostic subset, no mirrored episodes")
@@ -42,14 +44,16 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from spatialact.agents import AgentConfigError
-    from spatialact.evaluation.episode import EpisodeConfig, is_failure
+    from spatialact.evaluation.episode import EpisodeConfig
     from spatialact.evaluation.report import make_report
     from spatialact.evaluation.results import RunStoreError, read_records
     from spatialact.evaluation.runner import AgentSpec, EndpointUnreachable, run_eval
     from spatialact.evaluation.suites import builtin_suite
+    from spatialact.records import is_failure
+    from spatialact.vocab import VARIANTS
 
-    from .eval import failure_summary
     from .main import CLIError, check_out
+    from .runs import failure_summary
     from .table import format_table
 
     out = check_out(args.out)
@@ -83,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         run_dir = out / "runs" / (f"{name}-{args.mode}" + ("-diagnostics" if diagnostics else ""))
         try:
             summary = run_eval(tasks, spec, cfg, run_dir, task_source=source, workers=args.workers,
-                               progress=not args.no_progress, variants=("", "mirror") if diagnostics else None)
+                               progress=not args.no_progress, variants=VARIANTS if diagnostics else None)
             every = read_records(run_dir)
         except (RunStoreError, EndpointUnreachable) as e:
             raise CLIError(str(e)) from None
@@ -94,14 +98,14 @@ def run(args: argparse.Namespace) -> int:
             failures[k] = failures.get(k, 0) + v
         run_dirs.append(run_dir)
         row = {"agent": name, "episodes": len(recs), "score": mean(r.get("score") for r in recs)}
-        for kind in ("nav", "manip", "hand"):
+        for kind in KINDS:
             row[kind] = mean(r.get("score") for r in recs if r["kind"] == kind)
         row["success"] = mean(float(bool(r["success"])) for r in recs if r.get("success") is not None)
         row["SPL"] = mean(r.get("spl") for r in recs)
         row["failed"] = sum(1 for r in recs if is_failure(r))
         table.append(row)
     md, html = make_report(run_dirs, out / "report")
-    headers = ["agent", "episodes", "score", "nav", "manip", "hand", "success", "SPL"]
+    headers = ["agent", "episodes", "score", *KINDS, "success", "SPL"]
     if args.json:
         print_json({"table": table, "diagnostics": diag_rows, "report_md": str(md), "report_html": str(html),
                     "failures": failures})
@@ -134,7 +138,7 @@ def _diagnostic_row(agent: str, records: list[dict]) -> dict:
     import math
 
     from spatialact.diagnostics import run_diagnostics
-    from spatialact.diagnostics.summaries import LEVELS
+    from spatialact.vocab import LEVELS
 
     d = run_diagnostics(records)
     flip, vp, lad, bias = d["flip"] or {}, d["viewpoint"] or {}, d["ladder"] or {}, d["bias"] or {}

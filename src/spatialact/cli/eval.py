@@ -39,11 +39,13 @@ Examples:
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
+from spatialact.vocab import BASELINE_AGENTS, ENVS, KINDS, MODES, PROFILES, RUN_BACKENDS, VARIANTS
+
 from .main import print_json, seed_arg
+from .runs import failure_summary, parse_agent_args
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -57,8 +59,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="agent keyword argument, repeatable (e.g. model=gpt-4o, base_url=http://localhost:8000/v1,"
                         " api_key_env=OPENAI_API_KEY); values are read as JSON when they parse, else as text;"
                         " a secret (api_key=..., token=...) is refused")
-    p.add_argument("--mode", choices=["one-shot", "closed-loop"], default="one-shot")
-    p.add_argument("--env", choices=["pybullet", "habitat", "none"], default="pybullet",
+    p.add_argument("--mode", choices=list(MODES), default="one-shot")
+    p.add_argument("--env", choices=list(ENVS), default="pybullet",
                    help="simulator for tasks with a scene; 'none' scores one-shot without simulating")
     p.add_argument("--renderer", choices=["auto", "tiny", "egl", "gl"], default="auto",
                    help="renderer: auto (gl when its OpenGL context starts, else tiny, saying why; default), gl (the"
@@ -73,13 +75,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-steps", type=int, default=20,
                    help="step limit (default 20): closed-loop episodes and one-shot execution stop after "
                         "max(--max-steps, ground-truth steps); a one-shot answer is scored in full")
-    p.add_argument("--profile", choices=["paper", "paper+rot"], default="paper", help="step-score profile")
+    p.add_argument("--profile", choices=list(PROFILES), default="paper", help="step-score profile")
     p.add_argument("--weights", metavar="WT,WR,WG",
                    help="manipulation/hand weights of translation, rotation and gripper (default equal thirds)")
     p.add_argument("--seed", type=seed_arg, default=0)
     p.add_argument("--limit", type=int, help="run only the first N tasks")
     p.add_argument("--workers", type=int, default=1, help="parallel worker processes (default 1)")
-    p.add_argument("--backend", choices=["local", "ray"], default="local",
+    p.add_argument("--backend", choices=list(RUN_BACKENDS), default="local",
                    help="'ray' runs the episodes as Ray tasks on a local Ray instance")
     p.add_argument("--flip", action="store_true",
                    help="FlipEval: run every episode plain and mirrored left-right (two records per task, variant "
@@ -91,30 +93,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, help="run directory")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
-
-
-def parse_agent_args(items: list[str]) -> dict:
-    from .main import CLIError
-
-    from spatialact.agents import AgentConfigError, check_agent_args
-
-    out = {}
-    for n, item in enumerate(items, 1):
-        key, sep, value = item.partition("=")
-        key = key.strip()
-        if not sep or not key:  # the text is not echoed: it may be a pasted key
-            raise CLIError(f"--agent-arg number {n}: expected KEY=VALUE (e.g. model=gpt-4o)")
-        if key in out:
-            raise CLIError(f"--agent-arg {key[:40]!r} is given twice")
-        try:
-            out[key] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key] = value
-    try:
-        check_agent_args(out, where="--agent-arg")
-    except AgentConfigError as e:
-        raise CLIError(str(e)) from None
-    return out
 
 
 def parse_weights(text: str | None):
@@ -170,7 +148,7 @@ def summary_rows(records: list[dict]) -> tuple[list[list], list[str]]:
     """Overall and per-kind means of a run's records, for the table printed at the end."""
     import numpy as np
 
-    from spatialact.evaluation.episode import is_failure
+    from spatialact.records import is_failure
 
     def row(name, rs):
         sc = [r["score"] for r in rs if r.get("score") is not None]  # failures have no score
@@ -183,7 +161,7 @@ def summary_rows(records: list[dict]) -> tuple[list[list], list[str]]:
                 sum(1 for r in rs if r.get("reason") == "parse_error"), sum(1 for r in rs if is_failure(r))]
 
     rows = [row("all", records)]
-    for kind in ("nav", "manip", "hand"):
+    for kind in KINDS:
         rs = [r for r in records if r["kind"] == kind]
         if rs:
             rows.append(row(kind, rs))
@@ -205,7 +183,7 @@ def flip_rows(records: list[dict]) -> tuple[list[list], list[str], dict]:
     headers = ["kind", "pairs", "plain", "mirrored", "paired", "inconsistency", "unparsed", "L/R bias",
                "L/R bias truth"]
     rows, js = [], {}
-    for kind in ("all", "nav", "manip", "hand"):
+    for kind in ("all", *KINDS):
         rs = records if kind == "all" else [r for r in records if r.get("kind") == kind]
         f = flip_summary(rs)
         if f is None:
@@ -214,21 +192,6 @@ def flip_rows(records: list[dict]) -> tuple[list[list], list[str], dict]:
         rows.append([kind, f["n_pairs"], mean(f["plain"]), mean(f["mirrored"]), mean(f["paired"]),
                      mean(f["inconsistency"]), f["inconsistency_nan"], bias(f["bias_pred"]), bias(f["bias_gt"])])
     return rows, headers, js
-
-
-def failure_summary(failures: dict) -> str | None:
-    """The end-of-run line for failed episodes (counts by reason and what a rerun does), or None."""
-    if not failures:
-        return None
-    from spatialact.evaluation.episode import RETRIED_ON_RESUME
-
-    n = sum(failures.values())
-    counts = ", ".join(f"{k} {v}" for k, v in sorted(failures.items()))
-    retried = [k for k in failures if k in RETRIED_ON_RESUME]
-    hint = ("rerun the same command to retry the " + "/".join(retried) + " episodes"
-            + ("; add --retry-errors to retry the others too" if len(retried) < len(failures) else "")
-            if retried else "add --retry-errors to retry them")
-    return f"{n} episode{'s' if n != 1 else ''} failed ({counts}): no score recorded; {hint}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -249,10 +212,8 @@ def run(args: argparse.Namespace) -> int:
         from spatialact.agents import canonical_agent_name
         from spatialact.envs.rendering import default_image_size
 
-        from .demo import BASELINES
-
         try:
-            model = canonical_agent_name(args.agent) not in BASELINES
+            model = canonical_agent_name(args.agent) not in BASELINE_AGENTS
         except AgentConfigError:
             model = False  # refused below, naming the agent
         args.size = default_image_size(args.renderer, model) if args.env != "none" else 128
@@ -280,7 +241,7 @@ def run(args: argparse.Namespace) -> int:
         summary = run_eval(tasks, agent, cfg, args.out, task_source=source, task_hash=sha, task_file=task_file,
                            limit=args.limit, workers=args.workers, backend=args.backend,
                            progress=not args.no_progress, retry_errors=args.retry_errors,
-                           variants=("", "mirror") if args.flip else None)
+                           variants=VARIANTS if args.flip else None)
         records = read_records(args.out)
     except (RunStoreError, EndpointUnreachable) as e:
         raise CLIError(str(e)) from None

@@ -177,7 +177,7 @@ def _score(args: argparse.Namespace) -> int:
     from spatialact.evaluation.runner import EndpointUnreachable
     from spatialact.questions.run import make_answerer, run_questions
 
-    from .eval import parse_agent_args
+    from .runs import parse_agent_args
 
     kwargs = parse_agent_args(args.agent_arg)
     try:
