@@ -7,7 +7,13 @@ Script entries, consumed one per request (when empty, a valid one-step answer):
 ``("drop",)`` (the connection is closed without a reply);
 ``("tool_calls", calls, text=None)`` (an assistant message with function calls; each call is ``(name, arguments)``
 — arguments a JSON text, or any value sent as given — or a dict sent verbatim as the tool-call object, e.g. one
-without an id). When the script is empty and ``responder`` is set, ``responder(body)`` gives the action.
+without an id); ``("drip", seconds, text)`` (the headers of a valid answer at once, then its body one byte every ``seconds``);
+``("drip_headers", seconds)`` (the status line and headers themselves one byte every ``seconds``).
+When the script is empty and ``responder`` is set, ``responder(body)`` gives the action.
+
+Counting, for the hostile tests: ``sent`` holds, per request in order, the body bytes the server managed to write
+(for ``drip`` and ``drip_headers``: bytes of the whole response) and ``abandoned`` how many replies the client cut
+off (a write failed); ``abandoned_event`` is set at the first.
 """
 
 from __future__ import annotations
@@ -23,22 +29,35 @@ DEFAULT_ANSWER = '{"actions": ["W"], "step_nums": [1]}'
 
 
 class FakeServer:
-    """Answers from ``script``; records every request (``requests``: path and JSON body) and its headers."""
+    """Answers from ``script``; records every request (``requests``: path and JSON body) and its headers.
+    ``keep_alive``: speak HTTP/1.1 and keep connections open between requests."""
 
-    def __init__(self, usage=(321, 12)):
+    def __init__(self, usage=(321, 12), keep_alive: bool = False):
         self.script: list[tuple] = []
         self.requests: list[dict] = []
         self.headers: list[dict] = []
         self.usage = usage
         self.responder = None
+        self.sent: list[int] = []
+        self.abandoned = 0
+        self.abandoned_event = threading.Event()
         self.lock = threading.Lock()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            # keep_alive: HTTP/1.1, connections reused between requests (the default closes each after its reply)
+            protocol_version = "HTTP/1.1" if keep_alive else "HTTP/1.0"
+
             def log_message(self, *a):  # quiet
                 pass
 
-            def _send(self, code: int, payload: bytes, extra=()):
+            def _abandoned(self, slot: int, n: int):
+                with server.lock:
+                    server.sent[slot] = n
+                    server.abandoned += 1
+                server.abandoned_event.set()
+
+            def _send(self, code: int, payload: bytes, extra=(), slot: int | None = None):
                 try:
                     self.send_response(code)
                     self.send_header("content-type", "application/json")
@@ -46,9 +65,38 @@ class FakeServer:
                         self.send_header(k, v)
                     self.send_header("content-length", str(len(payload)))
                     self.end_headers()
-                    self.wfile.write(payload)
+                    n = 0
+                    for i in range(0, len(payload), 1 << 16):  # in pieces, so a client that stops reading is seen
+                        self.wfile.write(payload[i:i + (1 << 16)])
+                        n += len(payload[i:i + (1 << 16)])
+                    if slot is not None:
+                        server.sent[slot] = n
                 except (BrokenPipeError, ConnectionResetError):
-                    pass
+                    if slot is not None:
+                        self._abandoned(slot, n)
+
+            def _drip(self, data: bytes, seconds: float, slot: int):
+                n = 0
+                try:
+                    for k in range(len(data)):
+                        self.wfile.write(data[k:k + 1])
+                        self.wfile.flush()
+                        n += 1
+                        with server.lock:
+                            server.sent[slot] = n
+                        time.sleep(seconds)
+                except (BrokenPipeError, ConnectionResetError, OSError):
+                    self._abandoned(slot, n)
+                self.close_connection = True
+
+            def _completion(self, body, message, finish="stop", usage=None) -> bytes:
+                if usage is None:
+                    p, c = server.usage
+                    usage = {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+                return json.dumps({
+                    "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
+                    "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                    "usage": usage}).encode()
 
             def do_POST(self):
                 n = int(self.headers.get("content-length", 0))
@@ -62,12 +110,29 @@ class FakeServer:
                         action = server.responder(body)
                     else:
                         action = ("ok", DEFAULT_ANSWER)
+                    slot = len(server.sent)
+                    server.sent.append(0)
+                if action[0] == "drip":
+                    payload = self._completion(body, {"role": "assistant", "content": action[2]})
+                    self.send_response(200)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.flush()
+                    self._drip(payload, action[1], slot)
+                    return
+                if action[0] == "drip_headers":
+                    payload = self._completion(body, {"role": "assistant", "content": DEFAULT_ANSWER})
+                    head = (f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                            f"content-length: {len(payload)}\r\n\r\n").encode()
+                    self._drip(head + payload, action[1], slot)
+                    return
                 if action[0] == "status":
                     payload = json.dumps({"error": {"message": f"status {action[1]}", "type": "x"}}).encode()
                     self._send(action[1], payload, [("retry-after", "0")])
                     return
                 if action[0] == "raw":
-                    self._send(200, action[1])
+                    self._send(200, action[1], slot=slot)
                     return
                 if action[0] == "drop":
                     self.close_connection = True
@@ -93,14 +158,16 @@ class FakeServer:
                     finish = "tool_calls"
                 else:
                     message["content"] = action[-1]
-                p, c = server.usage
-                payload = json.dumps({
-                    "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
-                    "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                    "usage": {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}}).encode()
-                self._send(200, payload)
+                self._send(200, self._completion(body, message, finish), slot=slot)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            def handle_error(self, request, client_address):  # a client that cut a reply off is no news
+                import sys
+
+                if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+                    super().handle_error(request, client_address)
+
+        self.httpd = Server(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)

@@ -14,6 +14,7 @@ error (and an empty, unparseable answer, which scores 0).
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import hashlib
 import json
 import math
@@ -25,6 +26,7 @@ from pathlib import Path
 
 from .base import AgentConfigError, AgentTurn, observation_step
 from .prompts import PROMPT_VERSION, PromptedAgent, prompt_version
+from .wire import ReplyGuard
 
 __all__ = ["OpenAIAgent", "ResponseCache", "request_key", "Completion"]
 
@@ -155,6 +157,24 @@ def normalise_base_url(url):
     return urlunsplit(parts._replace(path=parts.path.rstrip("/")))
 
 
+def _http_client(openai, **kwargs):
+    """The ``openai`` package's default HTTP client (its timeouts, limits and redirects) with ``kwargs``, closed
+    when the agent is collected, as the client the package builds for itself is (the runner builds an agent per
+    episode)."""
+    return _closing_client_class(openai.DefaultHttpxClient)(**kwargs)
+
+
+@functools.lru_cache(maxsize=None)
+def _closing_client_class(base: type) -> type:
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - at interpreter exit anything may be gone
+            pass
+
+    return type("ClosingHttpClient", (base,), {"__del__": __del__})
+
+
 #: The most tokens ``max_tokens`` may ask for (no chat model answers more; a larger number is a typo).
 MAX_TOKENS_LIMIT = 1_000_000
 #: The most retries ``max_retries`` may ask for.
@@ -280,8 +300,12 @@ class OpenAIAgent(PromptedAgent):
         self.seed = int(seed)
         key = self._read_key()
         self._secret = key  # used to scrub error messages; never stored elsewhere
-        # Our own retry loop (the test must see a 429 then success, and backoff must be ours to record).
-        self._client = openai.OpenAI(api_key=key, base_url=base_url, timeout=self.timeout, max_retries=0)
+        # Our own retry loop (the test must see a 429 then success, and backoff must be ours to record); our own
+        # total deadline per request (spatialact.agents.wire).
+        self.reply_guard = ReplyGuard()  # whether the last request's deadline expired
+        http = _http_client(openai, timeout=self.timeout, event_hooks=self.reply_guard.hooks())
+        self._client = openai.OpenAI(api_key=key, base_url=base_url, timeout=self.timeout, max_retries=0,
+                                     http_client=http)
         self.task = None
         self.mode = "one-shot"
         self._history: list[str] = []
@@ -351,19 +375,15 @@ class OpenAIAgent(PromptedAgent):
                 pass
         return wait
 
-    def _call(self, request: dict) -> tuple[str | None, dict, str | None, str | None, int]:
-        """(text, usage, error, error kind, attempts) — never raises for HTTP or network trouble (see
-        :meth:`_complete`)."""
-        message, usage, err, kind, attempts = self._complete(request)
-        return (None if message is None else message["content"]), usage, err, kind, attempts
-
     def _complete(self, request: dict) -> tuple[dict | None, dict, str | None, str | None, int]:
         """(message ``{"content", "tool_calls"}``, usage, error, error kind, attempts) — never raises for HTTP
         or network trouble.
 
-        Retried (up to ``max_retries`` more attempts, with backoff): 429, 5xx, connection failures, malformed
-        replies (a body that is not a chat completion) and, with ``retry_on_timeout``, timeouts. Other 4xx
-        answers are returned at once. The error kind is one of ``ERROR_KINDS``."""
+        Each attempt runs under a total deadline of ``timeout`` seconds (:class:`~spatialact.agents.wire.ReplyGuard`:
+        a reply dripped byte by byte is abandoned then, as a silent server is). Retried (up to ``max_retries`` more
+        attempts, with backoff): 429, 5xx, connection failures, malformed replies (a body that is not a chat
+        completion) and, with ``retry_on_timeout``, timeouts. Other 4xx answers are returned at once. The error kind
+        is one of ``ERROR_KINDS``."""
         oa = self._openai
         attempts = 0
         err, kind = "retries exhausted", "http"
@@ -371,14 +391,10 @@ class OpenAIAgent(PromptedAgent):
             attempts += 1
             self.n_requests += 1
             last = attempt >= self.max_retries
+            guard = self.reply_guard
             try:
-                resp = self._client.chat.completions.create(**request)
-            except oa.APITimeoutError:
-                err, kind = f"timeout after {self.timeout:g} s", "timeout"
-                if self.retry_on_timeout and not last:
-                    time.sleep(min(self.max_backoff, self.backoff * (2 ** attempt)))
-                    continue
-                return None, {}, err, kind, attempts
+                with guard.deadline(self.timeout):
+                    resp = self._client.chat.completions.create(**request)
             except oa.APIStatusError as e:
                 status = e.status_code
                 err, kind = f"HTTP {status}: {self._scrub(str(e))}", "http"
@@ -386,15 +402,16 @@ class OpenAIAgent(PromptedAgent):
                     time.sleep(self._wait(attempt, e))
                     continue
                 return None, {}, err, kind, attempts
-            except oa.APIConnectionError as e:
-                err, kind = f"connection error: {self._scrub(str(e))}", "connection"
-                if not last:
-                    time.sleep(min(self.max_backoff, self.backoff * (2 ** attempt)))
-                    continue
-                return None, {}, err, kind, attempts
-            except Exception as e:  # a reply body that is not JSON, and the like
-                err, kind = f"malformed reply: {e.__class__.__name__}: {self._scrub(str(e))}", "malformed"
-                if not last:
+            except Exception as e:  # noqa: BLE001 - whatever the client raises is a failed attempt, kind by kind
+                if guard.expired or isinstance(e, oa.APITimeoutError):
+                    err, kind = f"timeout after {self.timeout:g} s", "timeout"
+                    retry = self.retry_on_timeout
+                elif isinstance(e, oa.APIConnectionError):
+                    err, kind, retry = f"connection error: {self._scrub(str(e))}", "connection", True
+                else:  # a reply body that is not JSON, and the like
+                    err, kind = f"malformed reply: {e.__class__.__name__}: {self._scrub(str(e))}", "malformed"
+                    retry = True
+                if retry and not last:
                     time.sleep(min(self.max_backoff, self.backoff * (2 ** attempt)))
                     continue
                 return None, {}, err, kind, attempts

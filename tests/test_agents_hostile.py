@@ -1,0 +1,146 @@
+"""A hostile chat-completions server against the API agents (``openai``, ``react``, ``plan-execute`` and the question
+answerer, which share one client): a reply dripped one byte at a time.
+
+Asserted by counting — requests the server saw, bytes it wrote before the client hung up — with short timeouts
+(1 s), not by racing a clock.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from _chat_server import SECRET, FakeServer
+from _fabricate import checker_image, make_task
+from spatialact.agents import make_agent
+from spatialact.cli.main import main
+from spatialact.evaluation.results import read_records
+from spatialact.tasks import save_tasks
+
+pytest.importorskip("openai")
+
+ANSWER = '{"actions": ["W"], "step_nums": [1]}'
+
+
+@pytest.fixture
+def key_env(monkeypatch):
+    monkeypatch.setenv("SPATIALACT_TEST_KEY", SECRET)
+
+
+@pytest.fixture
+def agent_factory(server, tmp_path, key_env):
+    def make(name="openai", url=None, **kw):
+        args = dict(model="test-vlm", base_url=url or server.url, api_key_env="SPATIALACT_TEST_KEY", timeout=1.0,
+                    max_retries=0, backoff=0.0, cache_dir=tmp_path / "cache", price_in=1.0, price_out=2.0)
+        args.update(kw)
+        return make_agent(name, **args)
+
+    return make
+
+
+def _obs():
+    rng = np.random.default_rng(5)
+    return {"rgb": rng.integers(0, 256, (16, 20, 3), dtype=np.uint8),
+            "goal_rgb": rng.integers(0, 256, (16, 20, 3), dtype=np.uint8), "mode": "one-shot", "step_index": 0}
+
+
+def _turn(agent, task=None):
+    agent.reset(task or make_task(answer_format="flat"))
+    return agent.act(_obs())
+
+
+def _completion_json(content: str, usage=None) -> bytes:
+    return json.dumps({"id": "c", "object": "chat.completion", "created": 0, "model": "test-vlm",
+                       "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                                    "finish_reason": "stop"}],
+                       "usage": usage or {"prompt_tokens": 5, "completion_tokens": 7}}).encode()
+
+
+# ----- (2) a total deadline ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("action", [("drip", 0.25, ANSWER), ("drip_headers", 0.25)], ids=["body", "headers"])
+def test_a_dripped_reply_is_abandoned_at_the_deadline_as_a_timeout(server, agent_factory, action):
+    """Headers then a byte every 0.25 s (or the headers themselves dripped): the whole reply would take over a
+    minute, each read within the client's per-read timeout; the request is abandoned at timeout=1 s in total."""
+    server.script = [action]
+    agent = agent_factory()
+    turn = _turn(agent)
+    assert turn.error == "timeout after 1 s" and turn.error_kind == "timeout" and turn.text == ""
+    assert server.abandoned_event.wait(10) and server.abandoned == 1 and len(server.requests) == 1
+    full = len(_completion_json(ANSWER)) + (60 if action[0] == "drip_headers" else 0)
+    assert server.sent[0] < 40 < full  # a few bytes, not the reply
+    assert agent.reply_guard.expired
+
+
+def test_a_dripped_reply_is_retried_like_a_silent_server(server, agent_factory):
+    server.script = [("drip", 0.25, ANSWER), ("drip", 0.25, ANSWER)]
+    turn = _turn(agent_factory(max_retries=1))  # timeouts are not retried by default
+    assert turn.error_kind == "timeout" and len(server.requests) == 1
+    server.script = [("drip", 0.25, ANSWER), ("ok", ANSWER)]
+    turn = _turn(agent_factory(max_retries=1, retry_on_timeout=True, cache_dir=None))
+    assert turn.error is None and turn.parse.ok and turn.info["attempts"] == 2 and len(server.requests) == 3
+
+
+def test_the_deadline_holds_on_a_kept_alive_connection(key_env, tmp_path):
+    """The connection of an earlier answer is reused for the dripped one: still abandoned; the next request gets
+    a fresh connection and its answer."""
+    srv = FakeServer(keep_alive=True)
+    try:
+        agent = make_agent("openai", model="test-vlm", base_url=srv.url, api_key_env="SPATIALACT_TEST_KEY",
+                           timeout=1.0, max_retries=0)
+        srv.script = [("ok", ANSWER), ("drip", 0.25, ANSWER), ("ok", ANSWER)]
+        turns = [_turn(agent) for _ in range(3)]
+        assert [t.error_kind for t in turns] == [None, "timeout", None]
+        assert srv.abandoned_event.wait(10) and srv.abandoned == 1 and srv.sent[1] < 40
+        assert turns[2].parse.ok and len(srv.requests) == 3
+    finally:
+        srv.close()
+
+
+@pytest.mark.parametrize("name", ["react", "plan-execute"])
+def test_tool_agents_and_the_question_answerer_keep_the_deadline(server, agent_factory, name):
+    server.script = [("drip", 0.25, ANSWER)]
+    turn = _turn(agent_factory(name))
+    assert turn.error_kind == "timeout" and len(server.requests) == 1
+    server.script = [("drip", 0.25, "(A)")]
+    c = agent_factory("openai").ask([{"role": "user", "content": "Which? (A) or (B)"}])
+    assert c.error_kind == "timeout" and c.text == "" and len(server.requests) == 2
+    assert server.abandoned_event.wait(10)
+
+
+def _image_tasks(folder: Path, n: int):
+    folder.mkdir(parents=True, exist_ok=True)
+    tasks = []
+    for i in range(n):
+        s, g = folder / f"start{i}.png", folder / f"goal{i}.png"
+        Image.fromarray(checker_image(seed=i)).save(s)
+        Image.fromarray(checker_image(seed=100 + i)).save(g)
+        tasks.append(make_task(f"t{i}", start_image=str(s), goal_image=str(g), answer_format="flat"))
+    return save_tasks(tasks, folder / "tasks.jsonl")
+
+
+def _eval_argv(tf, out, url, *extra):
+    argv = ["eval", "--no-progress", "--tasks", str(tf), "--env", "none", "--out", str(out), "--agent", "openai",
+            "--agent-arg", "model=test-vlm", "--agent-arg", f"base_url={url}", "--agent-arg",
+            "api_key_env=SPATIALACT_TEST_KEY", "--agent-arg", "backoff=0", "--agent-arg", "price_in=1",
+            "--agent-arg", "price_out=2"]
+    for e in extra:
+        argv += ["--agent-arg", e]
+    return argv
+
+
+def test_eval_records_a_dripped_reply_as_a_timeout_and_a_rerun_asks_again(server, key_env, tmp_path, capsys):
+    tf = _image_tasks(tmp_path / "tasks", 1)
+    out = tmp_path / "run"
+    argv = _eval_argv(tf, out, server.url, "timeout=1", "max_retries=1")
+    server.script = [("drip", 0.25, ANSWER)]
+    assert main(argv) == 1
+    (rec,) = read_records(out)
+    assert rec["reason"] == "api_error" and rec["error_kind"] == "timeout" and rec["score"] is None
+    assert "t0: api_error (timeout)" in capsys.readouterr().err and len(server.requests) == 1
+    assert main(argv) == 0  # the server answers now
+    (rec,) = read_records(out)
+    assert rec["reason"] is None and rec["score"] is not None and len(server.requests) == 2
