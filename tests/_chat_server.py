@@ -7,7 +7,8 @@ Script entries, consumed one per request (when empty, a valid one-step answer):
 ``("drop",)`` (the connection is closed without a reply);
 ``("tool_calls", calls, text=None)`` (an assistant message with function calls; each call is ``(name, arguments)``
 — arguments a JSON text, or any value sent as given — or a dict sent verbatim as the tool-call object, e.g. one
-without an id); ``("drip", seconds, text)`` (the headers of a valid answer at once, then its body one byte every ``seconds``);
+without an id); ``("usage", block, text)`` (a valid answer whose ``usage`` is ``block``, sent as given: text,
+NaN, negative or huge counts); ``("drip", seconds, text)`` (the headers of a valid answer at once, then its body one byte every ``seconds``);
 ``("drip_headers", seconds)`` (the status line and headers themselves one byte every ``seconds``).
 When the script is empty and ``responder`` is set, ``responder(body)`` gives the action.
 
@@ -126,6 +127,10 @@ class FakeServer:
                     head = (f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
                             f"content-length: {len(payload)}\r\n\r\n").encode()
                     self._drip(head + payload, action[1], slot)
+                    return
+                if action[0] == "usage":
+                    self._send(200, self._completion(body, {"role": "assistant", "content": action[2]},
+                                                     usage=action[1]), slot=slot)
                     return
                 if action[0] == "status":
                     payload = json.dumps({"error": {"message": f"status {action[1]}", "type": "x"}}).encode()

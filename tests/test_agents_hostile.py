@@ -1,5 +1,5 @@
 """A hostile chat-completions server against the API agents (``openai``, ``react``, ``plan-execute`` and the question
-answerer, which share one client): a reply dripped one byte at a time.
+answerer, which share one client): a reply dripped one byte at a time, token counts that are not believable.
 
 Asserted by counting — requests the server saw, bytes it wrote before the client hung up — with short timeouts
 (1 s), not by racing a clock.
@@ -17,6 +17,8 @@ from PIL import Image
 from _chat_server import SECRET, FakeServer
 from _fabricate import checker_image, make_task
 from spatialact.agents import make_agent
+from spatialact.agents import openai_agent
+from spatialact.agents.wire import MAX_USAGE_TOKENS, sane_usage
 from spatialact.cli.main import main
 from spatialact.evaluation.results import read_records
 from spatialact.tasks import save_tasks
@@ -144,3 +146,73 @@ def test_eval_records_a_dripped_reply_as_a_timeout_and_a_rerun_asks_again(server
     assert main(argv) == 0  # the server answers now
     (rec,) = read_records(out)
     assert rec["reason"] is None and rec["score"] is not None and len(server.requests) == 2
+
+
+# ----- (4) token counts that are not believable ----------------------------------------------------------------------
+BAD_USAGE = [{"prompt_tokens": "abc", "completion_tokens": 3}, {"prompt_tokens": float("nan"), "completion_tokens": 3},
+             {"prompt_tokens": -3000, "completion_tokens": 3}, {"prompt_tokens": 5, "completion_tokens": 1.5},
+             {"prompt_tokens": 10 ** 30, "completion_tokens": 3}, {"prompt_tokens": 5, "completion_tokens": True},
+             {"prompt_tokens": [5], "completion_tokens": 3}, {"prompt_tokens": MAX_USAGE_TOKENS + 1,
+                                                              "completion_tokens": 0},
+             {"prompt_tokens": float("inf"), "completion_tokens": 3}]
+
+
+@pytest.mark.parametrize("usage", BAD_USAGE, ids=lambda u: repr(u)[:40])
+def test_unbelievable_token_counts_are_unknown_and_never_block_the_answer(server, agent_factory, usage, capsys):
+    openai_agent.SAID_ONCE.clear()
+    server.script = [("usage", usage, ANSWER), ("usage", usage, ANSWER)]
+    agent = agent_factory(cache_dir=None)
+    first, second = _turn(agent), _turn(agent)
+    for turn in (first, second):
+        assert turn.error is None and turn.parse.ok and turn.text == ANSWER
+        assert turn.usage == {"prompt_tokens": None, "completion_tokens": None} and turn.cost_usd is None
+    err = capsys.readouterr().err
+    assert err.count("token counts are not believable") == 1 and "recorded as unknown" in err
+
+
+@pytest.mark.parametrize("usage,counts", [
+    ({"prompt_tokens": 12.0, "completion_tokens": 3}, (12, 3)),
+    ({"prompt_tokens": MAX_USAGE_TOKENS, "completion_tokens": 0}, (MAX_USAGE_TOKENS, 0)),
+    ({"prompt_tokens": None, "completion_tokens": 4}, (0, 4)),
+    ({}, (0, 0)),
+])
+def test_believable_counts_are_read_as_before(server, agent_factory, usage, counts):
+    server.script = [("usage", usage, ANSWER)]
+    turn = _turn(agent_factory(cache_dir=None))
+    assert (turn.usage["prompt_tokens"], turn.usage["completion_tokens"]) == counts
+    assert turn.cost_usd == pytest.approx(counts[0] * 1e-6 + counts[1] * 2e-6)
+    assert sane_usage(None) == ({"prompt_tokens": 0, "completion_tokens": 0}, None)
+
+
+def test_unknown_counts_are_cached_as_an_answer_and_summed_as_unknown_by_tool_agents(server, agent_factory):
+    server.script = [("usage", BAD_USAGE[0], ANSWER)]
+    first = _turn(agent_factory())
+    again = _turn(agent_factory())  # from the cache: no request, no cost, counts still unknown
+    assert len(server.requests) == 1 and again.text == first.text and again.cost_usd == 0.0
+    assert again.usage["prompt_tokens"] is None and again.usage["cached"] is True
+    # react: one request of the conversation with bad counts makes the turn's sums unknown
+    server.script = [("tool_calls", [("depth_at", '{"points": [[1, 1]]}')]), ("usage", BAD_USAGE[2], ANSWER)]
+    turn = _turn(agent_factory("react", cache_dir=None))
+    assert turn.error is None and turn.parse.ok and turn.usage["requests"] == 2
+    assert turn.usage["prompt_tokens"] is None and turn.usage["completion_tokens"] is None and turn.cost_usd is None
+
+
+def test_eval_with_unbelievable_counts_scores_the_answer_and_a_rerun_keeps_it(server, key_env, tmp_path, capsys):
+    """Not an error record, no negative or absurd cost; a rerun treats it as an answer (nothing asked again)."""
+    openai_agent.SAID_ONCE.clear()
+    tf = _image_tasks(tmp_path / "tasks", 3)
+    out = tmp_path / "run"
+    argv = _eval_argv(tf, out, server.url)
+    server.script = [("usage", BAD_USAGE[0], ANSWER), ("usage", BAD_USAGE[2], ANSWER),
+                     ("usage", BAD_USAGE[4], ANSWER)]
+    assert main(argv + ["--json"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("token counts are not believable") == 1
+    recs = read_records(out)
+    assert len(recs) == 3 and all(r["reason"] is None and r["score"] is not None and r["error"] is None for r in recs)
+    for r in recs:
+        cost = r["usage"]["cost_usd"]
+        assert cost is None or cost == 0.0
+        assert all(r["usage"][k] in (None, 0) for k in ("prompt_tokens", "completion_tokens"))
+    assert main(argv + ["--json"]) == 0 and json.loads(capsys.readouterr().out)["new"] == 0
+    assert len(server.requests) == 3

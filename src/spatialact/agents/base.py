@@ -48,6 +48,9 @@ class AgentTurn:
     when the agent knows its prices (0 for a cache hit), ``info`` agent-specific extras (e.g. the geometric
     baseline's match count and scale). A turn with an ``error`` is a failure, not an answer: the runner records
     it with reason ``api_error`` and no score.
+
+    An API agent's token counts are None (and ``cost_usd`` None) when the endpoint's counts were not believable
+    (not whole numbers from 0 to 10⁸): unknown, not zero.
     """
 
     text: str
@@ -55,7 +58,7 @@ class AgentTurn:
     latency_s: float = 0.0
     usage: dict = field(default_factory=dict)
     error: str | None = None
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0
     info: dict = field(default_factory=dict)
     error_kind: str | None = None
 

@@ -20,13 +20,14 @@ import json
 import math
 import numbers
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .base import AgentConfigError, AgentTurn, observation_step
 from .prompts import PROMPT_VERSION, PromptedAgent, prompt_version
-from .wire import ReplyGuard
+from .wire import ReplyGuard, sane_usage
 
 __all__ = ["OpenAIAgent", "ResponseCache", "request_key", "Completion"]
 
@@ -45,13 +46,14 @@ class Completion:
 
     ``text`` the message content ("" when none), ``tool_calls`` the function calls of the message as plain dicts
     ``{"id", "name", "arguments"}`` (``arguments`` the raw JSON text the model wrote), ``usage`` the tokens
-    (``cached: True`` on a cache hit), ``cost_usd`` (0 for a hit), ``error`` / ``error_kind`` as in
+    (``cached: True`` on a cache hit; both counts None when the reply's were not believable), ``cost_usd`` (0 for a
+    hit, None when the tokens are unknown), ``error`` / ``error_kind`` as in
     :class:`~spatialact.agents.base.AgentTurn`, ``key`` the request's cache key, ``attempts`` HTTP attempts made."""
 
     text: str = ""
     tool_calls: list = field(default_factory=list)
     usage: dict = field(default_factory=dict)
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0
     error: str | None = None
     error_kind: str | None = None
     cached: bool = False
@@ -173,6 +175,18 @@ def _closing_client_class(base: type) -> type:
             pass
 
     return type("ClosingHttpClient", (base,), {"__del__": __del__})
+
+
+#: What this process has said once on stderr (``"cut"``, ``"usage"``); clear it to hear it again.
+SAID_ONCE: set = set()
+
+
+def _note_once(what: str, line: str) -> None:
+    """Print ``line`` on stderr the first time this process meets ``what`` (a cut reply, unbelievable token
+    counts): once per run, not once per episode (the runner builds an agent per episode)."""
+    if what not in SAID_ONCE:
+        SAID_ONCE.add(what)
+        print(line, file=sys.stderr)
 
 
 #: The most tokens ``max_tokens`` may ask for (no chat model answers more; a larger number is a typo).
@@ -383,7 +397,9 @@ class OpenAIAgent(PromptedAgent):
         a reply dripped byte by byte is abandoned then, as a silent server is). Retried (up to ``max_retries`` more
         attempts, with backoff): 429, 5xx, connection failures, malformed replies (a body that is not a chat
         completion) and, with ``retry_on_timeout``, timeouts. Other 4xx answers are returned at once. The error kind
-        is one of ``ERROR_KINDS``."""
+        is one of ``ERROR_KINDS``. ``usage`` is :func:`~spatialact.agents.wire.sane_usage`'s counts, or
+        ``{"prompt_tokens": None, "completion_tokens": None}`` when the reply's are not believable (said once on
+        stderr)."""
         oa = self._openai
         attempts = 0
         err, kind = "retries exhausted", "http"
@@ -427,18 +443,23 @@ class OpenAIAgent(PromptedAgent):
                     time.sleep(min(self.max_backoff, self.backoff * (2 ** attempt)))
                     continue
                 return None, {}, err, kind, attempts
-            u = getattr(resp, "usage", None)
-            usage = {"prompt_tokens": int(getattr(u, "prompt_tokens", 0) or 0),
-                     "completion_tokens": int(getattr(u, "completion_tokens", 0) or 0)}
-            return {"content": text, "tool_calls": calls}, usage, None, None, attempts
+            counts, problem = sane_usage(getattr(resp, "usage", None))
+            if counts is None:
+                _note_once("usage", f"spatialact: {self.name}: the endpoint's token counts are not believable "
+                                    f"({problem}): tokens and cost are recorded as unknown (null); said once")
+                counts = {"prompt_tokens": None, "completion_tokens": None}
+            return {"content": text, "tool_calls": calls}, counts, None, None, attempts
         return None, {}, err, kind, attempts  # pragma: no cover - the loop always returns
 
-    def _cost(self, usage: dict) -> float:
+    def _cost(self, usage: dict) -> float | None:
+        """USD for ``usage`` at the agent's prices; None when a count is unknown (and a price would apply)."""
         c = 0.0
-        if self.price_in:
-            c += usage.get("prompt_tokens", 0) * float(self.price_in) / 1e6
-        if self.price_out:
-            c += usage.get("completion_tokens", 0) * float(self.price_out) / 1e6
+        for count, price in (("prompt_tokens", self.price_in), ("completion_tokens", self.price_out)):
+            if price:
+                n = usage.get(count, 0)
+                if n is None:
+                    return None
+                c += n * float(price) / 1e6
         return c
 
     def complete(self, request: dict) -> Completion:

@@ -129,10 +129,10 @@ class ToolAgent(OpenAIAgent):
         if conv.error is not None:
             return AgentTurn(text="", parse=parse_response("", sizes=task.sizes, cap=task.gt.cap),
                              latency_s=time.perf_counter() - t0, usage=conv.usage(), error=conv.error,
-                             cost_usd=conv.cost, info=info, error_kind=conv.error_kind)
+                             cost_usd=conv.total_cost(), info=info, error_kind=conv.error_kind)
         parse = self.parse_turn(text or "", observation)
         return AgentTurn(text=text or "", parse=parse, latency_s=time.perf_counter() - t0, usage=conv.usage(),
-                         cost_usd=conv.cost, info=info)
+                         cost_usd=conv.total_cost(), info=info)
 
 
 class ReActAgent(ToolAgent):
@@ -163,6 +163,7 @@ class _Conversation:
         self.keys: list[str] = []
         self.prompt_tokens = self.completion_tokens = self.n_cached = 0
         self.cost = 0.0
+        self.tokens_unknown = self.cost_unknown = False  # a request whose token counts were not believable
         self.error = self.error_kind = None
         self.assistant_texts: list[str] = []
         self.plan_source: str | None = None
@@ -184,22 +185,35 @@ class _Conversation:
         c = self.agent.complete(req)
         self.keys.append(c.key)
         u = c.usage or {}
-        self.prompt_tokens += int(u.get("prompt_tokens", 0) or 0)
-        self.completion_tokens += int(u.get("completion_tokens", 0) or 0)
+        if "prompt_tokens" in u and (u["prompt_tokens"] is None or u.get("completion_tokens") is None):
+            self.tokens_unknown = True
+        else:
+            self.prompt_tokens += int(u.get("prompt_tokens", 0) or 0)
+            self.completion_tokens += int(u.get("completion_tokens", 0) or 0)
         self.n_cached += int(bool(c.cached))
-        self.cost += float(c.cost_usd or 0.0)
+        if c.cost_usd is None:
+            self.cost_unknown = True
+        else:
+            self.cost += float(c.cost_usd)
         if c.error is not None:
             self.error, self.error_kind = c.error, c.error_kind
             return None
         return c
 
     def usage(self) -> dict:
+        """Tokens summed over the conversation's requests; None when any request's counts were unknown."""
         n = len(self.keys)
-        u = {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens, "requests": n,
+        unknown = self.tokens_unknown
+        u = {"prompt_tokens": None if unknown else self.prompt_tokens,
+             "completion_tokens": None if unknown else self.completion_tokens, "requests": n,
              "cached_requests": self.n_cached}
         if n and self.n_cached == n:
             u["cached"] = True
         return u
+
+    def total_cost(self) -> float | None:
+        """USD of the conversation's requests; None when any request's cost was unknown."""
+        return None if self.cost_unknown else self.cost
 
     def info(self) -> dict:
         out = {"paradigm": self.agent.paradigm, "tools": self.agent.tool_set, "privileged": self.agent.privileged,
