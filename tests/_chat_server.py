@@ -9,7 +9,8 @@ Script entries, consumed one per request (when empty, a valid one-step answer):
 — arguments a JSON text, or any value sent as given — or a dict sent verbatim as the tool-call object, e.g. one
 without an id); ``("usage", block, text)`` (a valid answer whose ``usage`` is ``block``, sent as given: text,
 NaN, negative or huge counts); ``("drip", seconds, text)`` (the headers of a valid answer at once, then its body one byte every ``seconds``);
-``("drip_headers", seconds)`` (the status line and headers themselves one byte every ``seconds``).
+``("drip_headers", seconds)`` (the status line and headers themselves one byte every ``seconds``);
+``("encoded", body_bytes, encoding)`` (status 200, that body with ``content-encoding: encoding``, e.g. a gzip bomb).
 When the script is empty and ``responder`` is set, ``responder(body)`` gives the action.
 
 Counting, for the hostile tests: ``sent`` holds, per request in order, the body bytes the server managed to write
@@ -127,6 +128,9 @@ class FakeServer:
                     head = (f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
                             f"content-length: {len(payload)}\r\n\r\n").encode()
                     self._drip(head + payload, action[1], slot)
+                    return
+                if action[0] == "encoded":
+                    self._send(200, action[1], [("content-encoding", action[2])], slot=slot)
                     return
                 if action[0] == "usage":
                     self._send(200, self._completion(body, {"role": "assistant", "content": action[2]},

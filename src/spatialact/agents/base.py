@@ -50,7 +50,9 @@ class AgentTurn:
     it with reason ``api_error`` and no score.
 
     An API agent's token counts are None (and ``cost_usd`` None) when the endpoint's counts were not believable
-    (not whole numbers from 0 to 10⁸): unknown, not zero.
+    (not whole numbers from 0 to 10⁸, or cut off): unknown, not zero. ``response_truncated`` is True when the reply
+    was longer than the agent's caps (``spatialact.agents.wire``: 1 MiB of text, 8 MiB read) and ``text`` holds its
+    beginning: an answer all the same, parsed and scored as received.
     """
 
     text: str
@@ -61,11 +63,12 @@ class AgentTurn:
     cost_usd: float | None = 0.0
     info: dict = field(default_factory=dict)
     error_kind: str | None = None
+    response_truncated: bool = False
 
     def to_dict(self) -> dict:
         return {"text": self.text, "parse": self.parse.to_dict(), "latency_s": self.latency_s,
                 "usage": dict(self.usage), "error": self.error, "error_kind": self.error_kind,
-                "cost_usd": self.cost_usd, "info": dict(self.info)}
+                "cost_usd": self.cost_usd, "info": dict(self.info), "response_truncated": self.response_truncated}
 
 
 @runtime_checkable

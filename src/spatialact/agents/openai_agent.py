@@ -27,7 +27,7 @@ from pathlib import Path
 
 from .base import AgentConfigError, AgentTurn, observation_step
 from .prompts import PROMPT_VERSION, PromptedAgent, prompt_version
-from .wire import ReplyGuard, sane_usage
+from .wire import MAX_REPLY_BYTES, MAX_TEXT_BYTES, ReplyGuard, cap_text, salvage_content, sane_usage
 
 __all__ = ["OpenAIAgent", "ResponseCache", "request_key", "Completion"]
 
@@ -44,11 +44,13 @@ def request_key(request: dict, version: str = PROMPT_VERSION) -> str:
 class Completion:
     """One chat-completions request, answered (from the endpoint or the cache) or failed.
 
-    ``text`` the message content ("" when none), ``tool_calls`` the function calls of the message as plain dicts
-    ``{"id", "name", "arguments"}`` (``arguments`` the raw JSON text the model wrote), ``usage`` the tokens
-    (``cached: True`` on a cache hit; both counts None when the reply's were not believable), ``cost_usd`` (0 for a
-    hit, None when the tokens are unknown), ``error`` / ``error_kind`` as in
-    :class:`~spatialact.agents.base.AgentTurn`, ``key`` the request's cache key, ``attempts`` HTTP attempts made."""
+    ``text`` the message content ("" when none; at most :data:`~spatialact.agents.wire.MAX_TEXT_BYTES`),
+    ``tool_calls`` the function calls of the message as plain dicts ``{"id", "name", "arguments"}`` (``arguments``
+    the raw JSON text the model wrote), ``usage`` the tokens (``cached: True`` on a cache hit; both counts None
+    when the reply's were not believable), ``cost_usd`` (0 for a hit, None when the tokens are unknown),
+    ``error`` / ``error_kind`` as in :class:`~spatialact.agents.base.AgentTurn`, ``key`` the request's cache key,
+    ``attempts`` HTTP attempts made, ``truncated`` whether the reply was longer than the caps and ``text`` holds its
+    beginning."""
 
     text: str = ""
     tool_calls: list = field(default_factory=list)
@@ -59,6 +61,7 @@ class Completion:
     cached: bool = False
     key: str = ""
     attempts: int = 0
+    truncated: bool = False
 
 
 def _tool_calls(message) -> list[dict]:
@@ -157,6 +160,42 @@ def normalise_base_url(url):
     except ValueError:
         return url
     return urlunsplit(parts._replace(path=parts.path.rstrip("/")))
+
+
+class _Malformed(ValueError):
+    """A reply body that is not a chat completion with an answer."""
+
+
+def _read_reply(body: bytes, cut: bool) -> tuple[dict, object]:
+    """(message ``{"content", "tool_calls", "truncated"}``, the reply's usage block) from a chat-completion body;
+    ``cut``: the body is the first :data:`~spatialact.agents.wire.MAX_REPLY_BYTES` of a longer reply, whose message
+    text is salvaged (:func:`~spatialact.agents.wire.salvage_content`; tool calls and usage are lost). The text is
+    kept to :data:`~spatialact.agents.wire.MAX_TEXT_BYTES` (``truncated`` when anything was dropped). Raises
+    :class:`_Malformed` for a body that is not a chat completion and a message whose content is neither text nor
+    null (null reads as "")."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        data = None
+    if data is None and cut:
+        text = salvage_content(body)
+        if text is None:
+            raise _Malformed(f"the reply is longer than {MAX_REPLY_BYTES:,} bytes and its message text does not "
+                             f"start before that")
+        text, _ = cap_text(text)
+        return {"content": text, "tool_calls": [], "truncated": True}, None
+    if data is None:
+        raise _Malformed("the body is not JSON")
+    try:
+        msg = data["choices"][0]["message"]
+        content = msg.get("content")
+        calls = _tool_calls(msg)
+    except (KeyError, IndexError, TypeError, AttributeError):
+        raise _Malformed("no choices[0].message.content") from None
+    if content is not None and not isinstance(content, str):
+        raise _Malformed(f"choices[0].message.content is {type(content).__name__}, not text")
+    text, capped = cap_text(content or "")
+    return {"content": text, "tool_calls": calls, "truncated": bool(cut or capped)}, data.get("usage")
 
 
 def _http_client(openai, **kwargs):
@@ -315,9 +354,10 @@ class OpenAIAgent(PromptedAgent):
         key = self._read_key()
         self._secret = key  # used to scrub error messages; never stored elsewhere
         # Our own retry loop (the test must see a 429 then success, and backoff must be ours to record); our own
-        # total deadline per request (spatialact.agents.wire).
-        self.reply_guard = ReplyGuard()  # whether the last request's deadline expired
-        http = _http_client(openai, timeout=self.timeout, event_hooks=self.reply_guard.hooks())
+        # bounds on what is read (a total deadline, a byte cap with bounded decoding: spatialact.agents.wire).
+        self.reply_guard = ReplyGuard()  # what the last request read: raw_bytes, body_bytes, cut, expired
+        http = _http_client(openai, timeout=self.timeout, event_hooks=self.reply_guard.hooks(),
+                            headers={"Accept-Encoding": "gzip, deflate"})
         self._client = openai.OpenAI(api_key=key, base_url=base_url, timeout=self.timeout, max_retries=0,
                                      http_client=http)
         self.task = None
@@ -390,16 +430,18 @@ class OpenAIAgent(PromptedAgent):
         return wait
 
     def _complete(self, request: dict) -> tuple[dict | None, dict, str | None, str | None, int]:
-        """(message ``{"content", "tool_calls"}``, usage, error, error kind, attempts) — never raises for HTTP
-        or network trouble.
+        """(message ``{"content", "tool_calls", "truncated"}``, usage, error, error kind, attempts) — never raises
+        for HTTP or network trouble.
 
         Each attempt runs under a total deadline of ``timeout`` seconds (:class:`~spatialact.agents.wire.ReplyGuard`:
-        a reply dripped byte by byte is abandoned then, as a silent server is). Retried (up to ``max_retries`` more
-        attempts, with backoff): 429, 5xx, connection failures, malformed replies (a body that is not a chat
-        completion) and, with ``retry_on_timeout``, timeouts. Other 4xx answers are returned at once. The error kind
-        is one of ``ERROR_KINDS``. ``usage`` is :func:`~spatialact.agents.wire.sane_usage`'s counts, or
-        ``{"prompt_tokens": None, "completion_tokens": None}`` when the reply's are not believable (said once on
-        stderr)."""
+        a reply dripped byte by byte is abandoned then, as a silent server is), and reads at most
+        :data:`~spatialact.agents.wire.MAX_REPLY_BYTES` of the reply (decoded while it streams); a reply cut there
+        keeps the text read so far (``truncated``). Retried (up to ``max_retries`` more attempts, with backoff):
+        429, 5xx, connection failures, malformed replies (a body that is not a chat completion) and, with
+        ``retry_on_timeout``, timeouts. Other 4xx answers are returned at
+        once. The error kind is one of ``ERROR_KINDS``. ``usage`` is :func:`~spatialact.agents.wire.sane_usage`'s
+        counts, or ``{"prompt_tokens": None, "completion_tokens": None}`` when the reply's are not believable or
+        were cut off (said once on stderr)."""
         oa = self._openai
         attempts = 0
         err, kind = "retries exhausted", "http"
@@ -410,7 +452,8 @@ class OpenAIAgent(PromptedAgent):
             guard = self.reply_guard
             try:
                 with guard.deadline(self.timeout):
-                    resp = self._client.chat.completions.create(**request)
+                    raw = self._client.chat.completions.with_raw_response.create(**request)
+                    body = raw.http_response.content
             except oa.APIStatusError as e:
                 status = e.status_code
                 err, kind = f"HTTP {status}: {self._scrub(str(e))}", "http"
@@ -424,7 +467,7 @@ class OpenAIAgent(PromptedAgent):
                     retry = self.retry_on_timeout
                 elif isinstance(e, oa.APIConnectionError):
                     err, kind, retry = f"connection error: {self._scrub(str(e))}", "connection", True
-                else:  # a reply body that is not JSON, and the like
+                else:  # a reply body that cannot be read, and the like
                     err, kind = f"malformed reply: {e.__class__.__name__}: {self._scrub(str(e))}", "malformed"
                     retry = True
                 if retry and not last:
@@ -432,23 +475,25 @@ class OpenAIAgent(PromptedAgent):
                     continue
                 return None, {}, err, kind, attempts
             try:
-                msg = resp.choices[0].message
-                text = msg.content or ""
-                if not isinstance(text, str):
-                    raise TypeError("content is not text")
-                calls = _tool_calls(msg)
-            except (AttributeError, IndexError, TypeError):
-                err, kind = "malformed reply: no choices[0].message.content", "malformed"
+                message, usage = _read_reply(body, guard.cut)
+            except _Malformed as e:
+                err, kind = f"malformed reply: {self._scrub(str(e))}", "malformed"
                 if not last:
                     time.sleep(min(self.max_backoff, self.backoff * (2 ** attempt)))
                     continue
                 return None, {}, err, kind, attempts
-            counts, problem = sane_usage(getattr(resp, "usage", None))
-            if counts is None:
+            counts, problem = sane_usage(usage)
+            if guard.cut:
+                counts = None
+                _note_once("cut", f"spatialact: {self.name}: a reply longer than {MAX_REPLY_BYTES:,} bytes was cut "
+                                  f"there: its first {MAX_TEXT_BYTES:,} bytes of text are the answer (marked "
+                                  f"truncated), its token counts are unknown (null); said once")
+            elif counts is None:
                 _note_once("usage", f"spatialact: {self.name}: the endpoint's token counts are not believable "
                                     f"({problem}): tokens and cost are recorded as unknown (null); said once")
+            if counts is None:
                 counts = {"prompt_tokens": None, "completion_tokens": None}
-            return {"content": text, "tool_calls": calls}, counts, None, None, attempts
+            return message, counts, None, None, attempts
         return None, {}, err, kind, attempts  # pragma: no cover - the loop always returns
 
     def _cost(self, usage: dict) -> float | None:
@@ -472,7 +517,8 @@ class OpenAIAgent(PromptedAgent):
             calls = [dict(c, arguments=self._scrub_text(c["arguments"]) if isinstance(c.get("arguments"), str)
                           else c.get("arguments")) for c in (cached.get("tool_calls") or ()) if isinstance(c, dict)]
             return Completion(text=self._scrub_text(cached["text"]), tool_calls=calls,
-                              usage=dict(cached.get("usage") or {}, cached=True), cached=True, key=key)
+                              usage=dict(cached.get("usage") or {}, cached=True), cached=True, key=key,
+                              truncated=bool(cached.get("truncated")))
         message, usage, error, error_kind, attempts = self._complete(request)
         if message is None:
             return Completion(usage=usage, error=error, error_kind=error_kind, key=key, attempts=attempts)
@@ -484,9 +530,11 @@ class OpenAIAgent(PromptedAgent):
                      "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
             if calls:
                 entry["tool_calls"] = calls
+            if message["truncated"]:
+                entry["truncated"] = True
             self.cache.put(key, entry)
         return Completion(text=text, tool_calls=calls, usage=usage, cost_usd=self._cost(usage), key=key,
-                          attempts=attempts)
+                          attempts=attempts, truncated=message["truncated"])
 
     def ask(self, messages: list[dict]) -> Completion:
         """One request that is not an action turn — a generated question (:mod:`spatialact.questions` builds the
@@ -512,4 +560,4 @@ class OpenAIAgent(PromptedAgent):
         parse = self.parse_turn(text or "", observation)
         return AgentTurn(text=text or "", parse=parse, latency_s=time.perf_counter() - t0,
                          usage=usage or {"prompt_tokens": 0, "completion_tokens": 0}, error=error, cost_usd=cost,
-                         info=info, error_kind=error_kind)
+                         info=info, error_kind=error_kind, response_truncated=c.truncated and error is None)

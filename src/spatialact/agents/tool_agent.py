@@ -132,7 +132,7 @@ class ToolAgent(OpenAIAgent):
                              cost_usd=conv.total_cost(), info=info, error_kind=conv.error_kind)
         parse = self.parse_turn(text or "", observation)
         return AgentTurn(text=text or "", parse=parse, latency_s=time.perf_counter() - t0, usage=conv.usage(),
-                         cost_usd=conv.total_cost(), info=info)
+                         cost_usd=conv.total_cost(), info=info, response_truncated=conv.truncated)
 
 
 class ReActAgent(ToolAgent):
@@ -164,6 +164,7 @@ class _Conversation:
         self.prompt_tokens = self.completion_tokens = self.n_cached = 0
         self.cost = 0.0
         self.tokens_unknown = self.cost_unknown = False  # a request whose token counts were not believable
+        self.truncated = False
         self.error = self.error_kind = None
         self.assistant_texts: list[str] = []
         self.plan_source: str | None = None
@@ -195,6 +196,7 @@ class _Conversation:
             self.cost_unknown = True
         else:
             self.cost += float(c.cost_usd)
+        self.truncated = self.truncated or bool(c.truncated)
         if c.error is not None:
             self.error, self.error_kind = c.error, c.error_kind
             return None
