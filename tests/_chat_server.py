@@ -8,7 +8,8 @@ Script entries, consumed one per request (when empty, a valid one-step answer):
 ``("tool_calls", calls, text=None)`` (an assistant message with function calls; each call is ``(name, arguments)``
 — arguments a JSON text, or any value sent as given — or a dict sent verbatim as the tool-call object, e.g. one
 without an id); ``("usage", block, text)`` (a valid answer whose ``usage`` is ``block``, sent as given: text,
-NaN, negative or huge counts); ``("drip", seconds, text)`` (the headers of a valid answer at once, then its body one byte every ``seconds``);
+NaN, negative or huge counts); ``("null_content",)`` (a message whose content is null, no tool calls);
+``("drip", seconds, text)`` (the headers of a valid answer at once, then its body one byte every ``seconds``);
 ``("drip_headers", seconds)`` (the status line and headers themselves one byte every ``seconds``);
 ``("encoded", body_bytes, encoding)`` (status 200, that body with ``content-encoding: encoding``, e.g. a gzip bomb).
 When the script is empty and ``responder`` is set, ``responder(body)`` gives the action.
@@ -135,6 +136,9 @@ class FakeServer:
                 if action[0] == "usage":
                     self._send(200, self._completion(body, {"role": "assistant", "content": action[2]},
                                                      usage=action[1]), slot=slot)
+                    return
+                if action[0] == "null_content":
+                    self._send(200, self._completion(body, {"role": "assistant", "content": None}), slot=slot)
                     return
                 if action[0] == "status":
                     payload = json.dumps({"error": {"message": f"status {action[1]}", "type": "x"}}).encode()

@@ -4,7 +4,8 @@
 ``make_agent(name, **kwargs)`` builds one by name (``AGENT_NAMES``, or an alias in ``AGENT_ALIASES``); a bad
 configuration raises ``AgentConfigError``. ``canonical_agent_name`` is the one place a name or alias becomes the
 canonical name that runs, records and resume keys carry. ``check_agent_args`` refuses secrets passed as agent
-arguments (an API key belongs in the environment or a key file). The ``openai`` client library and OpenCV are
+arguments (an API key belongs in the environment or a key file); ``recorded_agent_args`` is what of the arguments a
+run may write down (header names of ``params.extra_headers``, never their values). The ``openai`` client library and OpenCV are
 imported only by the agents that use them; so are ``transformers`` and ``torch`` (the ``hf`` agent).
 ``API_AGENTS`` are the agents that talk to a chat-completions endpoint (they get a response cache in the run
 directory by default and stop a run when the endpoint cannot be reached).
@@ -19,7 +20,7 @@ from .prompts import PROMPT_VERSION, PromptImage, build_prompt, png_data_url, pr
 
 __all__ = ["Agent", "AgentTurn", "AgentConfigError", "AGENT_NAMES", "AGENT_ALIASES", "make_agent",
            "canonical_agent_name", "check_agent_args", "build_prompt", "PROMPT_VERSION", "PromptImage",
-           "png_data_url", "prompt_text", "API_AGENTS"]
+           "png_data_url", "prompt_text", "API_AGENTS", "recorded_agent_args"]
 
 AGENT_NAMES = ("random", "stay", "oracle", "noisy-oracle", "constant", "geometric", "openai", "react", "plan-execute",
                "hf")
@@ -62,11 +63,29 @@ def _secret_value(v: str) -> bool:
             or low.startswith(("hf_", "gsk_", "xai-")) and len(s) >= 20 and "/" not in s)  # a path is not a key
 
 
+def recorded_agent_args(kwargs: dict) -> dict:
+    """The agent arguments as a run may record them (its configuration, its provenance): a copy in which
+    ``params.extra_headers`` is the sorted list of its header names — a header's value may be a credential the
+    user does not expect to see written down, so it is never recorded."""
+    out = dict(kwargs)
+    params = out.get("params")
+    if isinstance(params, dict) and isinstance(params.get("extra_headers"), dict):
+        out["params"] = dict(params, extra_headers=sorted(str(k) for k in params["extra_headers"]))
+    return out
+
+
 def check_agent_args(kwargs: dict, where: str = "agent argument") -> None:
     """Refuse an argument that carries a secret: a key-like name (``api_key``, ``token``, ``Authorization``, …,
     also nested inside dicts such as ``params``; ``api_key_env`` and ``api_key_file`` are fine), a value that
-    looks like a key (``sk-…``, ``Bearer …``), or a ``base_url`` with a user or password in it. The message
-    names the argument, never its value. Raises :class:`AgentConfigError`."""
+    looks like a key (``sk-…``, ``Bearer …``), or a ``base_url`` with a user or password in it; and
+    ``params.extra_headers`` that are not header names and text, or carry a credential header
+    (``spatialact.agents.openai_agent.CREDENTIAL_HEADERS``). The message names the argument, never its value.
+    Raises :class:`AgentConfigError`."""
+    params = kwargs.get("params")
+    if isinstance(params, dict) and "extra_headers" in params:
+        from .openai_agent import check_extra_headers
+
+        check_extra_headers(params["extra_headers"], where)
     def walk(obj, path):
         if isinstance(obj, dict):
             for k, v in obj.items():

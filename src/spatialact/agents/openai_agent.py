@@ -29,7 +29,7 @@ from .base import AgentConfigError, AgentTurn, observation_step
 from .prompts import PROMPT_VERSION, PromptedAgent, prompt_version
 from .wire import MAX_REPLY_BYTES, MAX_TEXT_BYTES, ReplyGuard, cap_text, salvage_content, sane_usage
 
-__all__ = ["OpenAIAgent", "ResponseCache", "request_key", "Completion"]
+__all__ = ["OpenAIAgent", "ResponseCache", "request_key", "Completion", "CREDENTIAL_HEADERS", "check_extra_headers"]
 
 
 def request_key(request: dict, version: str = PROMPT_VERSION) -> str:
@@ -171,8 +171,8 @@ def _read_reply(body: bytes, cut: bool) -> tuple[dict, object]:
     ``cut``: the body is the first :data:`~spatialact.agents.wire.MAX_REPLY_BYTES` of a longer reply, whose message
     text is salvaged (:func:`~spatialact.agents.wire.salvage_content`; tool calls and usage are lost). The text is
     kept to :data:`~spatialact.agents.wire.MAX_TEXT_BYTES` (``truncated`` when anything was dropped). Raises
-    :class:`_Malformed` for a body that is not a chat completion and a message whose content is neither text nor
-    null (null reads as "")."""
+    :class:`_Malformed` for a body that is not a chat completion, a message whose content is neither text nor null,
+    and a message with neither content nor tool calls (``content: null``: no answer, so not cached and asked again)."""
     try:
         data = json.loads(body)
     except (ValueError, RecursionError):
@@ -194,6 +194,8 @@ def _read_reply(body: bytes, cut: bool) -> tuple[dict, object]:
         raise _Malformed("no choices[0].message.content") from None
     if content is not None and not isinstance(content, str):
         raise _Malformed(f"choices[0].message.content is {type(content).__name__}, not text")
+    if content is None and not calls:
+        raise _Malformed("choices[0].message has no content (null) and no tool calls")
     text, capped = cap_text(content or "")
     return {"content": text, "tool_calls": calls, "truncated": bool(cut or capped)}, data.get("usage")
 
@@ -226,6 +228,33 @@ def _note_once(what: str, line: str) -> None:
     if what not in SAID_ONCE:
         SAID_ONCE.add(what)
         print(line, file=sys.stderr)
+
+
+#: Headers that carry a credential: refused in ``params.extra_headers`` (the key comes from ``api_key_env`` /
+#: ``api_key_file``; any capitalisation).
+CREDENTIAL_HEADERS = ("authorization", "proxy-authorization", "api-key", "x-api-key")
+_HEADER_NAME_CHARS = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def check_extra_headers(headers, where: str = "openai:") -> None:
+    """``params.extra_headers``: a JSON object of header names (HTTP tokens) and text values without control
+    characters; a credential header (:data:`CREDENTIAL_HEADERS`, any capitalisation) is refused
+    (:class:`AgentConfigError` naming the option, never a value)."""
+    opt = f"{where} 'params.extra_headers'"
+    if not isinstance(headers, dict):
+        raise AgentConfigError(f"{opt} must be a JSON object of header names and text values, got "
+                               f"{type(headers).__name__}")
+    for name, value in headers.items():
+        if not isinstance(name, str) or not name or len(name) > 256 or not set(name) <= _HEADER_NAME_CHARS:
+            raise AgentConfigError(f"{opt}: {str(name)[:40]!r} is not a header name (letters, digits and "
+                                   f"!#$%&'*+-.^_`|~, at most 256)")
+        if name.lower() in CREDENTIAL_HEADERS:
+            raise AgentConfigError(f"{opt} may not carry the credential header {name!r}: the API key comes from "
+                                   f"the environment (api_key_env=NAME) or a key file (api_key_file=PATH); headers "
+                                   f"are recorded by name only")
+        if not isinstance(value, str) or len(value) > 8192 or any(ord(c) < 32 or ord(c) == 127 for c in value):
+            raise AgentConfigError(f"{opt}: the value of {name!r} must be text without control characters, at "
+                                   f"most 8,192 characters")
 
 
 #: The most tokens ``max_tokens`` may ask for (no chat model answers more; a larger number is a typo).
@@ -329,6 +358,8 @@ class OpenAIAgent(PromptedAgent):
 
         self.cues = parse_cues(cues)
         self.prompt_version = prompt_version(self.cues)
+        if "extra_headers" in params:
+            check_extra_headers(params["extra_headers"])
         for bad in ("model", "messages", "api_key", "stream", "tools", "tool_choice"):
             if bad in params:
                 raise AgentConfigError(f"openai: params may not set {bad!r}")
@@ -392,12 +423,19 @@ class OpenAIAgent(PromptedAgent):
                 "params": {"base_url": self.base_url, "temperature": self.params.get("temperature", 0),
                            "max_tokens": self.params.get("max_tokens", self.max_tokens),
                            "timeout": self.timeout, "max_retries": self.max_retries, "backoff": self.backoff,
-                           "extra": dict(self.params), "prompt_version": self.prompt_version,
+                           "extra": self._recorded_params(), "prompt_version": self.prompt_version,
                            "cues": list(self.cues),
                            "api_key_env": None if self.api_key_file else self.api_key_env,
                            "api_key_file": self.api_key_file is not None, "cache": self.cache_dir is not None,
                            "price_in": self.price_in, "price_out": self.price_out}}
 
+
+    def _recorded_params(self) -> dict:
+        """``params`` as provenance records them: ``extra_headers`` by name only (a value may be a credential)."""
+        extra = dict(self.params)
+        if isinstance(extra.get("extra_headers"), dict):
+            extra["extra_headers"] = sorted(extra["extra_headers"])
+        return extra
 
     # ----- one request ------------------------------------------------------------------------------------
     def build_request(self, observation: dict) -> dict:
@@ -437,8 +475,8 @@ class OpenAIAgent(PromptedAgent):
         a reply dripped byte by byte is abandoned then, as a silent server is), and reads at most
         :data:`~spatialact.agents.wire.MAX_REPLY_BYTES` of the reply (decoded while it streams); a reply cut there
         keeps the text read so far (``truncated``). Retried (up to ``max_retries`` more attempts, with backoff):
-        429, 5xx, connection failures, malformed replies (a body that is not a chat completion) and, with
-        ``retry_on_timeout``, timeouts. Other 4xx answers are returned at
+        429, 5xx, connection failures, malformed replies (a body that is not a chat completion, or a message with
+        neither content nor tool calls) and, with ``retry_on_timeout``, timeouts. Other 4xx answers are returned at
         once. The error kind is one of ``ERROR_KINDS``. ``usage`` is :func:`~spatialact.agents.wire.sane_usage`'s
         counts, or ``{"prompt_tokens": None, "completion_tokens": None}`` when the reply's are not believable or
         were cut off (said once on stderr)."""
