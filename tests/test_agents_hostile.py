@@ -344,6 +344,23 @@ def test_eval_stores_at_most_a_mib_of_text_per_reply(server, key_env, tmp_path):
     assert sum(p.stat().st_size for p in (out / "cache").rglob("*.json")) < 2 * MAX_TEXT_BYTES + 8192
 
 
+def test_the_record_schema_admits_unknown_counts_and_a_truncated_response(server, key_env, tmp_path):
+    """A record as eval writes it, with what the agents report and the writers are to carry: valid; a negative
+    count or a response_truncated that is not a boolean is not."""
+    from spatialact.records import validate_result
+
+    tf = _image_tasks(tmp_path / "tasks", 1)
+    out = tmp_path / "run"
+    assert main(_eval_argv(tf, out, server.url)) == 0
+    (rec,) = read_records(out)
+    assert validate_result(rec) == []
+    unknown = dict(rec, response_truncated=True,
+                   usage=dict(rec["usage"], prompt_tokens=None, completion_tokens=None, cost_usd=None))
+    assert validate_result(unknown) == []
+    assert validate_result(dict(rec, response_truncated="yes")) != []
+    assert validate_result(dict(rec, usage=dict(rec["usage"], prompt_tokens=-3000))) != []
+
+
 @pytest.mark.xfail(strict=True, reason="the record is assembled in evaluation/episode.py (_record), which must copy "
                                        "AgentTurn.response_truncated (any turn) into the record; not changed here")
 def test_the_record_says_its_answer_was_truncated(server, key_env, tmp_path):

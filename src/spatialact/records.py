@@ -16,7 +16,10 @@ Three record types (:data:`RECORD_TYPES`), told apart by :func:`record_type`:
 
 The shipped JSON Schema ``schemas/results.schema.json`` (version :data:`RESULTS_SCHEMA_VERSION`) has one variant per
 type; :func:`validate_result` checks a record against the variant of its type. Records carry no schema version
-field (the files are unchanged); the schema describes what this version writes.
+field (the files are unchanged); the schema describes what this version writes. It also admits what the API agents
+report and the writers are to carry (``spatialact.agents.wire``): an optional ``response_truncated`` (episode and
+question records: a reply longer than the caps, whose beginning is the response) and ``null`` tokens and cost in
+``usage`` (token counts that were not believable: unknown, not zero).
 
 Keys: :func:`episode_key` (``task|agent|env|mode|seed[|variant]``, the resume key), :func:`record_key` (a record's
 key), :func:`question_key`. Poses in records are 4×4 C2W matrices in metres (world +Z up, camera OpenCV axes), as
