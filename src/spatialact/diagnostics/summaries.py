@@ -25,7 +25,7 @@ import numpy as np
 
 from ..action_space import ActionSequence, mirror
 from ..records import is_failure as _failed
-from ..scorers.aggregate import bootstrap_means, summarise
+from ..scorers.aggregate import bootstrap_means, percentile_interval, summarise
 from ..vocab import KINDS, LEVELS
 from .metrics import (chance_normalised, label_counts, label_cv, lr_bias, normalised_label_cv, rpdr,
                       sign_confusion, viewpoint_delta)
@@ -132,9 +132,7 @@ def _delta_interval(c: np.ndarray, u: np.ndarray, n_boot: int, seed: int, level:
     d = d[np.isfinite(d)]
     if d.size == 0:
         return math.nan, math.nan
-    alpha = (1.0 - level) / 2.0
-    lo, hi = np.quantile(d, [alpha, 1.0 - alpha])
-    return float(lo), float(hi)
+    return percentile_interval(d, level)
 
 
 def viewpoint_summary(records: Iterable[dict], n_boot: int = 1000, seed: int = 0) -> dict | None:

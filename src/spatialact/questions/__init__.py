@@ -10,7 +10,7 @@ SpaCE-10's spatial planning, scored by SPEC §4.6 and CircularEval.
 * asking: :func:`question_prompt` (rotation ``r`` of the options), :func:`make_answerer` (``openai`` through the
   agent's endpoint, cache and records; ``oracle``, ``constant``, ``random``), :func:`run_questions` (a run
   directory of answer records, ``spatialact questions score``);
-* scoring: :func:`score_response`, :func:`summarise` (accuracy, CircularEval with
+* scoring: :func:`score_response`, :func:`summarise_answers` (or :func:`summarise`: accuracy, CircularEval with
   :func:`spatialact.diagnostics.circular_eval`, MRA, δ=2), :func:`score_answers_file`.
 
 Loading, prompting and scoring need only the light core; decisions are written down in docs/questions.md.
@@ -23,13 +23,13 @@ from .prompt import (QUESTION_PROMPT_VERSION, QUESTION_SYSTEM_PROMPT, n_rotation
 from .record import (QUESTION_FORMATS, QUESTION_TYPES, SCHEMA_VERSION, TYPE_FORMATS, QuestionFile, QuestionFileError,
                      load_question_file, load_questions, option_letters, question_schema, save_questions,
                      validate_question)
-from .scoring import score_answers_file, score_response, summarise
+from .scoring import score_answers_file, score_response, summarise, summarise_answers
 
 __all__ = ["QUESTION_TYPES", "QUESTION_FORMATS", "TYPE_FORMATS", "SCHEMA_VERSION", "QuestionFile", "QuestionFileError",
            "load_question_file", "load_questions", "save_questions", "validate_question", "question_schema",
            "option_letters", "QUESTION_PROMPT_VERSION", "QUESTION_SYSTEM_PROMPT", "question_prompt", "rotate_options",
-           "rotated_answer", "n_rotations", "score_response", "summarise", "score_answers_file", "build_questions",
-           "make_answerer", "run_questions", "QUESTION_AGENTS"]
+           "rotated_answer", "n_rotations", "score_response", "summarise_answers", "summarise",
+           "score_answers_file", "build_questions", "make_answerer", "run_questions", "QUESTION_AGENTS"]
 
 
 def __getattr__(name: str):  # generation needs the simulator; the run loop the results store: imported when used

@@ -217,9 +217,9 @@ def run_questions(questions, agent, out, *, seed: int = 0, circular: bool = True
     (reason ``api_error``), which are asked again. ``config``: what identifies the run (a different one refuses
     the directory). Three connection failures in a row before any answer came through stop the run
     (:class:`spatialact.evaluation.runner.EndpointUnreachable`).
-    Returns the counts and :func:`~spatialact.questions.summarise` of every record of the run."""
+    Returns the counts and :func:`~spatialact.questions.summarise_answers` of every record of the run."""
     from ..evaluation.results import RunStore, provenance, read_records
-    from .scoring import summarise
+    from .scoring import summarise_answers
 
     questions = list(questions)[:limit] if limit is not None else list(questions)
     check_question_inputs(questions)
@@ -287,7 +287,7 @@ def run_questions(questions, agent, out, *, seed: int = 0, circular: bool = True
                 failures["api_error"] = failures.get("api_error", 0) + 1
     records = read_records(out)
     return QuestionRunSummary(run_dir=Path(out), n_new=n_new, n_skipped=n_skipped, failures=failures,
-                              summary=summarise(records))
+                              summary=summarise_answers(records))
 
 
 def _record(q: dict, rotation: int, agent: str, model, seed: int, reply: Reply, latency: float) -> dict:

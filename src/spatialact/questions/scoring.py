@@ -4,10 +4,11 @@
   letter after robust extraction (:func:`spatialact.scorers.score_multiple_choice`; no random fallback, an
   unparseable answer is wrong with reason ``parse_error``). Numeric: relative error, the δ=2 rule and mean relative
   accuracy (:func:`spatialact.scorers.score_numeric`); ``score`` is the MRA, ``correct`` the δ=2 verdict.
-* :func:`summarise`: scored answers (records) → per group (all, each type, each type/format): option questions'
-  accuracy over every answered rotation, accuracy at rotation 0, CircularEval (right under every rotation, over the
-  questions answered under all of them) and its chance rate; numeric questions' mean MRA, δ=2 accuracy and median
-  relative error; parse errors and failures. Failures (no answer: an API error) are counted, never scored.
+* :func:`summarise_answers` (also named :func:`summarise`): scored answers (records) → per group (all, each type,
+  each type/format): option questions' accuracy over every answered rotation, accuracy at rotation 0, CircularEval
+  (right under every rotation, over the questions answered under all of them) and its chance rate; numeric
+  questions' mean MRA, δ=2 accuracy and median relative error; parse errors and failures. Failures (no answer: an
+  API error) are counted, never scored.
 * :func:`score_answers_file`: a JSONL of answers ``{"question_id", "rotation", "response"}`` → scores.
 """
 
@@ -24,7 +25,8 @@ from ..jsonline import open_input
 from ..records import FAILURE_REASONS, is_failure as _failed, is_question
 from .prompt import n_rotations, rotate_options, rotated_answer
 
-__all__ = ["score_response", "summarise", "summary_rows", "score_answers_file", "FAILURE_REASONS"]
+__all__ = ["score_response", "summarise_answers", "summarise", "summary_rows", "score_answers_file",
+           "FAILURE_REASONS"]
 
 def score_response(q: dict, response, rotation: int = 0) -> dict:
     """``{"score", "correct", "pred", "answer", "reason", ...}`` of one response to question ``q`` under option
@@ -84,7 +86,7 @@ def _group(rs: list[dict]) -> dict:
     return out
 
 
-def summarise(records) -> dict:
+def summarise_answers(records) -> dict:
     """Per group — ``all``, each ``type``, each ``type/format`` — the figures of :func:`_group` over scored answer
     records (each with ``question_id``, ``type``, ``format``, ``rotation``, ``n_rotations``, ``correct``, ``score``,
     ``reason``, and for numeric answers ``mra``, ``delta2``, ``rel_error``). Records of other kinds (episode records
@@ -100,13 +102,19 @@ def summarise(records) -> dict:
     return out
 
 
+#: The name :func:`summarise_answers` had first (``spatialact.questions.summarise``): not the project's
+#: mean-with-interval summary (:func:`spatialact.scorers.summarise`) but the answers' accuracy, CircularEval and MRA
+#: per group.
+summarise = summarise_answers
+
+
 def _fmt(v, digits: int = 3) -> str:
     return "–" if v is None else f"{v:.{digits}f}"
 
 
 def summary_rows(summary: dict) -> tuple[list[str], list[list]]:
-    """A table of :func:`summarise`'s figures: headers and one row per group (a type generated in one format only
-    is shown by its ``type/format`` row alone). '–' marks a figure the group has no data for."""
+    """A table of :func:`summarise_answers`'s figures: headers and one row per group (a type generated in one format
+    only is shown by its ``type/format`` row alone). '–' marks a figure the group has no data for."""
     headers = ["group", "questions", "answers", "accuracy", "acc r0", "chance", "CircularEval", "circ. chance", "MRA",
                "δ=2", "median rel err", "parse errors", "failed"]
     rows = []
@@ -123,10 +131,11 @@ def summary_rows(summary: dict) -> tuple[list[str], list[list]]:
 def score_answers_file(questions, answers, out=None) -> dict:
     """Score a JSONL of answers against question records: each line ``{"question_id", "rotation" (default 0),
     "response"}``. Writes one scored line per answer line to ``out`` (default ``<answers>.scores.jsonl``) and
-    returns ``{"summary": summarise(...), "out", "counts"}``. A line that is not JSON, names an unknown question or a
-    rotation the question does not have is scored 0 with its reason (invalid_json, invalid_line, unknown_question),
-    never a crash; a question × rotation answered twice keeps the last answer. A file where no line answers a
-    question (empty, blank, or every line one of those) raises a one-line ValueError and writes nothing."""
+    returns ``{"summary": summarise_answers(...), "out", "counts"}``. A line that is not JSON, names an unknown
+    question or a rotation the question does not have is scored 0 with its reason (invalid_json, invalid_line,
+    unknown_question), never a crash; a question × rotation answered twice keeps the last answer. A file where no
+    line answers a question (empty, blank, or every line one of those) raises a one-line ValueError and writes
+    nothing."""
     by_id = {q["id"]: q for q in questions}
     answers = Path(answers)
     out = Path(out) if out is not None else answers.with_name(answers.name + ".scores.jsonl")
@@ -183,4 +192,4 @@ def score_answers_file(questions, answers, out=None) -> dict:
     answered = {q for q, _ in scored}
     counts["questions"] = len(by_id)
     counts["unanswered"] = len(set(by_id) - answered)
-    return {"summary": summarise(scored.values()), "out": str(out), "counts": counts}
+    return {"summary": summarise_answers(scored.values()), "out": str(out), "counts": counts}

@@ -6,7 +6,8 @@ Light core only (numpy, scipy); torch is imported inside the torch backend of :f
 * :func:`score_step` / :func:`step_total` — one step, the per-record reference (SPEC §4.1);
 * :func:`score_steps_batch` / :func:`step_totals_batch` — N steps at once, numpy float64 or torch (§4.5);
 * :func:`score_episode` → :class:`EpisodeScore`, :func:`score_answer` — episodes and answer texts (§4.2);
-* :func:`aggregate_episodes`, :func:`hierarchical_scores` — dataset scores with bootstrap intervals (§4.2);
+* :func:`aggregate_episodes`, :func:`hierarchical_scores` — dataset scores with bootstrap intervals (§4.2): the
+  project's one bootstrap (:func:`bootstrap_ci`) and one mean-with-interval summary (:func:`summarise`);
 * :func:`closed_loop_metrics` — final errors, success, path length, SPL (§4.4);
 * :func:`score_multiple_choice`, :func:`score_numeric` — question scores (§4.6);
 * :func:`score_lmms_eval`, :func:`to_lmms_extra_info` — profile ``lmms-eval`` (§4.3);
@@ -14,7 +15,7 @@ Light core only (numpy, scipy); torch is imported inside the torch backend of :f
 """
 
 from .aggregate import (DEFAULT_TREE, MAX_GROUPS, SPATREE_L4, aggregate_arrays, aggregate_episodes, bootstrap_ci,
-                        hierarchical_scores, leaf_of, load_tree, summarise, tag_label)
+                        hierarchical_scores, leaf_of, load_tree, percentile_interval, summarise, tag_label)
 from .batch import (KIND_CODES, rotations_from_motions, score_episodes_batch, score_steps_batch, sequence_arrays,
                     step_totals_batch)
 from .closed_loop import closed_loop_metrics
@@ -30,7 +31,8 @@ __all__ = [
     "score_steps_batch", "step_totals_batch", "rotations_from_motions", "score_episodes_batch", "sequence_arrays",
     "KIND_CODES",
     "EpisodeScore", "score_episode", "score_answer", "net_errors",
-    "aggregate_episodes", "aggregate_arrays", "bootstrap_ci", "summarise", "tag_label", "MAX_GROUPS",
+    "aggregate_episodes", "aggregate_arrays", "bootstrap_ci", "percentile_interval", "summarise", "tag_label",
+    "MAX_GROUPS",
     "hierarchical_scores", "load_tree", "leaf_of", "DEFAULT_TREE", "SPATREE_L4",
     "closed_loop_metrics",
     "score_multiple_choice", "score_numeric", "extract_choice", "extract_number", "MRA_THRESHOLDS",

@@ -28,7 +28,7 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["bootstrap_ci", "bootstrap_means", "summarise",
+__all__ = ["bootstrap_ci", "bootstrap_means", "percentile_interval", "summarise",
            "aggregate_episodes", "aggregate_arrays", "hierarchical_scores",
            "DEFAULT_TREE", "SPATREE_L4", "load_tree", "leaf_of", "tag_label", "MAX_GROUPS", "KIND_LEAVES",
            "aggregate_coded"]
@@ -135,8 +135,15 @@ def bootstrap_ci(values, n_boot: int = 1000, seed: int = 0, level: float = 0.95)
         return (math.nan, math.nan)
     else:
         means = _count_means(x, n_boot, seed)
+    return percentile_interval(means, level)
+
+
+def percentile_interval(samples, level: float = 0.95) -> tuple[float, float]:
+    """The central ``level`` percentile interval of bootstrap ``samples`` (1-D): the ``(1 − level) / 2`` and
+    ``(1 + level) / 2`` quantiles (numpy's linear interpolation). What :func:`bootstrap_ci` returns of its resampled
+    means, and what a statistic of :func:`bootstrap_means` (a paired ratio) is reported with."""
     alpha = (1.0 - level) / 2.0
-    lo, hi = np.quantile(means, [alpha, 1.0 - alpha])
+    lo, hi = np.quantile(samples, [alpha, 1.0 - alpha])
     return (float(lo), float(hi))
 
 
