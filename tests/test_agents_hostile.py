@@ -361,8 +361,6 @@ def test_the_record_schema_admits_unknown_counts_and_a_truncated_response(server
     assert validate_result(dict(rec, usage=dict(rec["usage"], prompt_tokens=-3000))) != []
 
 
-@pytest.mark.xfail(strict=True, reason="the record is assembled in evaluation/episode.py (_record), which must copy "
-                                       "AgentTurn.response_truncated (any turn) into the record; not changed here")
 def test_the_record_says_its_answer_was_truncated(server, key_env, tmp_path):
     tf = _image_tasks(tmp_path / "tasks", 2)
     out = tmp_path / "run"
@@ -431,8 +429,6 @@ def test_extra_headers_are_sent_and_recorded_by_name_only(server, key_env, tmp_p
     assert "'params.extra_headers' may not carry the credential header 'X-Api-Key'" in err
 
 
-@pytest.mark.xfail(strict=True, reason="config.json is written from AgentSpec.to_dict (evaluation/runner.py), which "
-                                       "must record agent.recorded_agent_args(kwargs); not changed here")
 def test_config_json_records_extra_header_names_only(server, key_env, tmp_path):
     value = "org-7Q2-private-value"
     tf = _image_tasks(tmp_path / "tasks", 1)

@@ -521,4 +521,6 @@ def _record(task, agent, cfg, scores, closed, pred, turns, poses, error, wall_s,
         rec["privileged"] = bool(desc.get("privileged"))
         rec["tool_calls"] = [dict(c, turn=i) for i, t in enumerate(turns)
                              for c in ((getattr(t, "info", None) or {}).get("tool_calls") or ())]
+    if any(getattr(t, "response_truncated", False) for t in turns):  # optional in the schema: only when true
+        rec["response_truncated"] = True
     return rec

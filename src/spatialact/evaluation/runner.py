@@ -101,7 +101,11 @@ class AgentSpec:
         return str(self.kwargs.get("base_url") or "https://api.openai.com/v1 (the default base_url)")
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "kwargs": dict(self.kwargs)}
+        """The agent as a run records it (``config.json``): header *names* of ``params.extra_headers``, never
+        their values (``spatialact.agents.recorded_agent_args``)."""
+        from ..agents import recorded_agent_args
+
+        return {"name": self.name, "kwargs": recorded_agent_args(self.kwargs)}
 
 
 @dataclass(frozen=True)
