@@ -1,7 +1,7 @@
 """Turn a trajectory file into the paper's action sequence (SPEC §5.2) and print it as answer JSON.
 
 TRAJ is a generic .npz/.json (key c2w), a TUM or KITTI or RealEstate10K text file, a DROID LeRobot dataset folder
-(or its meta/info.json) or an EgoDex .hdf5. The default output is a table of the steps followed by the stepped
+(or its meta/info.json), an EgoDex .hdf5 or a game trajectory folder (spatialact game record). The default output is a table of the steps followed by the stepped
 answer JSON; --json prints one JSON object: the answer, the unit sizes, the keyframes and the replay errors.
 
 Frames: world +Z up; the moving body's own frame (+X right, +Y down, +Z forward) unless --frame camera.
@@ -15,9 +15,9 @@ from .main import print_json
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("traj", metavar="TRAJ", help="trajectory file or LeRobot dataset folder")
+    p.add_argument("traj", metavar="TRAJ", help="trajectory file, LeRobot dataset folder or game trajectory folder")
     p.add_argument("--format", default=None,
-                   choices=["npz", "json", "tum", "kitti", "realestate10k", "droid", "egodex"],
+                   choices=["npz", "json", "tum", "kitti", "realestate10k", "droid", "egodex", "game"],
                    help="file format (default: guessed from the file)")
     p.add_argument("--mode", choices=["metric", "frames"], default="metric",
                    help="metric: closed-loop quantisation (default); frames: the paper's key-press counting")

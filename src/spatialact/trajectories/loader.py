@@ -9,13 +9,14 @@ from .trajectory import Trajectory, check_fps, fail
 
 __all__ = ["load_trajectory", "guess_format", "FORMATS"]
 
-FORMATS = ("npz", "json", "tum", "kitti", "realestate10k", "droid", "egodex")
+FORMATS = ("npz", "json", "tum", "kitti", "realestate10k", "droid", "egodex", "game")
 
 
 def guess_format(path) -> str:
     """The format of ``path`` from its name and, for text files, its first data line.
 
-    A directory (or an ``info.json``) with ``meta/info.json`` is a LeRobot dataset (DROID); ``.hdf5`` / ``.h5`` is
+    A directory (or an ``info.json``) with ``meta/info.json`` is a LeRobot dataset (DROID); a directory with a
+    ``meta.json`` (or that ``meta.json``) is a game trajectory (``spatialact game record``); ``.hdf5`` / ``.h5`` is
     EgoDex; ``.npz`` and other ``.json`` files are the generic layout; text files are sniffed (8 numbers a line:
     TUM, 12: KITTI, a URL or 19 numbers: RealEstate10K).
     """
@@ -23,13 +24,17 @@ def guess_format(path) -> str:
     if p.is_dir():
         if (p / "meta" / "info.json").is_file():
             return "droid"
-        raise fail(p, "meta/info.json", "missing (a directory is read as a LeRobot dataset; this is not a LeRobot "
-                                        "dataset)")
+        if (p / "meta.json").is_file():
+            return "game"
+        raise fail(p, "meta/info.json", "missing (a directory is read as a LeRobot dataset, or as a game trajectory "
+                                        "when it has meta.json; this is not a LeRobot dataset)")
     if not p.exists():
         raise FileNotFoundError(f"{p}: no such file or directory")
     suffix = p.suffix.lower()
     if suffix == ".json" and p.name == "info.json" and p.parent.name == "meta":
         return "droid"
+    if p.name == "meta.json" and (p.parent / "poses.npz").exists():
+        return "game"
     if suffix in (".hdf5", ".h5"):
         return "egodex"
     if suffix == ".npz":
@@ -66,7 +71,7 @@ def load_trajectory(path: str | os.PathLike, format: str | None = None, *, episo
         raise ValueError(f"unknown trajectory format {format!r} (expected one of {', '.join(FORMATS)})")
     if not os.path.exists(path):
         raise FileNotFoundError(f"{path}: no such file or directory")
-    if fmt in ("npz", "json", "tum", "kitti", "realestate10k") and entity not in (None, "camera"):
+    if fmt in ("npz", "json", "tum", "kitti", "realestate10k", "game") and entity not in (None, "camera"):
         raise fail(path, "entity", f"{fmt} trajectories have one moving camera; entity {entity!r} is not available")
     if fps is not None:
         fps = check_fps(fps, path, "fps (option)")
@@ -82,6 +87,8 @@ def load_trajectory(path: str | os.PathLike, format: str | None = None, *, episo
         from .generic import read_realestate10k as reader
     elif fmt == "droid":
         from .droid import read_droid as reader
+    elif fmt == "game":
+        from .game import read_game as reader
     else:
         from .egodex import read_egodex as reader
     try:

@@ -1,0 +1,383 @@
+"""Game trajectories: a folder recorded in a Doom level (``spatialact game record``), format version 1.
+
+Layout (one episode a folder, in the manner of a LeRobot dataset; docs/trajectories.md):
+
+* ``meta.json`` — ``format`` ("spatialact-game"), ``version`` (1), ``source`` ("game"), ``frames`` N, ``fps``
+  (35: one frame a game tic), ``image`` {``width``, ``height``}, ``intrinsics`` (3, 3) pixels (fy = 1.2·fx: Doom's
+  pixels are not square), ``wad`` {``name``, ``sha256``}, ``map``, ``engine`` {``name``, ``version``},
+  ``units`` (1 map unit = 1/32 m), ``depth`` {``scale_m``, ``offset_m``, ``quantisation_m``, ``far_level``},
+  ``rgb`` {``codec``, ``pix_fmt``, ``crf``}, ``explorer`` (seed, seconds, speed);
+* ``poses.npz`` — ``c2w`` (N, 4, 4) float64 camera-to-world, metres, world +Z up (the map's x east, y north),
+  OpenCV camera axes; ``timestamps`` (N,) s (game tic / 35); ``tics`` (N,) game tics since the episode started;
+  ``actions`` (N, 5) the inputs of the tic that led to each frame (forward, side, turn°, look°, up; row 0 zeros);
+* ``rgb.mp4`` — frame i at time i / fps (H.264, 4:4:4 chroma);
+* ``depth/NNNNNN.png`` — frame i's 8-bit depth buffer as it came from the game: metres = ``offset_m + level ×
+  scale_m`` (the middle of the level; one level is ``quantisation_m`` ≈ 0.22 m; ``far_level`` 255 means at least
+  that far).
+
+:func:`read_game` validates and returns a :class:`Trajectory` (source ``game``, kind ``nav``); :func:`read_depth`
+gives depth in metres; :class:`GameTrajectoryWriter` writes the folder (atomically: a partial folder is renamed into
+place only when complete).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shutil
+import tempfile
+import zipfile
+import zlib
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from .trajectory import FrameRef, Trajectory, as_numbers, check_fps, check_intrinsics, check_poses, \
+    check_timestamps, describe_value, fail, read_json_file
+
+__all__ = ["read_game", "read_depth", "read_game_arrays", "GameTrajectoryWriter", "is_game_folder", "FORMAT",
+           "VERSION", "META_FILE", "POSES_FILE", "RGB_FILE", "DEPTH_DIR"]
+
+FORMAT = "spatialact-game"
+VERSION = 1
+META_FILE = "meta.json"
+POSES_FILE = "poses.npz"
+RGB_FILE = "rgb.mp4"
+DEPTH_DIR = "depth"
+MAX_SIDE = 8192
+N_ACTIONS = 5
+GAME_TICRATE = 35.0  # Doom's tics per second: timestamps are tics / 35
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+
+
+def is_game_folder(path) -> bool:
+    """Whether ``path`` is a folder with a ``meta.json`` (or is that ``meta.json``)."""
+    p = Path(path)
+    return (p.is_dir() and (p / META_FILE).is_file()) or (p.is_file() and p.name == META_FILE)
+
+
+def _root(path) -> Path:
+    p = Path(path)
+    return p.parent if p.is_file() and p.name == META_FILE else p
+
+
+def depth_frame_name(i: int) -> str:
+    return f"{int(i):06d}.png"
+
+
+# ----- reading ---------------------------------------------------------------------------------------------
+def _text(meta: dict, key: str, where) -> str:
+    v = meta.get(key)
+    if not isinstance(v, str) or not v:
+        raise fail(where, key, f"expected text, got {describe_value(v)}")
+    return v
+
+
+def _obj(meta: dict, key: str, where) -> dict:
+    v = meta.get(key)
+    if not isinstance(v, dict):
+        raise fail(where, key, f"expected an object, got {describe_value(v)}")
+    return v
+
+
+def _number(d: dict, key: str, where, field: str, *, positive: bool = False) -> float:
+    v = d.get(key)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or (positive and v <= 0):
+        need = "a positive number" if positive else "a finite number"
+        raise fail(where, field, f"expected {need}, got {describe_value(v)}")
+    return float(v)
+
+
+def _whole(d: dict, key: str, where, field: str, lo: int, hi: int) -> int:
+    v = d.get(key)
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+        raise fail(where, field, f"expected a whole number from {lo} to {hi:,}, got {describe_value(v)}")
+    return int(v)
+
+
+def _read_meta(root: Path) -> dict:
+    where = root / META_FILE
+    if not where.is_file():
+        raise fail(root, META_FILE, "missing (a game trajectory folder has meta.json, poses.npz, rgb.mp4 and "
+                                    "depth/)")
+    meta = read_json_file(where)
+    if not isinstance(meta, dict):
+        raise fail(where, "(file)", f"expected a JSON object, got {describe_value(meta)}")
+    if meta.get("format") != FORMAT:
+        raise fail(where, "format", f"expected {FORMAT!r}, got {describe_value(meta.get('format'))}")
+    version = meta.get("version")
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise fail(where, "version", f"expected a whole number, got {describe_value(version)}")
+    if version != VERSION:
+        newer = " (written by a newer spatialact)" if version > VERSION else ""
+        raise fail(where, "version", f"version {version}{newer}; this reader reads version {VERSION}")
+    if meta.get("source") != "game":
+        raise fail(where, "source", f"expected 'game', got {describe_value(meta.get('source'))}")
+    return meta
+
+
+def _check_meta(root: Path, meta: dict) -> dict:
+    """The validated fields of ``meta.json`` used by the reader."""
+    where = root / META_FILE
+    out = {"frames": _whole(meta, "frames", where, "frames", 1, 10 ** 8),
+           "fps": check_fps(meta.get("fps"), where, "fps")}
+    image = _obj(meta, "image", where)
+    out["width"] = _whole(image, "width", where, "image.width", 1, MAX_SIDE)
+    out["height"] = _whole(image, "height", where, "image.height", 1, MAX_SIDE)
+    out["K"] = check_intrinsics(meta.get("intrinsics"), where, "intrinsics")
+    wad = _obj(meta, "wad", where)
+    out["wad"] = _text(wad, "name", where)
+    sha = wad.get("sha256")
+    if not isinstance(sha, str) or not _SHA256.fullmatch(sha):
+        raise fail(where, "wad.sha256", f"expected 64 lower-case hex digits, got {describe_value(sha)}")
+    out["wad_sha256"] = sha
+    out["map"] = _text(meta, "map", where)
+    engine = _obj(meta, "engine", where)
+    out["engine"] = _text(engine, "name", where)
+    out["engine_version"] = _text(engine, "version", where)
+    depth = _obj(meta, "depth", where)
+    out["depth"] = {"scale_m": _number(depth, "scale_m", where, "depth.scale_m", positive=True),
+                    "offset_m": _number(depth, "offset_m", where, "depth.offset_m"),
+                    "quantisation_m": _number(depth, "quantisation_m", where, "depth.quantisation_m",
+                                              positive=True),
+                    "far_level": _whole(depth, "far_level", where, "depth.far_level", 1, 255)}
+    return out
+
+
+def _load_npz(path: Path) -> dict:
+    if not path.is_file():
+        raise fail(path, "(file)", "missing")
+    d = {}
+    with open(path, "rb") as fh:
+        try:
+            z = np.load(fh, allow_pickle=False)
+        except (OSError, ValueError, EOFError, RuntimeError, zipfile.BadZipFile) as e:
+            raise fail(path, "(file)", f"not a readable .npz archive ({e or type(e).__name__})") from None
+        if not isinstance(z, np.lib.npyio.NpzFile):
+            raise fail(path, "(file)", "a single .npy array, not an .npz archive")
+        with z:
+            for k in z.files:
+                try:
+                    d[k] = z[k]
+                except (OSError, ValueError, EOFError, RuntimeError, zipfile.BadZipFile, zlib.error,
+                        NotImplementedError) as e:
+                    raise fail(path, k, f"cannot read this array ({e or type(e).__name__})") from None
+    return d
+
+
+def read_game_arrays(path) -> dict:
+    """The validated arrays of ``poses.npz``: ``c2w`` (N, 4, 4), ``timestamps`` (N,), ``tics`` (N,) int64,
+    ``actions`` (N, 5) float64. ``path``: the folder (or its ``meta.json``)."""
+    root = _root(path)
+    meta = _check_meta(root, _read_meta(root))
+    return _arrays(root, meta["frames"])
+
+
+def _arrays(root: Path, n: int) -> dict:
+    where = root / POSES_FILE
+    d = _load_npz(where)
+    for key in ("c2w", "timestamps", "tics", "actions"):
+        if key not in d:
+            raise fail(where, key, f"missing (keys present: {', '.join(sorted(d)) or 'none'})")
+    c2w = check_poses(d["c2w"], where, "c2w")
+    if len(c2w) != n:
+        raise fail(where, "c2w", f"{len(c2w)} poses, but meta.json says {n} frames")
+    t = check_timestamps(d["timestamps"], n, where)
+    tics = as_numbers(d["tics"], where, "tics")
+    if tics.shape != (n,):
+        raise fail(where, "tics", f"expected shape ({n},), got {tics.shape}")
+    bad = ~(np.isfinite(tics) & (tics == np.round(tics)) & (tics >= 0))
+    if bad.any():
+        raise fail(where, "tics", "expected whole numbers >= 0", int(np.argmax(bad)))
+    actions = as_numbers(d["actions"], where, "actions")
+    if actions.shape != (n, N_ACTIONS):
+        raise fail(where, "actions", f"expected shape ({n}, {N_ACTIONS}), got {actions.shape}")
+    bad = ~np.isfinite(actions).all(axis=1)
+    if bad.any():
+        raise fail(where, "actions", "not finite (NaN or inf)", int(np.argmax(bad)))
+    return {"c2w": c2w, "timestamps": t, "tics": tics.astype(np.int64), "actions": actions}
+
+
+def read_game(path, *, fps: float | None = None, **_) -> Trajectory:
+    """A game trajectory folder (or its ``meta.json``) as a :class:`Trajectory`: C2W (N, 4, 4) float64 metres,
+    world +Z up, OpenCV camera axes; frames from ``rgb.mp4``; intrinsics; ``meta``: ``source`` "game", ``kind``
+    "nav", ``wad``, ``wad_sha256``, ``map``, ``engine``, ``engine_version``, ``format_version``, ``image_size``,
+    ``depth`` (how :func:`read_depth` turns levels into metres). Every field is checked; errors are one line naming
+    the file, the field and the frame."""
+    root = _root(path)
+    raw = _read_meta(root)
+    meta = _check_meta(root, raw)
+    n = meta["frames"]
+    arrays = _arrays(root, n)
+    video = root / RGB_FILE
+    if not video.is_file():
+        raise fail(video, "video", "missing")
+    depth_dir = root / DEPTH_DIR
+    if not depth_dir.is_dir():
+        raise fail(depth_dir, "depth", "missing folder")
+    have = set(os.listdir(depth_dir))
+    for i in range(n):
+        if depth_frame_name(i) not in have:
+            raise fail(depth_dir / depth_frame_name(i), "depth", "missing", i)
+    rate = meta["fps"]
+    if fps is not None:
+        rate = check_fps(fps, root, "fps (option)")
+    images = tuple(FrameRef(str(video), i / meta["fps"]) for i in range(n))
+    out_meta = {"source": "game", "path": str(root), "kind": "nav", "metric": True, "entity": "camera",
+                "wad": meta["wad"], "wad_sha256": meta["wad_sha256"], "map": meta["map"],
+                "engine": meta["engine"], "engine_version": meta["engine_version"], "format_version": VERSION,
+                "image_size": [meta["width"], meta["height"]], "pixel_aspect": float(meta["K"][1, 1] /
+                                                                                    meta["K"][0, 0]),
+                "depth": dict(meta["depth"], path=str(depth_dir), available=True), "recorded_fps": meta["fps"]}
+    if isinstance(raw.get("explorer"), dict):
+        out_meta["explorer"] = raw["explorer"]
+    t = arrays["timestamps"] if fps is None else arrays["timestamps"] * (meta["fps"] / rate)
+    return Trajectory(arrays["c2w"], t, rate, intrinsics=meta["K"], images=images, meta=out_meta)
+
+
+def read_depth(traj: Trajectory, indices: Sequence[int]) -> list[np.ndarray]:
+    """Depth (H, W) float32 in metres of frames ``indices`` of a game trajectory: ``offset_m + level × scale_m``
+    of the stored 8-bit level (±``quantisation_m``/2; ``far_level`` means at least that far). A missing or damaged
+    PNG raises a one-line TrajectoryError naming it and the frame."""
+    from PIL import Image
+
+    info = traj.meta.get("depth")
+    if traj.meta.get("source") != "game" or not isinstance(info, dict):
+        raise fail(traj.meta.get("path", "<trajectory>"), "depth", "not a game trajectory (no stored depth)")
+    rate = float(traj.meta.get("recorded_fps", traj.fps))
+    size = traj.meta.get("image_size")
+    out = []
+    for i in indices:
+        k = int(i)
+        # Frame k's depth file is numbered as its video frame (a selection keeps the frame references).
+        ref = traj.images[k] if traj.images is not None else None
+        src = int(round(ref.time * rate)) if ref is not None and ref.time is not None else k
+        p = Path(info["path"]) / depth_frame_name(src)
+        try:
+            with Image.open(p) as im:
+                mode = im.mode
+                levels = np.asarray(im)
+        except FileNotFoundError:
+            raise fail(p, "depth", "missing file", k) from None
+        except (OSError, ValueError, Image.DecompressionBombError) as e:
+            raise fail(p, "depth", f"cannot decode ({e or type(e).__name__})", k) from None
+        if mode != "L":
+            raise fail(p, "depth", f"expected an 8-bit grey PNG, got mode {mode}", k)
+        if size is not None and levels.shape != (size[1], size[0]):
+            raise fail(p, "depth", f"expected {size[0]}x{size[1]} pixels, got {levels.shape[1]}x{levels.shape[0]}",
+                       k)
+        out.append((np.float32(info["offset_m"]) + levels.astype(np.float32) * np.float32(info["scale_m"])))
+    return out
+
+
+# ----- writing ---------------------------------------------------------------------------------------------
+class GameTrajectoryWriter:
+    """Writes a game trajectory folder frame by frame; the folder appears at ``out`` only when :meth:`close`
+    succeeds (it is built in a hidden sibling folder and renamed). ``out`` must not exist or be an empty folder.
+
+    ``meta``: the provenance fields (``wad``, ``map``, ``engine``, ``explorer``, ...); ``intrinsics`` (3, 3)
+    pixels; ``depth``: ``scale_m``, ``offset_m``, ``quantisation_m``, ``far_level``. Use as a context manager:
+    an exception removes the partial folder."""
+
+    def __init__(self, out, *, fps: float, width: int, height: int, intrinsics, depth: dict, meta: dict,
+                 crf: int = 18):
+        self.out = Path(out)
+        self.fps, self.width, self.height = float(fps), int(width), int(height)
+        self.K = np.asarray(intrinsics, dtype=np.float64)
+        self.depth = dict(depth)
+        self.meta = dict(meta)
+        self.crf = int(crf)
+        parent = self.out.parent
+        parent.mkdir(parents=True, exist_ok=True)
+        self._tmp = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.partial-", dir=parent))
+        (self._tmp / DEPTH_DIR).mkdir()
+        self._poses: list[np.ndarray] = []
+        self._tics: list[int] = []
+        self._actions: list[tuple] = []
+        self._container = None
+        self._stream = None
+        self._codec = None
+
+    def _open_video(self):
+        import av
+        from fractions import Fraction
+
+        self._container = av.open(str(self._tmp / RGB_FILE), "w", format="mp4")
+        rate = Fraction(self.fps).limit_denominator(1000)
+        try:
+            s = self._container.add_stream("libx264", rate=rate)
+            s.pix_fmt = "yuv444p"
+            # One thread: x264's output depends on its thread count, and the same seed must give the same file.
+            s.options = {"crf": str(self.crf), "preset": "veryfast", "threads": "1"}
+            self._codec = "libx264"
+        except (av.FFmpegError, ValueError):  # a PyAV build without x264
+            s = self._container.add_stream("mpeg4", rate=rate)
+            s.pix_fmt = "yuv420p"
+            s.options = {"qscale": "2", "threads": "1"}
+            self._codec = "mpeg4"
+        s.width, s.height = self.width, self.height
+        s.thread_count = 1
+        self._stream = s
+
+    def add(self, rgb: np.ndarray, depth_levels: np.ndarray, pose: np.ndarray, tic: int, action) -> None:
+        """One frame: RGB (H, W, 3) uint8, raw depth levels (H, W) uint8, C2W (4, 4) metres, game tic, inputs."""
+        import av
+        from PIL import Image
+
+        if self._stream is None:
+            self._open_video()
+        i = len(self._poses)
+        frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb, dtype=np.uint8), format="rgb24")
+        frame.pts = i
+        for packet in self._stream.encode(frame):
+            self._container.mux(packet)
+        Image.fromarray(np.ascontiguousarray(depth_levels, dtype=np.uint8), mode="L").save(
+            self._tmp / DEPTH_DIR / depth_frame_name(i), format="PNG")
+        self._poses.append(np.asarray(pose, dtype=np.float64))
+        self._tics.append(int(tic))
+        self._actions.append(tuple(float(a) for a in action))
+
+    def __len__(self) -> int:
+        return len(self._poses)
+
+    def close(self) -> Path:
+        """Finish the video, write ``poses.npz`` and ``meta.json``, and move the folder to ``out``."""
+        if not self._poses:
+            raise ValueError("a game trajectory needs at least one frame")
+        for packet in self._stream.encode():
+            self._container.mux(packet)
+        self._container.close()
+        tics = np.asarray(self._tics, dtype=np.int64)
+        np.savez_compressed(self._tmp / POSES_FILE, c2w=np.stack(self._poses), timestamps=(tics - tics[0]) / GAME_TICRATE,
+                            tics=tics, actions=np.asarray(self._actions, dtype=np.float64))
+        meta = {"format": FORMAT, "version": VERSION, "source": "game", "frames": len(self._poses),
+                "fps": self.fps, "image": {"width": self.width, "height": self.height},
+                "intrinsics": self.K.tolist(), **self.meta,
+                "depth": dict(self.depth, encoding="8-bit grey PNG, one a frame: depth/NNNNNN.png",
+                              metres="offset_m + level * scale_m (perpendicular distance to the camera plane)"),
+                "rgb": {"file": RGB_FILE, "codec": self._codec, "pix_fmt": self._stream.pix_fmt, "crf": self.crf},
+                "files": {"poses": POSES_FILE, "rgb": RGB_FILE, "depth": DEPTH_DIR + "/"}}
+        (self._tmp / META_FILE).write_text(json.dumps(meta, indent=1, sort_keys=False) + "\n", encoding="utf-8")
+        if self.out.is_dir():
+            self.out.rmdir()  # empty (checked by the caller); rmdir refuses otherwise
+        os.replace(self._tmp, self.out)
+        return self.out
+
+    def abort(self) -> None:
+        """Remove the partial folder."""
+        if self._container is not None:
+            try:
+                self._container.close()
+            except Exception:  # the encoder may already be in a failed state
+                pass
+        shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def __enter__(self) -> "GameTrajectoryWriter":
+        return self
+
+    def __exit__(self, exc_type, *_) -> None:
+        if exc_type is not None:
+            self.abort()
