@@ -25,6 +25,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "parse": ("spatialact.cli.parse", "show what a model answer parses to: steps, rigid motions, repairs"),
     "questions": ("spatialact.cli.questions", "generated questions with exact answers: build a question file, score "
                                               "answers (CircularEval)"),
+    "game": ("spatialact.cli.game", "Doom levels: record a deterministic walk as a game trajectory (needs the game "
+                                    "extra)"),
 }
 
 DESCRIPTION = """\
