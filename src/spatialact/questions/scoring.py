@@ -28,17 +28,23 @@ from .prompt import n_rotations, rotate_options, rotated_answer
 __all__ = ["score_response", "summarise_answers", "summarise", "summary_rows", "score_answers_file",
            "FAILURE_REASONS"]
 
-def score_response(q: dict, response, rotation: int = 0) -> dict:
+def score_response(q: dict, response, rotation: int = 0, *, repairs: bool = False) -> dict:
     """``{"score", "correct", "pred", "answer", "reason", ...}`` of one response to question ``q`` under option
     ``rotation``. Multiple choice: score 1 or 0 (``pred`` the letter read, None when none). Numeric: ``score`` is the
-    mean relative accuracy, ``correct`` the δ=2 verdict, plus ``rel_error``, ``delta2``, ``mra``."""
+    mean relative accuracy, ``correct`` the δ=2 verdict, plus ``rel_error``, ``delta2``, ``mra``; with ``repairs``,
+    also ``repairs`` when the number was read other than as written (a typographic minus,
+    :func:`spatialact.scorers.questions.read_minus_signs`; the scored answers file records it — a run's question
+    record has no such field, its ``pred`` is the number read)."""
     from ..scorers import score_multiple_choice, score_numeric
 
     ans = rotated_answer(q, rotation)
     if q["format"] == "numeric":
         s = score_numeric(response, ans)
-        return {"score": s["mra"], "correct": bool(s["delta2"]), "pred": s["pred"], "answer": float(ans),
-                "reason": s["reason"], "rel_error": s["rel_error"], "delta2": bool(s["delta2"]), "mra": s["mra"]}
+        out = {"score": s["mra"], "correct": bool(s["delta2"]), "pred": s["pred"], "answer": float(ans),
+               "reason": s["reason"], "rel_error": s["rel_error"], "delta2": bool(s["delta2"]), "mra": s["mra"]}
+        if repairs and s.get("repairs"):
+            out["repairs"] = list(s["repairs"])
+        return out
     s = score_multiple_choice(response if isinstance(response, str) else "", ans,
                               rotate_options(q["options"], rotation))
     return {"score": s["score"], "correct": bool(s["correct"]), "pred": s["pred"], "answer": ans,
@@ -171,7 +177,7 @@ def score_answers_file(questions, answers, out=None) -> dict:
                 rows.append({**row, "question_id": qid, "rotation": rot, "score": 0.0, "correct": False,
                              "reason": "invalid_line"})
                 continue
-            s = score_response(q, rec.get("response"), rot)
+            s = score_response(q, rec.get("response"), rot, repairs=True)
             r = {**row, "record": "question", "question_id": qid, "type": q["type"], "format": q["format"],
                  "rotation": rot, "n_rotations": n_rotations(q), **s}
             counts["scored"] += 1

@@ -4,7 +4,8 @@
   that names no option (or names two with equal standing) is wrong, with ``reason: "parse_error"``.
 * Numeric: relative error ``|p − g| / |g|``, the δ=2 rule (correct when ``max(p/g, g/p) ≤ 2``, so both must have
   the same sign) and mean relative accuracy: the share of thresholds θ ∈ {0.50, 0.55, …, 0.95} with
-  ``rel_error < 1 − θ``.
+  ``rel_error < 1 − θ``. A typographic minus is a minus (:func:`read_minus_signs`; the action parser reads U+2212
+  the same way): ``"−54.1"`` is −54.1, and the score says it was read so (``repairs``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Sequence
 import numpy as np
 
 __all__ = ["score_multiple_choice", "score_numeric", "extract_choice", "extract_number", "drop_think",
-           "MRA_THRESHOLDS"]
+           "MRA_THRESHOLDS", "read_minus_signs", "MINUS_SIGNS", "SIGN_DASHES"]
 
 #: Mean-relative-accuracy thresholds 0.50 … 0.95 in steps of 0.05.
 MRA_THRESHOLDS = tuple(round(0.5 + 0.05 * i, 2) for i in range(10))
@@ -161,33 +162,79 @@ def score_multiple_choice(response: str, answer_letter: str, options: Sequence[s
             "reason": None if pred is not None else "parse_error"}
 
 
-def extract_number(x) -> float | None:
-    """A number from a number or a text (the last number in it, after dropping think blocks); None if none."""
+#: Characters that are a minus wherever an ASCII ``-`` would be one: U+2212 MINUS SIGN (what typesetting and many
+#: models write), U+FE63 SMALL HYPHEN-MINUS and U+FF0D FULLWIDTH HYPHEN-MINUS.
+MINUS_SIGNS = {"\u2212": "U+2212", "\ufe63": "U+FE63", "\uff0d": "U+FF0D"}
+#: Dashes that are a minus only as a sign — directly before a digit (or ``.digit``) and not right after a letter,
+#: digit or ``.``: U+2013 EN DASH, which word processors put for a leading ``-`` ("–54.1"), but which between
+#: numbers is a range ("50–60": two positive numbers). Other dashes (hyphen U+2010, figure dash U+2012, em dash
+#: U+2014, …) are punctuation, never a minus.
+SIGN_DASHES = {"\u2013": "U+2013"}
+
+
+def _starts_number(text: str, i: int) -> bool:
+    return i < len(text) and (text[i].isdigit() and text[i].isascii()
+                              or text[i] == "." and i + 1 < len(text) and text[i + 1].isdigit())
+
+
+def read_minus_signs(text: str) -> tuple[str, list[str]]:
+    """``text`` with its typographic minus signs written as ``-`` (:data:`MINUS_SIGNS` everywhere,
+    :data:`SIGN_DASHES` where they stand as a sign), and one note per character kind read so — e.g.
+    ``"response: 1 minus sign U+2212 read as '-'"`` — or no notes when there was none. Linear time."""
+    if not any(c in text for c in MINUS_SIGNS) and not any(c in text for c in SIGN_DASHES):
+        return text, []
+    out, counts = [], {}
+    for i, c in enumerate(text):
+        name = MINUS_SIGNS.get(c)
+        if name is None and c in SIGN_DASHES and _starts_number(text, i + 1):
+            prev = text[i - 1] if i else ""
+            if not (prev.isalnum() or prev == "."):
+                name = SIGN_DASHES[c]
+        if name is None:
+            out.append(c)
+        else:
+            out.append("-")
+            counts[name] = counts.get(name, 0) + 1
+    notes = [f"response: {n} minus sign{'s' if n > 1 else ''} {name} read as '-'" for name, n in counts.items()]
+    return "".join(out), notes
+
+
+def _extract_number(x) -> tuple[float | None, list[str]]:
     if isinstance(x, bool):
-        return None
+        return None, []
     if isinstance(x, (int, float, np.integer, np.floating)):
         v = float(x)
-        return v if math.isfinite(v) else None
+        return (v if math.isfinite(v) else None), []
     if isinstance(x, str):
-        nums = _NUMBER.findall(drop_think(x).replace(",", ""))
+        text, notes = read_minus_signs(drop_think(x))
+        nums = _NUMBER.findall(text.replace(",", ""))
         if nums:
             v = float(nums[-1])
-            return v if math.isfinite(v) else None
-    return None
+            return (v if math.isfinite(v) else None), notes
+        return None, notes
+    return None, []
+
+
+def extract_number(x) -> float | None:
+    """A number from a number or a text (the last number in it, after dropping think blocks and reading typographic
+    minus signs, :func:`read_minus_signs`); None if none."""
+    return _extract_number(x)[0]
 
 
 def score_numeric(pred, gt) -> dict:
     """``{"rel_error", "delta2", "mra", "pred", "reason"}`` for a numeric answer (number or text) against ``gt``.
 
     ``gt == 0``: rel_error is 0 for an exact 0, else infinite. An answer with no finite number: rel_error
-    infinite, delta2 False, mra 0, reason ``"parse_error"``.
+    infinite, delta2 False, mra 0, reason ``"parse_error"``. ``repairs`` (present only when there is one): what was
+    read other than as written (a typographic minus read as ``-``, :func:`read_minus_signs`).
     """
     g = float(gt)
     if not math.isfinite(g):
         raise ValueError(f"ground truth must be finite, got {gt!r}")
-    p = extract_number(pred)
+    p, repairs = _extract_number(pred)
     if p is None:
-        return {"rel_error": math.inf, "delta2": False, "mra": 0.0, "pred": None, "reason": "parse_error"}
+        out = {"rel_error": math.inf, "delta2": False, "mra": 0.0, "pred": None, "reason": "parse_error"}
+        return dict(out, repairs=repairs) if repairs else out
     if g == 0.0:
         rel = 0.0 if p == 0.0 else math.inf
     else:
@@ -199,4 +246,5 @@ def score_numeric(pred, gt) -> dict:
     else:
         delta2 = max(p / g, g / p) <= 2.0
     mra = sum(1 for t in MRA_THRESHOLDS if rel < 1.0 - t) / len(MRA_THRESHOLDS)
-    return {"rel_error": rel, "delta2": bool(delta2), "mra": mra, "pred": p, "reason": None}
+    out = {"rel_error": rel, "delta2": bool(delta2), "mra": mra, "pred": p, "reason": None}
+    return dict(out, repairs=repairs) if repairs else out
