@@ -106,7 +106,7 @@ class SpatialActEnv(gym.Env):
         self.observation_space = spaces.Dict(obs)
 
         self.world = self._make_world(renderer)  # EGL (if asked) loads here, before any body exists
-        self._defer_observation = False  # set by BatchedVectorEnv: step() leaves rendering to it
+        self.defer_observation = False  # set by BatchedVectorEnv: step() leaves rendering to it
         self.scene: SceneInfo | None = None
         self._scene_key = None
         self.task: Task | None = None
@@ -114,7 +114,7 @@ class SpatialActEnv(gym.Env):
         self.gripper = 0
         self._steps = 0
         self._goal_rgb_cache = None
-        self._last_obs = None
+        self.last_observation = None
         self._phi = 0.0
         self.replay: replay.ReplayWorld | None = None  # the replay world of the current scene, if it is one
         self._keyframes = None  # the replayed task's keyframes
@@ -233,7 +233,7 @@ class SpatialActEnv(gym.Env):
             self._ensure_scene(spec)
             task = self.sample_task(self.np_random, n_steps=self.n_steps_range)
         self._start(task)
-        return self._last_obs, self._info()
+        return self.last_observation, self.current_info()
 
     def _start(self, task: Task) -> None:
         self.task = task
@@ -250,7 +250,7 @@ class SpatialActEnv(gym.Env):
             if g0:  # the recorded gripper state at the start frame
                 self._set_gripper(g0)
                 self.gripper = g0
-        self._last_obs = self._observe()
+        self.last_observation = self.observe()
         self._phi = self._potential()
 
     def _configure_replay(self, task: Task) -> None:
@@ -289,14 +289,14 @@ class SpatialActEnv(gym.Env):
         self._execute(self.action_to_step(action), self.sizes)
         self._steps += 1
         # a batched vector env renders the observation of all its environments in one call afterwards
-        self._last_obs = None if self._defer_observation else self._observe()
-        info = self._info()
+        self.last_observation = None if self.defer_observation else self.observe()
+        info = self.current_info()
         phi = self._potential()
         reward = float(self._phi - phi) + (SUCCESS_BONUS if info["success"] else 0.0)
         self._phi = phi
         terminated = bool(info["success"] and self.terminate_on_success)
         truncated = bool(self._steps >= self.max_steps and not terminated)
-        return self._last_obs, reward, terminated, truncated, info
+        return self.last_observation, reward, terminated, truncated, info
 
     def apply_step(self, step: Step, sizes: StepSizes | None = None, observe: bool = True):
         """Execute one whole Step with the given unit sizes, whatever the action mode; not counted toward
@@ -306,12 +306,12 @@ class SpatialActEnv(gym.Env):
         if not isinstance(step, Step):
             raise TypeError(f"apply_step takes a spatialact Step, got {type(step).__name__}")
         self._execute(step, sizes or self.sizes)
-        self._last_obs = self._observe() if observe else None
+        self.last_observation = self.observe() if observe else None
         self._phi = self._potential()
-        return self._last_obs, self._info()
+        return self.last_observation, self.current_info()
 
     # ----- observation, info, reward ------------------------------------------------------------------
-    def _observe(self, rendered: tuple | None = None) -> dict:
+    def observe(self, rendered: tuple | None = None) -> dict:
         """The observation now; ``rendered``: (rgb, depth or None) of :attr:`camera_pose` already rendered (by a
         batched vector env), used instead of rendering here."""
         mode = self.observation_mode if self.replay is not None else "sim"
@@ -359,7 +359,7 @@ class SpatialActEnv(gym.Env):
     def _object_success(self, test: dict) -> bool:
         raise ValueError(f"{type(self).__name__} has no object-state success tests (task {self.task.id!r})")
 
-    def _info(self) -> dict:
+    def current_info(self) -> dict:
         pe, re = self.errors()
         info = {"pose": self.pose.copy(), "goal_pose": self.goal_pose.copy(), "position_error": pe,
                 "rotation_error": re, "success": self.is_success(), "renderer": self.world.gl_renderer,
@@ -428,9 +428,9 @@ class SpatialActEnv(gym.Env):
     def render(self):
         if self.render_mode != "rgb_array":
             return None
-        if self._last_obs is None:
+        if self.last_observation is None:
             return np.zeros((self.camera.height, self.camera.width, 3), np.uint8)
-        return self._last_obs["rgb"]
+        return self.last_observation["rgb"]
 
     def close(self):
         if getattr(self, "world", None) is not None:

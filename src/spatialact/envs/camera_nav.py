@@ -14,7 +14,8 @@ import numpy as np
 from .. import geometry
 from ..action_space import ActionSequence, StepSizes
 from .base import SpatialActEnv
-from .procedural import sample_signed_counts, view_overlap
+from .sampling import sample_signed_counts
+from .views import view_overlap
 from .rendering import CameraSpec
 from .scenes import look_at
 

@@ -46,9 +46,9 @@ def execute_sequence(env, seq: ActionSequence, task: Task | None = None, render:
         elif base.task is None:
             raise RuntimeError("execute_sequence needs a task, or an environment that has been reset")
         else:
-            obs, info = base._last_obs if render else None, base._info()
+            obs, info = base.last_observation if render else None, base.current_info()
             if render and obs is None:
-                obs = base._observe()
+                obs = base.observe()
         poses, frames, infos = [base.pose], [obs["rgb"]] if render else None, [info]
         for step in seq.steps:
             obs, info = base.apply_step(step, seq.sizes, observe=render)

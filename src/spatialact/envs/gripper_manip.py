@@ -18,100 +18,11 @@ from __future__ import annotations
 import numpy as np
 
 from .. import geometry
-from .tabletop import TabletopEnv, _pose_from_pq, _pq_from_pose
+from .panda import (ARM_JOINTS, EE_LINK, FINGER_JOINTS, FINGER_OPEN, IK_TOLERANCE, PANDA_HOME, REACH_TOLERANCE,  # noqa: F401
+                    PandaArm, panda_limits, solve_panda_ik)
+from .tabletop import TabletopEnv
 
 __all__ = ["GripperManipEnv", "PandaArm", "PANDA_HOME", "IK_TOLERANCE", "REACH_TOLERANCE"]
-
-# A comfortable posture with the gripper pointing down over the table.
-PANDA_HOME = (0.0, -0.3, 0.0, -2.2, 0.0, 2.0, 0.785)
-ARM_JOINTS = tuple(range(7))
-FINGER_JOINTS = (9, 10)
-EE_LINK = 11
-FINGER_OPEN = 0.04
-IK_TOLERANCE = (1e-4, np.radians(0.05))  # metres, radians: what the refinement loop aims for
-REACH_TOLERANCE = (2e-3, np.radians(1.0))  # what a pose must meet to count as reachable when sampling tasks
-
-
-def _panda_limits(p, cid, robot):
-    info = [p.getJointInfo(robot, j, physicsClientId=cid) for j in range(p.getNumJoints(robot, physicsClientId=cid))]
-    movable = [i for i in info if i[2] != p.JOINT_FIXED]
-    lower = [i[8] for i in movable]
-    upper = [i[9] for i in movable]
-    return [i[0] for i in movable], lower, upper, [u - l for l, u in zip(lower, upper)]
-
-
-def _grasp_errors(p, cid, robot, T_grasp):
-    st = p.getLinkState(robot, EE_LINK, computeForwardKinematics=True, physicsClientId=cid)
-    M = _pose_from_pq(st[4], st[5])
-    return float(np.linalg.norm(M[:3, 3] - T_grasp[:3, 3])), float(geometry.rotation_error(M, T_grasp))
-
-
-def solve_panda_ik(p, cid, robot, T_grasp: np.ndarray, lower, upper, ranges, rest, iterations: int = 12,
-                   refine: bool = False):
-    """Put the Panda's arm joints at grasp-frame pose ``T_grasp`` (C2W, world) by iterated damped-least-squares IK
-    (each round seeded by the last, starting from the joints as they are); returns (position error m, rotation
-    error rad) of the measured grasp frame.
-
-    The null-space form (joint limits, rest posture) can stall a few millimetres short; ``refine=True`` (replay
-    scenes) then polishes with plain damped least squares from there and keeps the result when every joint stays
-    within its limits and the error shrank."""
-    pos, quat = _pq_from_pose(T_grasp)
-    pe = re = np.inf
-    for _ in range(iterations):
-        q = p.calculateInverseKinematics(robot, EE_LINK, pos, quat, lowerLimits=lower, upperLimits=upper,
-                                         jointRanges=ranges, restPoses=rest, maxNumIterations=100,
-                                         residualThreshold=1e-7, physicsClientId=cid)
-        for j, qj in zip(ARM_JOINTS, q[:7]):
-            p.resetJointState(robot, j, qj, physicsClientId=cid)
-        last = pe + re
-        pe, re = _grasp_errors(p, cid, robot, T_grasp)
-        if pe <= IK_TOLERANCE[0] and re <= IK_TOLERANCE[1]:
-            break
-        if last - (pe + re) < 1e-6:  # no longer improving: out of reach, stop here
-            break
-    if refine and (pe > IK_TOLERANCE[0] or re > IK_TOLERANCE[1]):
-        before = [p.getJointState(robot, j, physicsClientId=cid)[0] for j in ARM_JOINTS]
-        for _ in range(6):
-            q = p.calculateInverseKinematics(robot, EE_LINK, pos, quat, maxNumIterations=200,
-                                             residualThreshold=1e-9, physicsClientId=cid)
-            for j, qj in zip(ARM_JOINTS, q[:7]):
-                p.resetJointState(robot, j, qj, physicsClientId=cid)
-        pe2, re2 = _grasp_errors(p, cid, robot, T_grasp)
-        inside = all(lower[j] - 1e-6 <= q[j] <= upper[j] + 1e-6 for j in range(7))
-        if inside and pe2 / IK_TOLERANCE[0] + re2 / IK_TOLERANCE[1] < pe / IK_TOLERANCE[0] + re / IK_TOLERANCE[1]:
-            pe, re = pe2, re2
-        else:
-            for j, qj in zip(ARM_JOINTS, before):
-                p.resetJointState(robot, j, qj, physicsClientId=cid)
-    return pe, re
-
-
-class PandaArm:
-    """A bare Panda (no scene) in a world, for reachability checks: base at C2W ``base``."""
-
-    def __init__(self, world, base: np.ndarray):
-        p, cid = world.p, world.client
-        self.world, self.p, self.cid = world, p, cid
-        pos, quat = _pq_from_pose(base)
-        self.robot = p.loadURDF("franka_panda/panda.urdf", pos, quat, useFixedBase=True, physicsClientId=cid)
-        _, self.lower, self.upper, self.ranges = _panda_limits(p, cid, self.robot)
-
-    def reach(self, T_grasp: np.ndarray, seed=None) -> tuple[float, float]:
-        """(position, rotation) error of the best IK solution for grasp pose ``T_grasp`` from joint seed ``seed``
-        (7,) (when given) and from the home posture."""
-        best = (np.inf, np.inf)
-        for q0 in ([seed] if seed is not None else []) + [PANDA_HOME]:
-            for j, qj in zip(ARM_JOINTS, q0):
-                self.p.resetJointState(self.robot, j, float(qj), physicsClientId=self.cid)
-            rest = list(q0) + [FINGER_OPEN, FINGER_OPEN]
-            e = solve_panda_ik(self.p, self.cid, self.robot, T_grasp, self.lower, self.upper, self.ranges, rest,
-                               refine=True)
-            if e[0] / REACH_TOLERANCE[0] + e[1] / REACH_TOLERANCE[1] < best[0] / REACH_TOLERANCE[0] + \
-                    best[1] / REACH_TOLERANCE[1]:
-                best = e
-            if best[0] <= REACH_TOLERANCE[0] and best[1] <= REACH_TOLERANCE[1]:
-                break
-        return best
 
 
 class GripperManipEnv(TabletopEnv):
@@ -132,12 +43,15 @@ class GripperManipEnv(TabletopEnv):
     def _load_agent(self) -> None:
         p, cid = self.world.p, self.world.client
         base = self.scene.robot_base
-        pos, quat = ([0, 0, self.scene.table_z], [0, 0, 0, 1]) if base is None else _pq_from_pose(base)
+        if base is None:
+            pos, quat = [0, 0, self.scene.table_z], [0, 0, 0, 1]
+        else:
+            quat, pos = geometry.pose_to_quat_trans(base)
         self._agent_body = p.loadURDF("franka_panda/panda.urdf", pos, quat,
                                       useFixedBase=True, flags=p.URDF_USE_SELF_COLLISION * 0,
                                       physicsClientId=cid)
         self._robot = self._agent_body
-        self._movable, self._lower, self._upper, self._ranges = _panda_limits(p, cid, self._robot)
+        self._movable, self._lower, self._upper, self._ranges = panda_limits(p, cid, self._robot)
         self._finger_target = FINGER_OPEN
         self._home()
 
@@ -174,7 +88,7 @@ class GripperManipEnv(TabletopEnv):
         """The controlled frame (C2W): the measured grasp frame, or with a tool offset the frame it is carried on."""
         p, cid = self.world.p, self.world.client
         st = p.getLinkState(self._robot, EE_LINK, computeForwardKinematics=True, physicsClientId=cid)
-        M = _pose_from_pq(st[4], st[5])
+        M = geometry.pose_from_quat_trans(st[5], st[4])
         return M if self._tool is GripperManipEnv._tool else M @ geometry.invert_pose(self._tool)
 
     def _solve_ik(self, T: np.ndarray, iterations: int = 12) -> tuple[float, float]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import geometry
-from .tabletop import TabletopEnv, _pose_from_pq, _pq_from_pose
+from .tabletop import TabletopEnv
 
 __all__ = ["HandManipEnv"]
 
@@ -91,10 +91,10 @@ class HandManipEnv(TabletopEnv):
     def _measured_pose(self) -> np.ndarray:
         p, cid = self.world.p, self.world.client
         pos, quat = p.getBasePositionAndOrientation(self._agent_body, physicsClientId=cid)
-        return _pose_from_pq(pos, quat)
+        return geometry.pose_from_quat_trans(quat, pos)
 
     def _drive_to(self, T: np.ndarray, final: bool = True) -> None:
-        pos, quat = _pq_from_pose(T)
+        quat, pos = geometry.pose_to_quat_trans(T)
         self.world.p.resetBasePositionAndOrientation(self._agent_body, pos, quat, physicsClientId=self.world.client)
         self._exact = np.asarray(T, dtype=np.float64).copy()
 

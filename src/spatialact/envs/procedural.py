@@ -15,61 +15,15 @@ from .. import geometry
 from ..action_space import ActionSequence, StepSizes
 from ..tasks import Task
 from ..tasks.tags import LEVELS, camera_attitude, motion_tags, viewpoint_tag
-from .rendering import CameraSpec
+from .registry import make_env
+from .sampling import sample_signed_counts  # noqa: F401 - re-exported
 from .scenes import look_at
+from .views import clear_view, view_overlap
 
 __all__ = ["procedural_tasks", "sample_signed_counts", "view_overlap", "TASK_VARIANTS", "ladder_tasks",
            "viewpoint_pairs", "LEVEL_FACTORS", "LADDER_KINDS", "UNCOMMON_FACTORS"]
 
 TASK_VARIANTS = {"nav": ("reach",), "manip": ("reach", "pick_place", "push"), "hand": ("reach", "grab_move")}
-
-
-def sample_signed_counts(rng: np.random.Generator, n_steps: int, axis_weights, max_counts, cap: int = 10,
-                         n_axes_p=(0.5, 0.35, 0.15)) -> np.ndarray:
-    """(n_steps, 6) signed integer counts (truck, pedestal, dolly, tilt, pan, roll); each step moves 1–3 axes."""
-    w = np.asarray(axis_weights, dtype=float)
-    w = w / w.sum()
-    out = np.zeros((n_steps, 6), dtype=np.int64)
-    for k in range(n_steps):
-        m = int(rng.choice([1, 2, 3], p=n_axes_p))
-        axes = rng.choice(6, size=m, replace=False, p=w)
-        for a in axes:
-            n = int(rng.integers(1, min(cap, int(max_counts[a])) + 1))
-            out[k, a] = n if rng.random() < 0.5 else -n
-    return out
-
-
-def view_overlap(world, T_a: np.ndarray, T_b: np.ndarray, cam: CameraSpec | None = None,
-                 rel_tol: float = 0.1) -> float:
-    """Fraction of the surface seen from ``T_a`` that is also seen (in frame, unoccluded) from ``T_b``.
-
-    Renders depth at low resolution from both poses, lifts A's pixels to 3-D (OpenCV pinhole), projects them into
-    B and compares with B's depth (relative tolerance ``rel_tol``).
-    """
-    cam = cam or CameraSpec(24, 24, 60.0)
-    _, da, _ = world.render(T_a, cam, depth=True)
-    _, db, _ = world.render(T_b, cam, depth=True)
-    K = cam.K
-    v, u = np.mgrid[0:cam.height, 0:cam.width]
-    z = da.astype(np.float64)
-    valid = z < cam.far * 0.99
-    if not valid.any():
-        return 0.0
-    pts = np.stack([(u - K[0, 2]) / K[0, 0] * z, (v - K[1, 2]) / K[1, 1] * z, z, np.ones_like(z)], -1)[valid]
-    world_pts = pts @ T_a.T
-    cam_b = world_pts @ np.linalg.inv(T_b).T
-    zb = cam_b[:, 2]
-    front = zb > cam.near
-    ub = np.full(zb.shape, -1.0)
-    vb = np.full(zb.shape, -1.0)
-    ub[front] = K[0, 0] * cam_b[front, 0] / zb[front] + K[0, 2]
-    vb[front] = K[1, 1] * cam_b[front, 1] / zb[front] + K[1, 2]
-    inside = front & (ub >= -0.5) & (ub < cam.width - 0.5) & (vb >= -0.5) & (vb < cam.height - 0.5)
-    ok = np.zeros(zb.shape, bool)
-    iu = np.clip(np.round(ub).astype(int), 0, cam.width - 1)
-    iv = np.clip(np.round(vb).astype(int), 0, cam.height - 1)
-    ok[inside] = np.abs(db[iv[inside], iu[inside]] - zb[inside]) <= rel_tol * zb[inside] + 0.02
-    return float(ok.sum() / valid.sum())
 
 
 def procedural_tasks(kind: str, n: int, seed: int = 0, *, n_steps=(1, 3), variant: str = "mixed",
@@ -84,8 +38,6 @@ def procedural_tasks(kind: str, n: int, seed: int = 0, *, n_steps=(1, 3), varian
     object variants taking turns). ``sizes`` defaults to
     ``StepSizes.for_kind(kind)``.
     """
-    from . import make_env
-
     if kind not in TASK_VARIANTS:
         raise ValueError(f"kind must be one of {tuple(TASK_VARIANTS)}, got {kind!r}")
     allowed = TASK_VARIANTS[kind] + ("mixed",)
@@ -188,11 +140,6 @@ def _overlap_fits(overlap: float, low: bool) -> bool:
     return _OVERLAP_LOW[0] <= overlap < _OVERLAP_LOW[1] if low else overlap >= _OVERLAP_HIGH
 
 
-def _clear_view(world, T, fov_deg: float, nearest: float, median: float) -> bool:
-    _, d, _ = world.render(T, CameraSpec(16, 16, fov_deg), depth=True)
-    return float(d.min()) >= nearest and float(np.median(d)) >= median
-
-
 def _common_nav_start(base, rng) -> np.ndarray | None:
     """A common navigation view (tasks.tags.viewpoint_tag): eye 1.25–1.75 m high, level, pitch −12°…8°."""
     box = base.scene.nav_box
@@ -243,7 +190,7 @@ def _uncommon_nav_start(base, rng, P: np.ndarray, factor: str, sizes: StepSizes,
             return None
         if base.scene.inside_obstacle(x, 0.15):
             return None
-    if not _clear_view(base.world, S, base.camera.fov_deg, 0.2, 1.0):
+    if not clear_view(base.world, S, base.camera.fov_deg, 0.2, 1.0):
         return None
     return S, prefix
 
@@ -377,8 +324,6 @@ def ladder_tasks(kind: str, n_per_level: int, seed: int = 0, *, levels=LEVELS, r
     of ``seed``), so levels differ by their factors, not their rooms. Tags: ``level``, ``viewpoint``,
     ``view_overlap`` (``high`` / ``low``), ``distractors`` (``yes`` / ``no``) and the motion tags; exact values in
     ``meta``. Deterministic in ``seed``."""
-    from . import make_env
-
     _check_kind(kind, n_per_level, "ladder_tasks")
     bad = [lv for lv in levels if lv not in LEVELS]
     if bad:
@@ -439,8 +384,6 @@ def viewpoint_pairs(kind: str, n_pairs: int, seed: int = 0, *, renderer: str = "
     ``P`` rolled, pitched, lowered or raised — and its ground truth is the units that undo that, then the same
     motion. Manipulation: the two tasks are the same reach (start, goal, ground truth) seen by the scene's
     observing camera from a common or an uncommon pose. Deterministic in ``seed``."""
-    from . import make_env
-
     _check_kind(kind, n_pairs, "viewpoint_pairs")
     sizes = StepSizes.for_kind(kind)
     env = make_env(kind, width=32, height=32, renderer=renderer, sizes=sizes, wrap=False)

@@ -133,7 +133,7 @@ def load_scene_trajectory(scene: dict, where: str = "scene"):
     return traj
 
 
-def _prime_trajectory_cache(scene: dict, traj) -> None:
+def prime_trajectory_cache(scene: dict, traj) -> None:
     """Make :func:`load_scene_trajectory` return ``traj`` for this scene (``replay_trajectory`` has it loaded)."""
     _TRAJ_CACHE[_cache_key(str(scene["trajectory"]), _load_options(scene))] = traj
     while len(_TRAJ_CACHE) > _TRAJ_CACHE_SIZE:
@@ -262,7 +262,7 @@ def check_droid_reachable(poses_ee, joint_seeds=None) -> tuple[np.ndarray, np.nd
     (seeded from ``joint_seeds`` (N, 7) when given, e.g. :func:`droid_joint_positions`, retried from the home
     posture) to within ``REACH_TOLERANCE`` (2 mm, 1°). Returns (ok (N,) bool, position errors (N,) m, rotation
     errors (N,) rad). The builder skips pairs whose start or goal is not reachable; nothing is clamped."""
-    from .gripper_manip import PandaArm, REACH_TOLERANCE
+    from .panda import PandaArm, REACH_TOLERANCE
 
     global _PANDA
     if _PANDA is None:
@@ -617,7 +617,7 @@ def attach_replay_scenes(tasks, traj, *, mesh: str | None = None, extrinsics=Non
         t = replace(t, scene=replay_scene_for(traj, kf, mesh=mesh, extrinsics=extrinsics, table=table))
         if src == "droid":
             if env is None:
-                from . import make_env
+                from .registry import make_env
 
                 env = make_env("manip", renderer="tiny", width=32, height=32, wrap=False)
             from .executor import execute_sequence

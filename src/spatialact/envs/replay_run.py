@@ -61,9 +61,8 @@ def replay_trajectory(traj, *, scene: dict | None = None, observation: str = "si
     """
     from ..action_space import StepSizes
     from ..tasks import Task
-    from ..trajectories import extract_actions
-    from ..tasks.extraction import keyframe_indices, quantisation_bound
-    from . import make_env
+    from ..tasks.extraction import extract_actions, keyframe_indices, quantisation_bound
+    from .registry import make_env
 
     if keyframes is None and scene is not None and scene.get("keyframes"):
         keyframes = scene["keyframes"]
@@ -77,7 +76,7 @@ def replay_trajectory(traj, *, scene: dict | None = None, observation: str = "si
     if scene is None:
         scene = rp.replay_scene_for(traj, kf)
     scene = {**scene, "keyframes": [int(k) for k in kf]}
-    rp._prime_trajectory_cache(scene, traj)
+    rp.prime_trajectory_cache(scene, traj)
     kind = rp.replay_kind(scene)
     sizes = sizes or StepSizes.for_kind(kind)
     sub = traj.select(np.arange(kf[0], kf[-1] + 1))

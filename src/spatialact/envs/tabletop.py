@@ -20,21 +20,12 @@ from scipy.spatial.transform import Rotation, Slerp
 from .. import geometry
 from ..action_space import ActionSequence, StepSizes
 from .base import SpatialActEnv
-from .procedural import sample_signed_counts
+from .sampling import sample_signed_counts
 
 __all__ = ["TabletopEnv"]
 
 _SUBSTEPS_PER_WAYPOINT = 4
 _SETTLE_STEPS = 48
-
-
-def _pose_from_pq(pos, quat) -> np.ndarray:
-    return geometry.pose_from_quat_trans(np.asarray(quat, dtype=np.float64), np.asarray(pos, dtype=np.float64))
-
-
-def _pq_from_pose(T):
-    q, t = geometry.pose_to_quat_trans(T)
-    return t.tolist(), q.tolist()
 
 
 class TabletopEnv(SpatialActEnv):
@@ -98,7 +89,7 @@ class TabletopEnv(SpatialActEnv):
         """World pose (4, 4) of a task object."""
         p, cid = self.world.p, self.world.client
         pos, orn = p.getBasePositionAndOrientation(self.scene.objects[name], physicsClientId=cid)
-        return _pose_from_pq(pos, orn)
+        return geometry.pose_from_quat_trans(orn, pos)
 
     # ----- state --------------------------------------------------------------------------------------
     @property
@@ -197,7 +188,7 @@ class TabletopEnv(SpatialActEnv):
             return
         p, cid = self.world.p, self.world.client
         name, rel = self._held
-        pos, quat = _pq_from_pose(self.pose @ rel)
+        quat, pos = geometry.pose_to_quat_trans(self.pose @ rel)
         b = self.scene.objects[name]
         p.resetBasePositionAndOrientation(b, pos, quat, physicsClientId=cid)
         p.resetBaseVelocity(b, [0, 0, 0], [0, 0, 0], physicsClientId=cid)
@@ -232,8 +223,8 @@ class TabletopEnv(SpatialActEnv):
             ok = ok and self.held_object != name
         return bool(ok)
 
-    def _info(self) -> dict:
-        info = super()._info()
+    def current_info(self) -> dict:
+        info = super().current_info()
         info["commanded_pose"] = self._cmd.copy()
         info["held_object"] = self.held_object
         info["objects"] = {n: self.object_pose(n)[:3, 3].copy() for n in self.scene.objects} if self.scene else {}

@@ -39,11 +39,11 @@ class BatchedVectorEnv(SyncVectorEnv):
                 self._terminations[i] = False
                 self._truncations[i] = False
             else:
-                base._defer_observation = True
+                base.defer_observation = True
                 try:
                     _, self._rewards[i], self._terminations[i], self._truncations[i], env_info = base.step(action)
                 finally:
-                    base._defer_observation = False
+                    base.defer_observation = False
                 stepped.append(i)
             infos = self._add_info(infos, env_info, i)
         self._observe(stepped)
@@ -65,20 +65,20 @@ class BatchedVectorEnv(SyncVectorEnv):
             rgb, d, _ = renderer.render(views, rgb=True, depth=depth)
             for k, i in enumerate(batch):
                 base = self._bases[i]
-                base._last_obs = base._observe(rendered=(rgb[k], d[k] if depth else None))
-                self._env_obs[i] = base._last_obs
+                base.last_observation = base.observe(rendered=(rgb[k], d[k] if depth else None))
+                self._env_obs[i] = base.last_observation
             self.batched_renders += 1
         for i in idx:
             if i not in batch:
                 base = self._bases[i]
-                base._last_obs = base._observe()
-                self._env_obs[i] = base._last_obs
+                base.last_observation = base.observe()
+                self._env_obs[i] = base.last_observation
 
 
 def make_vector_env(kind: str, num_envs: int, *, renderer: str = "auto", copy: bool = True, **kwargs):
     """``num_envs`` environments of a kind (``nav``, ``manip``, ``hand``) in this process, rendered together
     (:class:`BatchedVectorEnv`); keywords go to :func:`spatialact.envs.make_env`."""
-    from . import make_env
+    from .registry import make_env
 
     if int(num_envs) < 1:
         raise ValueError(f"num_envs must be at least 1, got {num_envs!r}")

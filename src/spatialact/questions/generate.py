@@ -181,7 +181,7 @@ def _clear(scene: SceneViews, T) -> bool:
 
 
 def _overlap(scene: SceneViews, A, B) -> float:
-    from ..envs.procedural import view_overlap
+    from ..envs.views import view_overlap
 
     return min(view_overlap(scene.world, A, B), view_overlap(scene.world, B, A))
 
