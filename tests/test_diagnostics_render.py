@@ -115,7 +115,7 @@ def test_in_a_left_right_symmetric_scene_the_flip_is_the_mirrored_pose(worlds):
 # ----- MirrorWrapper ------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def nav_task():
-    from spatialact.envs import procedural_tasks
+    from spatialact.taskgen import procedural_tasks
 
     return procedural_tasks("nav", 1, seed=2, n_steps=(2, 2))[0]
 

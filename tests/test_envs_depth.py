@@ -13,7 +13,8 @@ import pytest
 
 pytest.importorskip("pybullet")
 
-from spatialact.envs import make_env, procedural_tasks  # noqa: E402
+from spatialact.envs import make_env  # noqa: E402
+from spatialact.taskgen import procedural_tasks  # noqa: E402
 
 SCENE = {"generator": "tabletop", "seed": 3}
 W, H = 64, 48

@@ -321,7 +321,7 @@ def test_hand_visual_reads_as_a_hand_and_collision_is_unchanged():
     env = make_env("hand", renderer="gl", width=64, height=64, wrap=False)
     try:
         env.reset(seed=0)
-        p, cid, body = env.world.p, env.world.client, env._agent_body
+        p, cid, body = env.world.p, env.world.client, env.world.agent_body
         col = {}
         for link in range(-1, p.getNumJoints(body, physicsClientId=cid)):
             data = p.getCollisionShapeData(body, link, physicsClientId=cid)
@@ -374,7 +374,7 @@ def test_vector_env_renders_all_observations_in_one_call():
     v = make_vector_env("nav", 3, renderer="gl", width=40, height=32, depth=True)
     try:
         v.reset(seed=[0, 1, 2])
-        bases = v._bases
+        bases = [e.unwrapped for e in v.envs]
         assert len({id(b.world.gl.renderer) for b in bases}) == 1  # one shared renderer
         assert len({b.scene.spec["seed"] for b in bases}) == 3  # three scenes
         a = np.tile(np.array([v.single_action_space.nvec[0] // 2 + 1] + [10] * 5 + [2]), (3, 1))

@@ -67,7 +67,7 @@ def test_habitat_renders_a_mesh_scene(tmp_path):
     trimesh.util.concatenate([box, floor]).export(path)
     env = make_env("nav", backend="habitat", width=64, height=64, depth=True,
                    scene={"generator": "mesh", "mesh": str(path)}, wrap=False)
-    env._ensure_scene({"generator": "mesh", "mesh": str(path)})
+    env.world.load_scene({"generator": "mesh", "mesh": str(path)})
     T = pose_from_habitat([0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0])
     depth = env.render_depth(T)
     assert float(depth[32, 32]) == pytest.approx(1.75, abs=0.05)

@@ -7,7 +7,8 @@ import pytest
 
 from spatialact import geometry
 from spatialact.action_space import ActionSequence, Step
-from spatialact.envs import execute_sequence, make_env, procedural_tasks
+from spatialact.envs import execute_sequence, make_env
+from spatialact.taskgen import procedural_tasks
 from spatialact.envs.gripper_manip import REACH_TOLERANCE
 from spatialact.tasks import validate_record
 
@@ -61,7 +62,7 @@ def test_end_effector_frame_is_opencv_with_z_out_of_the_gripper(manip_env):
     manip_env.reset(options={"task": task})
     T = manip_env.pose
     assert T[2, 2] < -0.99  # +Z points down at the start
-    hand = manip_env.world.p.getLinkState(manip_env._robot, 8, physicsClientId=manip_env.world.client)[4]
+    hand = manip_env.world.p.getLinkState(manip_env.world.robot, 8, physicsClientId=manip_env.world.client)[4]
     # the hand flange is behind the grasp point, i.e. along −Z
     assert np.dot(np.asarray(hand) - T[:3, 3], T[:3, 2]) < -0.09
     manip_env.apply_step(Step.from_counts({"Dolly In": 3}), task.sizes)

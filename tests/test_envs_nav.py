@@ -9,7 +9,8 @@ import pytest
 
 from spatialact import geometry
 from spatialact.action_space import MOTION_PRIMITIVES, ActionSequence, Primitive, Step, StepSizes
-from spatialact.envs import ENV_IDS, execute_sequence, make_env, procedural_tasks
+from spatialact.envs import ENV_IDS, execute_sequence, make_env
+from spatialact.taskgen import procedural_tasks
 from spatialact.tasks import Task, validate_record
 
 SCENE = {"generator": "room", "seed": 5}

@@ -179,7 +179,7 @@ def test_droid_end_effector_projects_where_extrinsics_and_intrinsics_say(data):
         from spatialact.envs.gripper_manip import EE_LINK
 
         base = env.unwrapped
-        st = base.world.p.getLinkState(base._robot, EE_LINK, computeForwardKinematics=True,
+        st = base.world.p.getLinkState(base.world.robot, EE_LINK, computeForwardKinematics=True,
                                        physicsClientId=base.world.client)
         grasp = np.asarray(st[4])
         flange = geometry.pose_from_droid(ep["cart"][0].astype(np.float32))
@@ -283,7 +283,7 @@ def test_recorded_observation_refused_without_frames(data):
             env.reset(options={"task": task})
     finally:
         env.close()
-    from spatialact.envs import procedural_tasks
+    from spatialact.taskgen import procedural_tasks
 
     proc = procedural_tasks("nav", 1, seed=0)[0]
     env = make_env("nav", height=32, width=32, observation="both")
@@ -317,9 +317,9 @@ def test_tasks_on_one_trajectory_share_the_world(data):
     env = make_env("hand", height=36, wrap=False)
     try:
         env.reset(options={"task": a})
-        world_key, n_bodies = env._scene_key, env.world.p.getNumBodies(physicsClientId=env.world.client)
+        world_key, n_bodies = env.world.scene_key, env.world.p.getNumBodies(physicsClientId=env.world.client)
         _, info = env.reset(options={"task": b})
-        assert env._scene_key == world_key
+        assert env.world.scene_key == world_key
         assert env.world.p.getNumBodies(physicsClientId=env.world.client) == n_bodies
         assert np.allclose(info["pose"], traj.poses[30])
     finally:

@@ -61,9 +61,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
-def _from_trajectory(args: argparse.Namespace) -> list:
-    from spatialact.trajectories import load_trajectory
-    from spatialact.tasks.from_trajectory import tasks_from_trajectory
+def _from_trajectory(args: argparse.Namespace):
+    from spatialact.taskgen.from_trajectory import build_trajectory_tasks
 
     from .main import CLIError
 
@@ -71,60 +70,16 @@ def _from_trajectory(args: argparse.Namespace) -> list:
                    ("--max-seconds", args.max_seconds)):
         if v is not None and not (math.isfinite(v) and v >= 0):
             raise CLIError(f"{opt} must be a finite number ≥ 0, got {v}")
-    opts = {} if args.camera is None else {"camera": args.camera}
-    traj = load_trajectory(args.traj, args.format, episode=args.episode, entity=args.entity, **opts)
-    out = Path(args.out)
-    image_dir = None if args.no_images else out.parent / f"{out.stem}_images"
-    made = [d for d in (out.parent, *out.parent.parents) if not d.exists()]  # folders a refusal must not leave
-    tasks = tasks_from_trajectory(traj, n=args.n, seed=args.seed, min_motion=args.min_motion,
-                                  max_motion=args.max_motion, kind=args.kind, answer_format=args.answer_format,
-                                  image_dir=image_dir, max_seconds=args.max_seconds)
-    if not tasks:
-        from spatialact.action_space import StepSizes
-        from spatialact.tasks.from_trajectory import default_motion_range
-
-        kind = args.kind or traj.meta.get("kind") or "nav"
-        lo, hi = default_motion_range(kind, StepSizes.for_kind(kind))
-        lo = lo if args.min_motion is None else args.min_motion
-        hi = hi if args.max_motion is None else args.max_motion
-        span = float(np.linalg.norm(traj.positions.max(0) - traj.positions.min(0))) if len(traj.positions) else 0.0
-        raise CLIError(f"{args.traj}: no task: no pair of its {len(traj.positions)} frames is {lo:g}–{hi:g} m apart "
-                       f"with a ground truth of at least one step (the path spans {span:.3g} m; see --min-motion, "
-                       f"--max-motion, --max-seconds)")
-    if args.no_scene:
-        return tasks
-    try:
-        from spatialact.envs import attach_replay_scenes
-    except ImportError as e:
-        raise ValueError(f"replay scenes need the simulator (pip install 'spatialact[sim]'), or pass --no-scene: "
-                         f"{e}") from None
-    built = tasks
-    tasks, skipped = attach_replay_scenes(tasks, traj, mesh=scene_file(args.scene),
-                                          extrinsics=_extrinsics_file(args.extrinsics))
-    _remove_unused_images(built, tasks, image_dir)
-    reasons = "; ".join(f"{k} {why}" for why, k in skipped.items())
-    if not tasks:
-        for d in made:  # deepest first
-            if d.is_dir() and not any(d.iterdir()):
-                d.rmdir()
-        raise CLIError(f"{args.traj}: no task: each of the {len(built)} built was skipped ({reasons})")
-    for why, k in skipped.items():
+    scenes = not args.no_scene
+    built = build_trajectory_tasks(
+        args.traj, args.out, format=args.format, episode=args.episode, entity=args.entity, camera=args.camera,
+        n=args.n, seed=args.seed, min_motion=args.min_motion, max_motion=args.max_motion,
+        max_seconds=args.max_seconds, kind=args.kind, answer_format=args.answer_format, images=not args.no_images,
+        scene=scenes, mesh=scene_file(args.scene) if scenes else None,
+        extrinsics=_extrinsics_file(args.extrinsics) if scenes else None)
+    for why, k in built.skipped.items():
         print(f"spatialact tasks: skipped {k} task{'s' * (k != 1)}: {why}", file=sys.stderr)
-    return tasks
-
-
-def _images(t) -> set:
-    return {p for p in (t.start_image, t.goal_image, (t.example or {}).get("start_image")) if p}
-
-
-def _remove_unused_images(built: list, kept: list, image_dir) -> None:
-    """The PNGs written for tasks that were then skipped, and the image folder when nothing is left in it."""
-    keep = set().union(*map(_images, kept)) if kept else set()
-    for t in built:
-        for p in _images(t) - keep:
-            Path(p).unlink(missing_ok=True)
-    if image_dir is not None and Path(image_dir).is_dir() and not any(Path(image_dir).iterdir()):
-        Path(image_dir).rmdir()
+    return built.tasks, built.path
 
 
 def scene_file(path: str | None) -> str | None:
@@ -146,8 +101,6 @@ def _extrinsics_file(path: str | None):
     """[x, y, z, rx, ry, rz] from a JSON file (a list, or an object with "extrinsics"), checked; None without one."""
     if path is None:
         return None
-    import math
-
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -159,32 +112,30 @@ def _extrinsics_file(path: str | None):
     return [float(x) for x in v]
 
 
-def _procedural(args: argparse.Namespace) -> list:
+def _procedural(args: argparse.Namespace):
+    from spatialact.tasks import save_tasks
+
     try:
-        from spatialact.envs import procedural_tasks
+        from spatialact.taskgen import procedural_tasks
     except ImportError as e:
         raise ValueError(f"procedural tasks need the simulator (pip install 'spatialact[sim]'): {e}") from None
-    return procedural_tasks(args.kind or "nav", args.n, args.seed)
+    tasks = procedural_tasks(args.kind or "nav", args.n, args.seed)
+    return tasks, save_tasks(tasks, args.out)
 
 
-# action name -> builder(args) -> list[Task]
+# action name -> builder(args) -> (tasks, the task file written)
 TASK_BUILDERS = {"from-trajectory": _from_trajectory, "procedural": _procedural}
 
 
 def run(args: argparse.Namespace) -> int:
-    from spatialact.tasks import save_tasks
-
     from .main import check_out
     from .table import format_table
 
     check_out(args.out, folder=False)
-    tasks = TASK_BUILDERS[args.action](args)
-    path = save_tasks(tasks, args.out)
+    tasks, path = TASK_BUILDERS[args.action](args)
     if args.json:
         print_json({"out": str(path), "n": len(tasks), "ids": [t.id for t in tasks]})
         return 0
-    import numpy as np
-
     from spatialact.geometry import rotation_error
 
     # Start-to-goal motion from the poses themselves, so every builder's table shows it.

@@ -1,4 +1,5 @@
-"""Gymnasium environments over PyBullet scenes (SPEC §6); importing this package registers them.
+"""Gymnasium environments over PyBullet scenes (SPEC §6) and the worlds they run in; importing this package
+registers the environments.
 
 * ``spatialact/CameraNav-v0`` — :class:`CameraNavEnv`, a free camera in a procedural room or a mesh scene;
 * ``spatialact/GripperManip-v0`` — :class:`GripperManipEnv`, a Franka Panda at a table;
@@ -6,24 +7,29 @@
 
 ``make_env(kind, ...)`` builds one through ``gymnasium.make`` (so it is wrapped as gymnasium wraps every env:
 order enforcing and the passive checker); use ``env.unwrapped`` for ``apply_step``, ``pose``, ``render_view``, ...
-``wrap=False`` returns the raw environment.
+and ``env.unwrapped.world`` for its :class:`~spatialact.envs.world.World`. ``wrap=False`` returns the raw
+environment. This module only re-exports (:mod:`.registry`, :mod:`.executor`, :mod:`.replay`, :mod:`.replay_run`,
+:mod:`.vector`); the task generators live above, in :mod:`spatialact.taskgen` (their old names here still import,
+with a DeprecationWarning).
 """
 
 from __future__ import annotations
 
 from .executor import ExecutionResult, execute_sequence
-from .procedural import ladder_tasks, procedural_tasks, viewpoint_pairs
 from .registry import ENV_IDS, KIND_TO_ID, make_env
-from .replay import attach_replay_scenes, check_droid_reachable, replay_scene_for
+from .replay import check_droid_reachable, replay_scene_for
 from .replay_run import ReplayResult, replay_trajectory
 
-__all__ = ["make_env", "execute_sequence", "ExecutionResult", "procedural_tasks", "ladder_tasks", "viewpoint_pairs",
-           "ENV_IDS", "KIND_TO_ID",
+__all__ = ["make_env", "execute_sequence", "ExecutionResult", "ENV_IDS", "KIND_TO_ID",
            "CameraNavEnv", "GripperManipEnv", "HandManipEnv", "replay_trajectory", "ReplayResult",
-           "check_droid_reachable", "replay_scene_for", "attach_replay_scenes", "make_vector_env"]
+           "check_droid_reachable", "replay_scene_for", "make_vector_env"]
+
+#: Names that moved above this package, to spatialact.taskgen (deprecated aliases: ``__getattr__`` warns).
+MOVED_TO_TASKGEN = ("procedural_tasks", "ladder_tasks", "viewpoint_pairs", "attach_replay_scenes")
 
 
-def __getattr__(name):  # lazy class access without importing every environment up front
+def __getattr__(name):
+    # lazy class access without importing every environment up front
     if name == "CameraNavEnv":
         from .camera_nav import CameraNavEnv
         return CameraNavEnv
@@ -36,4 +42,12 @@ def __getattr__(name):  # lazy class access without importing every environment 
     if name == "make_vector_env":  # K environments in one process, observations rendered in one call
         from .vector import make_vector_env
         return make_vector_env
-    raise AttributeError(name)
+    if name in MOVED_TO_TASKGEN:  # deprecated alias: the one upward import of this package
+        import warnings
+
+        from .. import taskgen
+
+        warnings.warn(f"spatialact.envs.{name} moved to spatialact.taskgen.{name}; import it from there",
+                      DeprecationWarning, stacklevel=2)
+        return getattr(taskgen, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

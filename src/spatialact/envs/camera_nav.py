@@ -1,30 +1,34 @@
-"""``spatialact/CameraNav-v0``: a free camera moved kinematically (no collisions) through a 3-D scene.
+"""``spatialact/CameraNav-v0``: move a free camera from a start view to a goal view in a 3-D scene.
 
-The controlled frame is the camera itself: pose (4, 4) C2W, metres, world +Z up, camera OpenCV axes (+X right,
-+Y down, +Z forward). One step moves it by the step's body-frame Δ: ``T ← T @ Δ`` — the same product as
-``ActionSequence.to_poses``, so executing a sequence reaches its poses exactly. Observation: ``rgb`` (the view
-from the current pose), ``goal_rgb`` (the view from the goal pose), optional ``depth`` (metres).
-Default scene: a procedural room (``scene={"generator": "mesh", "mesh": path}`` loads a mesh file instead).
+**World.** :class:`~spatialact.envs.free_camera.FreeCameraWorld`: a camera moved kinematically (no collisions) in a
+procedural room (default), a mesh file (``scene={"generator": "mesh", "mesh": path}``) or a camera path's replay
+scene. The controlled frame is the camera itself: pose (4, 4) C2W, metres, world +Z up, OpenCV axes (+X right, +Y
+down, +Z forward). One step moves it by the step's body-frame Δ: ``T ← T @ Δ`` — the same product as
+``ActionSequence.to_poses``, so executing a sequence reaches its poses exactly (``info["blocked"]`` is always False).
+
+**Observation** (``Dict``): ``rgb`` (H, W, 3) uint8, the view from the current pose; ``goal_rgb``, the view from the
+goal pose (rendered once per episode); ``depth`` (H, W) float32 metres when ``depth=True``; ``recorded_rgb`` with
+``observation="both"`` (replayed camera paths with frames).
+
+**Actions** (``action_mode``): ``discrete`` ``Discrete(13)`` (0 Stay, 1–12 one unit of one primitive), ``step``
+``MultiDiscrete([2·cap+1]*6 + [3])`` (signed counts per primitive; the gripper element is ignored), ``continuous``
+``Box(7)`` (one vector-format step); see :mod:`spatialact.envs.base`.
+
+**Reward, termination.** The decrease of ``position_error / 0.2 m + rotation_error / 10°`` plus 10 on success (within
+0.20 m / 10° of the goal, by default); ``terminated`` on success when ``terminate_on_success``, ``truncated`` after
+``max_steps``.
+
+**Reset.** ``reset(options={"task": task})`` rebuilds the task's scene (when it differs) and puts the camera at
+``start_pose``; without a task it draws a random reachable goal sharing at least ``min_overlap`` (world option,
+0.3) of the start view.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
-from .. import geometry
-from ..action_space import ActionSequence, StepSizes
 from .base import SpatialActEnv
-from .sampling import sample_signed_counts
-from .views import view_overlap
-from .rendering import CameraSpec
-from .scenes import look_at
+from .free_camera import FreeCameraWorld
 
 __all__ = ["CameraNavEnv"]
-
-# Which axes random ground truths move (truck, pedestal, dolly, tilt, pan, roll), and their largest counts: rotations
-# are kept moderate so that start and goal views share landmarks.
-_AXIS_WEIGHTS = (1.0, 0.5, 1.2, 0.35, 1.2, 0.2)
-_MAX_COUNTS = (10, 6, 10, 4, 6, 3)
 
 
 class CameraNavEnv(SpatialActEnv):
@@ -32,97 +36,4 @@ class CameraNavEnv(SpatialActEnv):
 
     kind = "nav"
     n_discrete = 13
-    default_generator = "room"
-
-    def __init__(self, *args, min_overlap: float = 0.3, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.min_overlap = float(min_overlap)
-        self._pose = np.eye(4)
-
-    # ----- state --------------------------------------------------------------------------------------
-    @property
-    def pose(self) -> np.ndarray:
-        return self._pose.copy()
-
-    def _set_start(self, task) -> None:
-        self._pose = task.start_pose.copy()
-
-    def _move(self, delta: np.ndarray) -> None:
-        self._pose = self._pose @ delta
-
-    def _set_gripper(self, g: int) -> None:  # a camera has no gripper
-        pass
-
-    # ----- rendering ----------------------------------------------------------------------------------
-    def _observe_rgb(self):
-        rgb, depth, _ = self.world.render(self.camera_pose, self.camera, depth=self.use_depth)
-        return rgb, depth
-
-    def _goal_rgb(self) -> np.ndarray:
-        return self.world.render(self.task.goal_pose, self.camera, depth=False)[0]
-
-    # ----- random tasks -------------------------------------------------------------------------------
-    def _sample_start(self, rng) -> np.ndarray | None:
-        box = self.scene.nav_box
-        eye = np.array([rng.uniform(*box[0]), rng.uniform(*box[1]), rng.uniform(max(box[2][0], 1.0),
-                                                                                  min(box[2][1], 1.7))])
-        if self.scene.inside_obstacle(eye, 0.25):
-            return None
-        yaw = rng.uniform(-np.pi, np.pi)
-        T = look_at(eye, eye + np.array([np.cos(yaw), np.sin(yaw), 0.0]))
-        T = T @ geometry.make_pose(geometry.rot_x(rng.uniform(-0.35, 0.05)), np.zeros(3))
-        return T if self._view_ok(T) else None
-
-    def _view_ok(self, T) -> bool:
-        """Not inside or against something: nearest surface ≥ 0.3 m, median ≥ 1.5 m (a small depth render)."""
-        _, d, _ = self.world.render(T, CameraSpec(16, 16, self.camera.fov_deg), depth=True)
-        return float(d.min()) >= 0.3 and float(np.median(d)) >= 1.5
-
-    def _pose_ok(self, T, margin=0.15) -> bool:
-        box = self.scene.nav_box
-        x = T[:3, 3]
-        if np.any(x < box[:, 0] - margin) or np.any(x > box[:, 1] + margin):
-            return False
-        z_axis, x_axis = T[:3, 2], T[:3, 0]
-        # keep the horizon in view: optical axis within ±50° of horizontal, roll within ±35°
-        return abs(z_axis[2]) <= np.sin(np.radians(50)) and abs(x_axis[2]) <= np.sin(np.radians(35))
-
-    def reachable_goal(self, start: np.ndarray, gt: ActionSequence) -> tuple[np.ndarray, float] | None:
-        """Where ``gt`` leads from ``start`` (OpenCV camera-to-world (4, 4), metres) in the current scene, as
-        ``(goal pose, view overlap)`` — the overlap the smaller of start-in-goal and goal-in-start — or None when
-        the goal is within two translation units of the start, a pose on the way leaves the room or tilts the
-        horizon out of view, the goal lies in an obstacle or looks at a blank view."""
-        poses = gt.to_poses(start)
-        goal = poses[-1]
-        if np.linalg.norm(goal[:3, 3] - start[:3, 3]) < 2 * gt.sizes.translation:
-            return None
-        if not all(self._pose_ok(T) for T in poses) or self.scene.inside_obstacle(goal[:3, 3], 0.15):
-            return None
-        if not self._view_ok(goal):
-            return None
-        return goal, min(view_overlap(self.world, start, goal), view_overlap(self.world, goal, start))
-
-    def sample_task(self, rng, n_steps=(1, 3), sizes: StepSizes | None = None, variant: str = "reach",
-                    max_tries: int = 400):
-        """A random reachable goal in the current scene (see :mod:`spatialact.envs.procedural`)."""
-        if variant != "reach":
-            raise ValueError(f"CameraNav tasks are 'reach' tasks, got variant {variant!r}")
-        sizes = sizes or self.default_sizes
-        for _ in range(max_tries):
-            start = self._sample_start(rng)
-            if start is None:
-                continue
-            k = int(rng.integers(n_steps[0], n_steps[1] + 1))
-            signed = sample_signed_counts(rng, k, _AXIS_WEIGHTS, _MAX_COUNTS, self.cap)
-            gt = ActionSequence.from_signed_counts(signed, sizes, cap=self.cap)
-            reached = self.reachable_goal(start, gt)
-            if reached is None or reached[1] < self.min_overlap:
-                continue
-            goal, overlap = reached
-            # Tags are categories a report breaks scores down by; the exact overlap goes to meta.
-            tags = {"variant": "reach", "n_steps": k, "view_overlap": "high" if overlap >= 0.6 else "low",
-                    "layout": self.scene.spec.get("params", {}).get("layout", self.scene.spec["generator"])}
-            task = self._make_task(start, goal, gt, tags,
-                                   instruction="Move the camera from the start view to the goal view.")
-            return task.with_(meta={**task.meta, "view_overlap": round(float(overlap), 3)})
-        raise RuntimeError(f"no valid navigation goal found in scene {self.scene.spec} after {max_tries} tries")
+    world_class = FreeCameraWorld

@@ -1,168 +1,40 @@
-"""``spatialact/GripperManip-v0``: a Franka Panda (pybullet_data) with a parallel gripper at a table.
+"""``spatialact/GripperManip-v0``: move a Franka Panda's gripper to a goal pose, or move objects, at a table.
 
-The controlled frame is the end-effector: PyBullet's ``panda_grasptarget`` link (between the fingertips, 0.105 m
-past the hand flange). Its axes already follow the OpenCV convention the action space uses: **+Z points out of the
-gripper** (the approach direction), +Y runs along the finger travel, +X = Y × Z. Poses are C2W (4, 4), metres, world
-+Z up; the robot base stands on the table at (0, 0, table height).
+**World.** :class:`~spatialact.envs.panda_world.PandaWorld`: pybullet_data's Panda with a parallel gripper at a table
+(or in a DROID replay scene). The controlled frame is the end-effector: PyBullet's ``panda_grasptarget`` link
+(between the fingertips, 0.105 m past the hand flange). Its axes already follow the OpenCV convention the action space
+uses: **+Z points out of the gripper** (the approach direction), +Y runs along the finger travel, +X = Y × Z. Poses are
+C2W (4, 4), metres, world +Z up; the robot base stands on the table at (0, 0, table height).
 
 Each step composes the commanded pose exactly (``T_cmd ← T_cmd @ Δ``) and drives the arm there by damped-least-
 squares inverse kinematics (PyBullet's, with joint limits and a rest posture, refined until the measured pose is
 within 0.1 mm / 0.05°) through interpolated waypoints; the arm is positioned kinematically and held by its
-position motors while the physics of the objects runs. ``info["pose"]`` is the *measured* end-effector pose.
-Observation ``rgb``: an exterior camera looking at the workspace; ``wrist_camera=True`` adds ``wrist_rgb``.
-Tasks: reach a goal pose, or pick and place (success from the object's state).
+position motors while the physics of the objects runs. ``info["pose"]`` is the *measured* end-effector pose;
+``info`` adds ``commanded_pose``, ``held_object`` and ``objects`` (name → centre).
+
+**Observation.** ``rgb``: an exterior camera looking at the workspace; ``goal_rgb``: the same camera with the arm at
+the goal (and the task's object where its success test wants it); ``depth`` with ``depth=True``;
+``wrist_camera=True`` (world option) adds ``wrist_rgb``.
+
+**Actions.** As CameraNav, with the gripper: ``Discrete(15)`` (13 open, 14 close), the ``step`` mode's gripper
+element (0 open, 1 close, 2 keep), the ``continuous`` mode's ``g``; see :mod:`spatialact.envs.base`.
+
+**Tasks.** Reach a goal pose (success within 0.05 m / 10°), or pick and place / push a cube (success from the
+object's state). Reward and termination as in :mod:`spatialact.envs.base`.
 """
 
 from __future__ import annotations
 
-import numpy as np
+from .base import SpatialActEnv
+from .panda import EE_LINK, IK_TOLERANCE, PANDA_HOME, REACH_TOLERANCE, PandaArm
+from .panda_world import PandaWorld
 
-from .. import geometry
-from .panda import (ARM_JOINTS, EE_LINK, FINGER_JOINTS, FINGER_OPEN, IK_TOLERANCE, PANDA_HOME, REACH_TOLERANCE,  # noqa: F401
-                    PandaArm, panda_limits, solve_panda_ik)
-from .tabletop import TabletopEnv
-
-__all__ = ["GripperManipEnv", "PandaArm", "PANDA_HOME", "IK_TOLERANCE", "REACH_TOLERANCE"]
+__all__ = ["GripperManipEnv", "PandaArm", "PANDA_HOME", "IK_TOLERANCE", "REACH_TOLERANCE", "EE_LINK"]
 
 
-class GripperManipEnv(TabletopEnv):
+class GripperManipEnv(SpatialActEnv):
     """Franka Panda manipulation; see the module docstring."""
 
     kind = "manip"
-    GRASP_POINT = np.zeros(3)
-    DOWN_AXIS = 2
-    LATERAL_AXES = (0, 1)
-    GRASP_REGION = np.array([0.02, 0.03, 0.02])
-    PUSH_AXES = (0, 1)
-
-    # The controlled frame is the grasp frame by default; replay scenes set ``_tool`` so that the controlled frame
-    # is the recorded end-effector frame (DROID's flange): grasp = controlled @ _tool.
-    _tool = np.eye(4)
-    _home_q = PANDA_HOME
-
-    def _load_agent(self) -> None:
-        p, cid = self.world.p, self.world.client
-        base = self.scene.robot_base
-        if base is None:
-            pos, quat = [0, 0, self.scene.table_z], [0, 0, 0, 1]
-        else:
-            quat, pos = geometry.pose_to_quat_trans(base)
-        self._agent_body = p.loadURDF("franka_panda/panda.urdf", pos, quat,
-                                      useFixedBase=True, flags=p.URDF_USE_SELF_COLLISION * 0,
-                                      physicsClientId=cid)
-        self._robot = self._agent_body
-        self._movable, self._lower, self._upper, self._ranges = panda_limits(p, cid, self._robot)
-        self._finger_target = FINGER_OPEN
-        self._home()
-
-    @property
-    def _rest(self):
-        return list(self._home_q) + [FINGER_OPEN, FINGER_OPEN]
-
-    def _home(self) -> None:
-        p, cid = self.world.p, self.world.client
-        for j, q in zip(ARM_JOINTS, self._home_q):
-            p.resetJointState(self._robot, j, float(q), physicsClientId=cid)
-        self._set_fingers(False)
-
-    def _hold_joints(self) -> None:
-        """Position motors hold the arm and fingers where they were put (the arm is placed kinematically)."""
-        p, cid = self.world.p, self.world.client
-        joints = list(ARM_JOINTS) + list(FINGER_JOINTS)
-        q = [p.getJointState(self._robot, j, physicsClientId=cid)[0] for j in joints]
-        p.setJointMotorControlArray(self._robot, joints, p.POSITION_CONTROL, targetPositions=q,
-                                    forces=[500.0] * 7 + [40.0, 40.0], physicsClientId=cid)
-
-    def _set_fingers(self, closed: bool, width: float | None = None) -> None:
-        p, cid = self.world.p, self.world.client
-        q = 0.0 if not closed else 0.0
-        if closed and width is not None:
-            q = min(FINGER_OPEN, width / 2.0)
-        if not closed:
-            q = FINGER_OPEN
-        for j in FINGER_JOINTS:
-            p.resetJointState(self._robot, j, q, physicsClientId=cid)
-        self._hold_joints()
-
-    def _measured_pose(self) -> np.ndarray:
-        """The controlled frame (C2W): the measured grasp frame, or with a tool offset the frame it is carried on."""
-        p, cid = self.world.p, self.world.client
-        st = p.getLinkState(self._robot, EE_LINK, computeForwardKinematics=True, physicsClientId=cid)
-        M = geometry.pose_from_quat_trans(st[5], st[4])
-        return M if self._tool is GripperManipEnv._tool else M @ geometry.invert_pose(self._tool)
-
-    def _solve_ik(self, T: np.ndarray, iterations: int = 12) -> tuple[float, float]:
-        """Put the arm at controlled-frame pose T by iterated IK (each round seeded by the last); returns the final
-        errors of the grasp frame."""
-        replaying = self._tool is not GripperManipEnv._tool
-        return solve_panda_ik(self.world.p, self.world.client, self._robot, T @ self._tool, self._lower,
-                              self._upper, self._ranges, self._rest, iterations, refine=replaying and iterations > 2)
-
-    def _drive_to(self, T: np.ndarray, final: bool = True) -> None:
-        # intermediate waypoints only need to be close; the pose a step ends at is refined fully
-        pe, re = self._solve_ik(T, iterations=12 if final else 2)
-        if final and (pe > REACH_TOLERANCE[0] or re > REACH_TOLERANCE[1]) and self._tool is not GripperManipEnv._tool:
-            # replay: the posture carried over may be a poor seed; retry from the home posture, keep the better
-            p, cid = self.world.p, self.world.client
-            before = [p.getJointState(self._robot, j, physicsClientId=cid)[0] for j in ARM_JOINTS]
-            for j, q in zip(ARM_JOINTS, PANDA_HOME):
-                p.resetJointState(self._robot, j, q, physicsClientId=cid)
-            pe2, re2 = self._solve_ik(T)
-            if pe2 / REACH_TOLERANCE[0] + re2 / REACH_TOLERANCE[1] > pe / REACH_TOLERANCE[0] + re / REACH_TOLERANCE[1]:
-                for j, q in zip(ARM_JOINTS, before):
-                    p.resetJointState(self._robot, j, q, physicsClientId=cid)
-        self._hold_joints()
-
-    def _configure_replay(self, task) -> None:
-        """A DROID replay: the controlled frame becomes DROID's end-effector frame (``DROID_TOOL_OFFSET`` to the grasp
-        frame), IK is seeded from the recorded joint positions, and a start or goal the arm cannot reach is refused
-        (never clamped)."""
-        super()._configure_replay(task)
-        self.__dict__.pop("_tool", None)
-        self.__dict__.pop("_home_q", None)
-        if self.replay is None:
-            return
-        from .replay import check_droid_reachable
-
-        kf = self._keyframes
-        seeds = self.replay.joint_seeds
-        ok, pe, re = check_droid_reachable(np.stack([task.start_pose, task.goal_pose]),
-                                           None if seeds is None else seeds[[kf[0], kf[-1]]])
-        for i, name in enumerate(("start_pose", "goal_pose")):
-            if not ok[i]:
-                raise ValueError(f"task {task.id}: {name}: out of the simulated Panda's reach (IK error "
-                                 f"{pe[i] * 1000:.1f} mm, {np.degrees(re[i]):.1f}°; tolerance 2 mm, 1°)")
-        self._tool = self.replay.tool
-        if seeds is not None:
-            self._home_q = tuple(float(q) for q in seeds[kf[0]])
-
-    def _home_for_goal(self) -> None:
-        seeds = self.replay.joint_seeds if self.replay is not None else None
-        if seeds is None:
-            return self._home()
-        saved = self._home_q
-        self._home_q = tuple(float(q) for q in seeds[self._keyframes[-1]])
-        try:
-            self._home()
-        finally:
-            self._home_q = saved
-
-    def _reachable(self, T) -> bool:
-        snap = self._snapshot()
-        try:
-            self._home()
-            pe, re = self._solve_ik(T)
-        finally:
-            self._restore(snap)
-        return pe <= REACH_TOLERANCE[0] and re <= REACH_TOLERANCE[1]
-
-    def _pose_ok(self, T) -> bool:
-        if not super()._pose_ok(T):
-            return False
-        # the hand must stay above the table: its flange is 0.105 m behind the grasp point along −Z
-        flange = T[:3, 3] - 0.105 * T[:3, 2]
-        return bool(flange[2] >= self.scene.table_z + 0.06 and self._reachable(T))
-
-    def _start_rotation(self, yaw: float) -> np.ndarray:
-        # gripper pointing down (+Z = world −Z), +X along the yawed world x axis
-        return geometry.rot_z(yaw) @ geometry.rot_x(np.pi)
+    n_discrete = 15
+    world_class = PandaWorld

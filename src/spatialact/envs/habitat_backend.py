@@ -1,5 +1,7 @@
 """A habitat-sim backend for CameraNav: the same environment, rendered by habitat-sim from a mesh scene.
 
+:class:`HabitatWorld` is :class:`~spatialact.envs.free_camera.FreeCameraWorld` (the same free camera, moves and
+random tasks) whose backend is habitat-sim instead of PyBullet; :class:`HabitatCameraNavEnv` is CameraNav over it.
 Used by ``make_env("nav", backend="habitat", scene={"generator": "mesh", "mesh": "path/to/scene.glb"})`` when
 ``habitat_sim`` imports; otherwise construction fails with :class:`HabitatUnavailable`, naming the install route
 (``conda install habitat-sim -c conda-forge -c aihabitat``).
@@ -20,10 +22,11 @@ import numpy as np
 
 from .. import geometry
 from .camera_nav import CameraNavEnv
+from .free_camera import FreeCameraWorld
 from .rendering import CameraSpec
 from .scenes import SceneInfo, normalise_scene_spec
 
-__all__ = ["HabitatCameraNavEnv", "HabitatUnavailable", "INSTALL_HINT", "pose_to_habitat", "pose_from_habitat",
+__all__ = ["HabitatCameraNavEnv", "HabitatWorld", "HabitatSim", "HabitatUnavailable", "INSTALL_HINT", "pose_to_habitat", "pose_from_habitat",
            "habitat_hfov", "habitat_available"]
 
 INSTALL_HINT = ("habitat-sim is not installed; install it with conda: "
@@ -62,8 +65,9 @@ def habitat_hfov(fov_deg: float, width: int, height: int) -> float:
     return math.degrees(2.0 * math.atan(math.tan(math.radians(fov_deg) / 2.0) * width / height))
 
 
-class _HabitatWorld:
-    """Renders like :class:`~spatialact.envs.rendering.BulletWorld` (same ``render`` signature) with habitat-sim."""
+class HabitatSim:
+    """habitat-sim as a world's backend: renders like :class:`~spatialact.envs.rendering.BulletWorld` (the same
+    ``render`` and ``render_batch``) from the mesh scene it loaded."""
 
     def __init__(self, fov_deg: float):
         try:
@@ -123,6 +127,11 @@ class _HabitatWorld:
             d = np.where(d <= 0, np.float32(cam.far), d)  # habitat writes 0 where nothing was hit
         return rgb, d, None
 
+    def render_batch(self, poses, cam: CameraSpec, depth: bool = True, segmentation: bool = False):
+        """K views, rendered in turn: (rgb (K, H, W, 3), depth (K, H, W) or None, None)."""
+        out = [self.render(T, cam, depth=depth) for T in poses]
+        return np.stack([o[0] for o in out]), np.stack([o[1] for o in out]) if depth else None, None
+
     def reset_world(self) -> None:
         pass
 
@@ -132,25 +141,31 @@ class _HabitatWorld:
             self.sim = None
 
 
-class HabitatCameraNavEnv(CameraNavEnv):
-    """CameraNav rendered by habitat-sim; scenes are mesh files (``{"generator": "mesh", "mesh": path}``)."""
+class HabitatWorld(FreeCameraWorld):
+    """The free camera rendered by habitat-sim; scenes are mesh files (``{"generator": "mesh", "mesh": path}``)."""
 
-    def _make_world(self, renderer: str):
-        return _HabitatWorld(self.camera.fov_deg)
+    def make_backend(self, renderer: str):
+        return HabitatSim(self.base_camera.fov_deg)
 
-    def _ensure_scene(self, spec: dict) -> None:
+    def load_scene(self, spec: dict, where: str = "scene") -> None:
         spec = normalise_scene_spec(spec)
         if spec["generator"] != "mesh":
             raise ValueError("the habitat backend renders mesh scenes only: pass scene={'generator': 'mesh', "
                              f"'mesh': 'path/to/scene.glb'}} (got generator {spec['generator']!r})")
         key = repr(sorted(spec.items()))
-        if key == self._scene_key:
+        if key == self.scene_key:
             return
         import trimesh
 
-        self.world.load(spec["mesh"], self.camera)
+        self.backend.load(spec["mesh"], self.camera)
         bounds = geometry.yup_to_zup(np.eye(4))[:3, :3] @ np.asarray(trimesh.load(spec["mesh"], force="mesh").bounds).T
         lo, hi = bounds.min(axis=1), bounds.max(axis=1)
         nav = np.stack([lo + 0.3, np.maximum(hi - 0.3, lo + 0.3)], axis=1)
-        self.scene = SceneInfo(spec=spec, nav_box=nav)
-        self._scene_key = key
+        self.scene, self.replay, self._recording = SceneInfo(spec=spec, nav_box=nav), None, None
+        self.scene_key = key
+
+
+class HabitatCameraNavEnv(CameraNavEnv):
+    """CameraNav rendered by habitat-sim; scenes are mesh files (``{"generator": "mesh", "mesh": path}``)."""
+
+    world_class = HabitatWorld

@@ -34,14 +34,15 @@ from .. import geometry
 from .rendering import BulletWorld, CameraSpec
 from .scenes import SceneBuilder, SceneInfo, build_scene, light_for
 from .textures import texture_path
+from .world import OBSERVATION_MODES
 
 __all__ = ["DROID_TOOL_OFFSET", "DROID_TABLE_CLEARANCE", "EGODEX_TABLE_CLEARANCE", "ZED2_IMAGE_SIZE",
            "ZED2_VFOV_DEG", "ROOM_MARGIN", "ROOM_BELOW", "ROOM_ABOVE", "RECORDED_POSITION_SCALE",
-           "RECORDED_ROTATION_SCALE", "OBSERVATION_MODES", "ReplayWorld", "is_replay_scene", "replay_kind",
+           "RECORDED_ROTATION_SCALE", "OBSERVATION_MODES", "ReplayWorld", "TaskRecording", "is_replay_scene", "replay_kind",
            "load_scene_trajectory", "clear_trajectory_cache", "build_replay_world", "droid_default_intrinsics",
            "droid_table_height", "egodex_table_height", "hand_points", "room_for_segment", "segment_up",
            "check_droid_reachable", "droid_joint_positions", "replay_scene_for", "replay_camera_spec",
-           "attach_replay_scenes"]
+           "prime_trajectory_cache", "scene_aspect"]
 
 # DROID end-effector (Franka flange) -> the simulated grasp frame (pybullet_data panda.urdf: panda_hand_joint
 # rpy 0 0 −π/4, then panda_grasptarget_hand 0.105 m along +Z).
@@ -56,7 +57,6 @@ ROOM_BELOW = 1.4   # m: floor this far below the segment's lowest camera positio
 ROOM_ABOVE = 1.0   # m: ceiling this far above its highest
 RECORDED_POSITION_SCALE = 0.2                    # "recorded" observation: nearest frame by pos/0.2 m ...
 RECORDED_ROTATION_SCALE = math.radians(10.0)     # ... + rot/10°
-OBSERVATION_MODES = ("sim", "recorded", "both")
 _POSE_TOL = (1e-3, 1e-3)  # m, rad: a task's start/goal must be the trajectory's poses at its first/last keyframe
 _HAND_POINTS = np.array([[0, 0, 0], [0, 0, 0.1], [0, 0, 0.17], [0.04, 0, 0.1], [-0.04, 0, 0.1],
                          [0.045, 0.03, 0.06]], dtype=np.float64)  # hand-frame points of the proxy (m)
@@ -370,6 +370,42 @@ class ReplayWorld:
         return rgb.copy()
 
 
+@dataclass(frozen=True)
+class TaskRecording:
+    """The recording a replayed task runs on (:attr:`World.recording <spatialact.envs.world.World.recording>`): its
+    replay world and keyframes (frame indices, first = start, last = goal)."""
+
+    replay: ReplayWorld
+    keyframes: np.ndarray
+
+    @property
+    def goal_frame(self) -> int:
+        """The recorded frame of the goal (the last keyframe)."""
+        return int(self.keyframes[-1])
+
+    @property
+    def path(self):
+        """The recorded trajectory's path (the scene's ``trajectory``)."""
+        return self.replay.scene.get("trajectory")
+
+    def has_frames(self) -> bool:
+        return self.replay.has_frames()
+
+    def nearest(self, pose: np.ndarray) -> tuple[int, float]:
+        """(frame, distance) of the recorded frame of the task's segment nearest C2W ``pose`` (see
+        :meth:`ReplayWorld.nearest_recorded`)."""
+        return self.replay.nearest_recorded(pose, self.keyframes)
+
+    def frame(self, i: int, width: int, height: int) -> np.ndarray:
+        """Recorded frame ``i`` as RGB (height, width, 3) uint8."""
+        return self.replay.recorded_frame(i, width, height)
+
+    def start_gripper(self) -> int | None:
+        """The recorded gripper state (0 open, 1 closed) at the start keyframe, or None when none was recorded."""
+        g = self.replay.trajectory.gripper
+        return None if g is None else int(g[int(self.keyframes[0])])
+
+
 def replay_camera_spec(scene: dict, default_K=None, default_size=None) -> CameraSpec | None:
     """The recorded camera of a replay scene (pixels of its ``image_size``): ``scene.camera.intrinsics`` when given;
     else ``default_K`` (a trajectory's K) at ``default_size``; else for DROID :func:`droid_default_intrinsics`.
@@ -588,46 +624,13 @@ def replay_scene_for(traj, keyframes, *, mesh: str | None = None, extrinsics=Non
     return out
 
 
-def attach_replay_scenes(tasks, traj, *, mesh: str | None = None, extrinsics=None, table: bool = True):
-    """The builder's last step (SPEC §5.3): each task of ``traj`` (from ``tasks_from_trajectory``, whose
-    ``meta["keyframes"]`` are the absolute frame indices of its ground-truth keyframes) gets its replay scene
-    (:func:`replay_scene_for`), so that it runs closed-loop. DROID tasks whose start or goal the simulated Panda
-    cannot reach (:func:`check_droid_reachable`, seeded with the recorded joint positions) are dropped and counted,
-    never clamped; so are DROID tasks whose ground truth, executed in the simulated Panda from the start (what the
-    oracle does), does not end within the task's success thresholds: each pose reachable on its own is not enough
-    when the arm, following IK from its current joints, cannot track the path between them (a gripper pointing up).
-    Returns (tasks with scenes, {reason: number of tasks skipped})."""
-    from dataclasses import replace
+def __getattr__(name):  # deprecated alias: attach_replay_scenes moved up to task generation
+    if name == "attach_replay_scenes":
+        import warnings
 
-    out, skipped = [], {}
-    src = traj.meta.get("source")
-    seeds = droid_joint_positions(traj) if src == "droid" else None
-    env = None
-    for t in tasks:
-        kf = (t.meta or {}).get("keyframes")
-        if not kf:
-            raise ValueError(f"task {t.id!r}: meta.keyframes is missing (build it with tasks_from_trajectory)")
-        if src == "droid":
-            ends = [kf[0], kf[-1]]
-            ok, pe, _ = check_droid_reachable(traj.poses[ends], None if seeds is None else seeds[ends])
-            if not ok.all():
-                why = "start or goal out of the simulated Panda's reach"
-                skipped[why] = skipped.get(why, 0) + 1
-                continue
-        t = replace(t, scene=replay_scene_for(traj, kf, mesh=mesh, extrinsics=extrinsics, table=table))
-        if src == "droid":
-            if env is None:
-                from .registry import make_env
+        from ..taskgen.replay_scenes import attach_replay_scenes
 
-                env = make_env("manip", renderer="tiny", width=32, height=32, wrap=False)
-            from .executor import execute_sequence
-
-            res = execute_sequence(env, t.gt, t, render=False)
-            if not res.success:
-                why = "the simulated Panda does not follow the ground truth to the goal"
-                skipped[why] = skipped.get(why, 0) + 1
-                continue
-        out.append(t)
-    if env is not None:
-        env.close()
-    return out, skipped
+        warnings.warn("spatialact.envs.replay.attach_replay_scenes moved to spatialact.taskgen.attach_replay_scenes; "
+                      "import it from there", DeprecationWarning, stacklevel=2)
+        return attach_replay_scenes
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -102,10 +102,10 @@ def replay_trajectory(traj, *, scene: dict | None = None, observation: str = "si
         def snap(m: int) -> None:
             if kind == "nav":  # the camera is the moving body
                 cam = env.pose
-            elif env.replay.camera_poses is not None:  # EgoDex: the recorded head camera at this keyframe
-                cam = env.replay.camera_poses[int(used[m])]
+            elif env.world.replay.camera_poses is not None:  # EgoDex: the recorded head camera at this keyframe
+                cam = env.world.replay.camera_poses[int(used[m])]
             else:  # DROID: the exterior camera
-                cam = env.replay.fixed_camera
+                cam = env.world.replay.fixed_camera
             sim_frames.append(env.render_view(cam))
             poses.append(env.pose)
 

@@ -1,5 +1,6 @@
-"""Shared machinery of the two tabletop environments (GripperManip, HandManip): objects, grasping, goal views,
-object-state success tests and random reach / pick-and-place / push tasks.
+"""The tabletop world both manipulation environments share (GripperManip, HandManip): a table with task objects,
+an agent (a Panda arm, a hand) that grasps them, goal views, object-state success tests and random reach /
+pick-and-place / push tasks.
 
 Frames: world +Z up, metres; the controlled frame (end-effector or hand) is a (4, 4) C2W pose in its own axes.
 A commanded pose ``T_cmd`` is composed exactly (``T_cmd ← T_cmd @ Δ``); the agent is driven there through
@@ -7,7 +8,8 @@ interpolated waypoints (linear position, slerp rotation; ≤ 2 cm apart, 5 mm ne
 a few physics substeps after each so that objects react. A grasp carries the object rigidly with the gripper
 (its relative pose frozen at the moment of closing) and releasing drops it back to physics — the usual
 "grasp assist" of kinematic benchmarks, chosen so that a correct answer always succeeds and scores do not depend
-on contact-solver noise.
+on contact-solver noise. The observing camera is the scene's exterior camera (an EgoDex replay: the recorded head
+camera at keyframe min(k, K) after k steps); ``wrist_camera=True`` adds a ``wrist_rgb`` observation.
 """
 
 from __future__ import annotations
@@ -19,49 +21,50 @@ from scipy.spatial.transform import Rotation, Slerp
 
 from .. import geometry
 from ..action_space import ActionSequence, StepSizes
-from .base import SpatialActEnv
+from .pybullet_world import PyBulletWorld
 from .sampling import sample_signed_counts
 
-__all__ = ["TabletopEnv"]
+__all__ = ["TabletopWorld"]
 
 _SUBSTEPS_PER_WAYPOINT = 4
 _SETTLE_STEPS = 48
 
 
-class TabletopEnv(SpatialActEnv):
-    """Base of GripperManip and HandManip. Subclasses provide the agent: ``_load_agent``, ``_home``,
-    ``_drive_to(T)`` (put the controlled frame at T), ``_measured_pose()``, ``_set_fingers(closed, width)``,
-    ``_agent_body``, and the geometry ``GRASP_POINT`` (controlled-frame coordinates of the grasp centre),
-    ``DOWN_AXIS`` / ``LATERAL_AXES`` (body axes that point down / sideways in the start orientation) and
-    ``_start_rotation(yaw)``."""
+class TabletopWorld(PyBulletWorld):
+    """Base of :class:`~spatialact.envs.panda_world.PandaWorld` and :class:`~spatialact.envs.hand_world.HandWorld`.
+    Subclasses provide the agent: ``_load_agent``, ``_home``, ``_drive_to(T)`` (put the controlled frame at T),
+    ``_measured_pose()``, ``_set_fingers(closed, width)``, ``agent_body``, and the geometry ``GRASP_POINT``
+    (controlled-frame coordinates of the grasp centre), ``DOWN_AXIS`` / ``LATERAL_AXES`` (body axes that point down
+    / sideways in the start orientation) and ``_start_rotation(yaw)``."""
 
+    has_gripper = True
     default_generator = "tabletop"
-    n_discrete = 15
     GRASP_POINT = np.zeros(3)
     DOWN_AXIS = 2
     LATERAL_AXES = (0, 1)
     _AXIS_WEIGHTS = (1.0, 1.0, 1.0, 0.4, 0.4, 0.5)
     _MAX_COUNTS = (8, 8, 8, 5, 5, 6)
 
-    def __init__(self, *args, wrist_camera: bool = False, **kwargs):
+    def __init__(self, camera, renderer: str = "tiny", wrist_camera: bool = False):
         self.wrist_camera = bool(wrist_camera)
-        super().__init__(*args, **kwargs)
+        super().__init__(camera, renderer)
         self._cmd = np.eye(4)
         self._held = None  # (object name, relative pose object-in-frame)
         self._object_init = {}
+        self._gripper = 0
 
     # ----- scene --------------------------------------------------------------------------------------
-    def _extra_observation_spaces(self) -> dict:
+    def extra_observation_spaces(self) -> dict:
         from gymnasium import spaces
 
         if not self.wrist_camera:
             return {}
-        return {"wrist_rgb": spaces.Box(0, 255, (self.camera.height, self.camera.width, 3), np.uint8)}
+        return {"wrist_rgb": spaces.Box(0, 255, (self.base_camera.height, self.base_camera.width, 3), np.uint8)}
 
-    def _extra_observations(self) -> dict:
+    def extra_observations(self) -> dict:
         if not self.wrist_camera:
             return {}
-        return {"wrist_rgb": self.world.render(self.wrist_pose(), self.camera, depth=False)[0]}
+        return {"wrist_rgb": self.render(self.wrist_pose(), self.camera, depth=False)[0]}
 
     def wrist_pose(self, T: np.ndarray | None = None) -> np.ndarray:
         """C2W pose of the wrist camera: beside the gripper, looking along the controlled frame's +Z — of the
@@ -69,15 +72,15 @@ class TabletopEnv(SpatialActEnv):
         T = self.pose if T is None else np.asarray(T, dtype=np.float64)
         return T @ geometry.make_pose(geometry.rot_y(-0.35), [0.08, 0.0, -0.10])
 
-    def _populate_scene(self) -> None:
-        p, cid = self.world.p, self.world.client
+    def populate_scene(self) -> None:
+        p, cid = self.p, self.client
         self._load_agent()
         self._object_init = {n: p.getBasePositionAndOrientation(b, physicsClientId=cid)
                              for n, b in self.scene.objects.items()}
         self._held = None
 
-    def _reset_scene_state(self) -> None:
-        p, cid = self.world.p, self.world.client
+    def reset_scene_state(self) -> None:
+        p, cid = self.p, self.client
         self._release()
         for n, (pos, orn) in self._object_init.items():
             b = self.scene.objects[n]
@@ -87,7 +90,7 @@ class TabletopEnv(SpatialActEnv):
 
     def object_pose(self, name: str) -> np.ndarray:
         """World pose (4, 4) of a task object."""
-        p, cid = self.world.p, self.world.client
+        p, cid = self.p, self.client
         pos, orn = p.getBasePositionAndOrientation(self.scene.objects[name], physicsClientId=cid)
         return geometry.pose_from_quat_trans(orn, pos)
 
@@ -99,9 +102,16 @@ class TabletopEnv(SpatialActEnv):
 
     @property
     def commanded_pose(self) -> np.ndarray:
+        """The commanded pose of the controlled frame (C2W): the start pose composed with every step's Δ, exactly."""
         return self._cmd.copy()
 
-    def _set_start(self, task) -> None:
+    @property
+    def gripper(self) -> int:
+        return self._gripper
+
+    def set_start(self, task) -> None:
+        self._gripper = 0
+        self.step_count = 0
         self._release()
         self._home()
         self._set_fingers(False)
@@ -109,7 +119,7 @@ class TabletopEnv(SpatialActEnv):
         self._drive_to(self._cmd)
         self._carry()
 
-    def _move(self, delta: np.ndarray) -> None:
+    def move(self, delta: np.ndarray) -> bool:
         start, end = self._cmd, self._cmd @ delta
         self._cmd = end
         dist = float(np.linalg.norm(end[:3, 3] - start[:3, 3]))
@@ -120,7 +130,7 @@ class TabletopEnv(SpatialActEnv):
         n = max(1, int(math.ceil(max(dist / spacing, ang / math.radians(5.0)))))
         rots = Rotation.from_matrix(np.stack([start[:3, :3], end[:3, :3]]))
         slerp = Slerp([0.0, 1.0], rots)
-        p, cid = self.world.p, self.world.client
+        p, cid = self.p, self.client
         for i in range(1, n + 1):
             s = i / n
             T = np.eye(4)
@@ -131,6 +141,8 @@ class TabletopEnv(SpatialActEnv):
                 self._carry()
                 p.stepSimulation(physicsClientId=cid)
             self._carry()
+        self.step_count += 1
+        return False
 
     def _object_near(self, start, end, radius: float = 0.12) -> bool:
         """Whether a task object that is not held lies within ``radius`` of the segment the grasp point sweeps."""
@@ -146,15 +158,15 @@ class TabletopEnv(SpatialActEnv):
                 return True
         return False
 
-    def _set_gripper(self, g: int) -> None:
-        p, cid = self.world.p, self.world.client
+    def set_gripper(self, g: int) -> None:
+        p, cid = self.p, self.client
         if g == 1:
             name = self._graspable()
             if name is not None and self._held is None:
                 rel = geometry.invert_pose(self.pose) @ self.object_pose(name)
                 self._held = (name, rel)
-                for link in range(-1, p.getNumJoints(self._agent_body, physicsClientId=cid)):
-                    p.setCollisionFilterPair(self._agent_body, self.scene.objects[name], link, -1, 0,
+                for link in range(-1, p.getNumJoints(self.agent_body, physicsClientId=cid)):
+                    p.setCollisionFilterPair(self.agent_body, self.scene.objects[name], link, -1, 0,
                                              physicsClientId=cid)
             self._set_fingers(True, self._held_width())
         else:
@@ -163,11 +175,12 @@ class TabletopEnv(SpatialActEnv):
         for _ in range(_SETTLE_STEPS):
             self._carry()
             p.stepSimulation(physicsClientId=cid)
+        self._gripper = int(g)
 
     def _held_width(self) -> float | None:
         if self._held is None:
             return None
-        p, cid = self.world.p, self.world.client
+        p, cid = self.p, self.client
         lo, hi = p.getAABB(self.scene.objects[self._held[0]], physicsClientId=cid)
         return float(min(np.subtract(hi, lo)[:2]))
 
@@ -186,7 +199,7 @@ class TabletopEnv(SpatialActEnv):
     def _carry(self) -> None:
         if self._held is None:
             return
-        p, cid = self.world.p, self.world.client
+        p, cid = self.p, self.client
         name, rel = self._held
         quat, pos = geometry.pose_to_quat_trans(self.pose @ rel)
         b = self.scene.objects[name]
@@ -196,10 +209,10 @@ class TabletopEnv(SpatialActEnv):
     def _release(self) -> None:
         if self._held is None:
             return
-        p, cid = self.world.p, self.world.client
+        p, cid = self.p, self.client
         b = self.scene.objects[self._held[0]]
-        for link in range(-1, p.getNumJoints(self._agent_body, physicsClientId=cid)):
-            p.setCollisionFilterPair(self._agent_body, b, link, -1, 1, physicsClientId=cid)
+        for link in range(-1, p.getNumJoints(self.agent_body, physicsClientId=cid)):
+            p.setCollisionFilterPair(self.agent_body, b, link, -1, 1, physicsClientId=cid)
         self._held = None
 
     @property
@@ -207,7 +220,7 @@ class TabletopEnv(SpatialActEnv):
         return None if self._held is None else self._held[0]
 
     # ----- success ------------------------------------------------------------------------------------
-    def _object_success(self, test: dict) -> bool:
+    def object_success(self, test: dict) -> bool:
         """``{"type": "object_at", "object": name, "position": [x, y, z], "tolerance": m, "released": bool}``:
         the object's centre within ``tolerance`` of ``position`` (and not held when ``released``)."""
         if test.get("type") != "object_at":
@@ -223,51 +236,85 @@ class TabletopEnv(SpatialActEnv):
             ok = ok and self.held_object != name
         return bool(ok)
 
-    def current_info(self) -> dict:
-        info = super().current_info()
-        info["commanded_pose"] = self._cmd.copy()
-        info["held_object"] = self.held_object
-        info["objects"] = {n: self.object_pose(n)[:3, 3].copy() for n in self.scene.objects} if self.scene else {}
-        return info
+    def extra_info(self) -> dict:
+        """``commanded_pose`` (C2W), ``held_object`` (name or None), ``objects`` (name → centre, metres)."""
+        return {"commanded_pose": self._cmd.copy(), "held_object": self.held_object,
+                "objects": {n: self.object_pose(n)[:3, 3].copy() for n in self.scene.objects} if self.scene else {}}
 
     # ----- views --------------------------------------------------------------------------------------
     @property
     def camera_pose(self) -> np.ndarray:
         """The observing camera (C2W): ``rgb`` and ``depth`` are rendered from it — the exterior camera, or in an
         EgoDex replay the recorded head camera at keyframe min(k, K) after k steps."""
-        return self._observing_camera()
+        return self.observing_camera()
 
-    def _observe_rgb(self):
-        rgb, depth, _ = self.world.render(self.camera_pose, self.camera, depth=self.use_depth)
-        return rgb, depth
+    @property
+    def goal_camera_pose(self) -> np.ndarray:
+        """The observing camera of the goal view (an EgoDex replay: the head camera at the last keyframe)."""
+        return self.observing_camera(final=True)
 
-    def _snapshot(self):
-        p, cid = self.world.p, self.world.client
-        joints = [p.getJointState(self._agent_body, j, physicsClientId=cid)[0]
-                  for j in range(p.getNumJoints(self._agent_body, physicsClientId=cid))]
-        base = p.getBasePositionAndOrientation(self._agent_body, physicsClientId=cid)
+    def observing_camera(self, final: bool = False) -> np.ndarray:
+        """C2W pose of the observing camera now (``final``: at the goal): the replay's recorded camera when it has
+        one, else the scene's exterior camera."""
+        if self.replay is not None:
+            step = len(self.keyframes) - 1 if final else self.step_count
+            T = self.replay.observing_camera(self.keyframes, step)
+            if T is not None:
+                return T
+        return np.asarray(self.scene.exterior_camera, dtype=np.float64).copy()
+
+    def snapshot(self):
+        """The state :meth:`restore` puts back: the agent's joints and base, the task objects, the grasp, the
+        commanded pose."""
+        p, cid = self.p, self.client
+        joints = [p.getJointState(self.agent_body, j, physicsClientId=cid)[0]
+                  for j in range(p.getNumJoints(self.agent_body, physicsClientId=cid))]
+        base = p.getBasePositionAndOrientation(self.agent_body, physicsClientId=cid)
         objs = {n: p.getBasePositionAndOrientation(b, physicsClientId=cid) for n, b in self.scene.objects.items()}
         return joints, base, objs, self._held, self._cmd.copy()
 
-    def _restore(self, snap) -> None:
-        p, cid = self.world.p, self.world.client
+    def restore(self, snap) -> None:
+        """Put back a :meth:`snapshot` (velocities zeroed)."""
+        p, cid = self.p, self.client
         joints, base, objs, held, cmd = snap
-        p.resetBasePositionAndOrientation(self._agent_body, *base, physicsClientId=cid)
+        p.resetBasePositionAndOrientation(self.agent_body, *base, physicsClientId=cid)
         for j, q in enumerate(joints):
-            p.resetJointState(self._agent_body, j, q, physicsClientId=cid)
+            p.resetJointState(self.agent_body, j, q, physicsClientId=cid)
         self._hold_joints()
         for n, (pos, orn) in objs.items():
             p.resetBasePositionAndOrientation(self.scene.objects[n], pos, orn, physicsClientId=cid)
             p.resetBaseVelocity(self.scene.objects[n], [0, 0, 0], [0, 0, 0], physicsClientId=cid)
         self._held, self._cmd = held, cmd
 
-    def _hold_joints(self) -> None:
-        pass
+    # ----- the agent: hooks a subclass fills --------------------------------------------------------------------
+    def _load_agent(self) -> None:
+        """Load the agent into a freshly built scene, set ``agent_body`` and put it at its home posture."""
+        raise NotImplementedError
 
-    def _goal_rgb(self) -> np.ndarray:
+    def _home(self) -> None:
+        """Put the agent at its home posture, the gripper open."""
+        raise NotImplementedError
+
+    def _drive_to(self, T: np.ndarray, final: bool = True) -> None:
+        """Put the controlled frame at C2W pose ``T`` (``final``: the pose a step ends at, reached precisely;
+        otherwise a waypoint on the way)."""
+        raise NotImplementedError
+
+    def _measured_pose(self) -> np.ndarray:
+        """The controlled frame's C2W pose as the simulator measures it."""
+        raise NotImplementedError
+
+    def _set_fingers(self, closed: bool, width: float | None = None) -> None:
+        """Open or close the fingers (``width``: of the object held, metres)."""
+        raise NotImplementedError
+
+    def _hold_joints(self) -> None:
+        """Hold the agent's joints where they were put while physics runs (motors); nothing by default."""
+
+    def goal_view(self) -> np.ndarray:
         """The exterior view with the agent at the goal pose and task objects where the success test wants them."""
-        p, cid = self.world.p, self.world.client
-        snap = self._snapshot()
+        p, cid = self.p, self.client
+        snap = self.snapshot()
         try:
             test = self.task.success.get("object_state") or {}
             final_grip = self.task.gt.steps[-1].gripper if len(self.task.gt) else None
@@ -278,34 +325,38 @@ class TabletopEnv(SpatialActEnv):
             self._home_for_goal()
             self._drive_to(self.task.goal_pose)
             self._set_fingers(final_grip == 1)
-            return self.world.render(self.goal_camera_pose, self.camera, depth=False)[0]
+            return self.render(self.goal_camera_pose, self.camera, depth=False)[0]
         finally:
-            self._restore(snap)
+            self.restore(snap)
 
     # ----- random tasks -------------------------------------------------------------------------------
     def _start_rotation(self, yaw: float) -> np.ndarray:
+        """The controlled frame's rotation (3, 3) at a random task start, turned by ``yaw`` (rad) about world +Z."""
         raise NotImplementedError
 
-    def _pose_ok(self, T) -> bool:
-        """Inside the workspace box and reachable (subclasses add reachability)."""
+    def pose_ok(self, T) -> bool:
+        """Whether C2W pose ``T`` of the controlled frame may be part of a task: its grasp point inside the workspace
+        box and the frame above the table top (subclasses add clearance and reachability)."""
         box = self.scene.workspace
         x = (T @ np.append(self.GRASP_POINT, 1.0))[:3]
         return bool(np.all(x >= box[:, 0]) and np.all(x <= box[:, 1]) and T[2, 3] >= box[2, 0])
 
-    def sample_task(self, rng, n_steps=(1, 3), sizes: StepSizes | None = None, variant: str = "reach",
+    def sample_task(self, rng, *, sizes: StepSizes, cap: int = 10, n_steps=(1, 3), variant: str = "reach",
                     max_tries: int = 300):
-        sizes = sizes or self.default_sizes
+        """A random task in the loaded tabletop: ``reach`` (1–3 random steps, 30% of them also setting the gripper),
+        ``pick_place`` / ``grab_move`` (five steps carrying a cube onto a marker) or ``push`` (four steps pushing a
+        cube, where the world has ``PUSH_AXES``). Object tasks rebuild the scene with their cube and marker."""
         if variant == "reach":
-            return self._sample_reach(rng, n_steps, sizes, max_tries)
+            return self._sample_reach(rng, n_steps, sizes, cap, max_tries)
         if variant in ("pick_place", "grab_move"):
-            return self._sample_pick_place(rng, sizes, variant, max_tries)
+            return self._sample_pick_place(rng, sizes, cap, variant, max_tries)
         if variant == "push" and self.PUSH_AXES:
-            return self._sample_push(rng, sizes, min(max_tries, 40))
+            return self._sample_push(rng, sizes, cap, min(max_tries, 40))
         raise ValueError(f"unknown task variant {variant!r} for {self.kind!r} tasks")
 
     PUSH_AXES: tuple = ()  # body axes the agent may push along (GripperManip: its lateral axes)
 
-    def _sample_push(self, rng, sizes, max_tries):
+    def _sample_push(self, rng, sizes, cap, max_tries):
         """Four steps: close the gripper and move beside the cube, descend, push it along one lateral axis, lift.
 
         The cube's resting place after the push is found by simulating the ground truth once (PyBullet is
@@ -319,7 +370,7 @@ class TabletopEnv(SpatialActEnv):
         table_z = self.scene.table_z
         box = self.scene.workspace
         for _ in range(max_tries):
-            start = self._random_start(rng)
+            start = self.random_start(rng)
             axis = int(rng.choice(self.PUSH_AXES))
             sgn = int(rng.choice([-1, 1]))
             signed = np.zeros((4, 6), dtype=np.int64)
@@ -328,7 +379,7 @@ class TabletopEnv(SpatialActEnv):
             signed[1, dn] = n
             signed[2, axis] = sgn * int(rng.integers(4, 8))
             signed[3, dn] = -int(rng.integers(3, n + 1))
-            gt = ActionSequence.from_signed_counts(signed, sizes, gripper=[1, 1, 1, 1], cap=self.cap)
+            gt = ActionSequence.from_signed_counts(signed, sizes, gripper=[1, 1, 1, 1], cap=cap)
             poses = gt.to_poses(start)
             contact = (poses[2] @ np.append(self.GRASP_POINT, 1.0))[:3]
             start = start.copy()
@@ -344,23 +395,25 @@ class TabletopEnv(SpatialActEnv):
             colour = [float(c) for c in (rng.uniform(0.0, 0.3), rng.uniform(0.3, 0.6), rng.uniform(0.7, 1.0))]
             objects = [{"name": "target", "shape": "cube", "size": size, "color": colour,
                         "position": [float(x) for x in cube], "mass": 0.1}]
-            self._ensure_scene({**base_spec, "params": {**params, "objects": objects}})
+            self.load_scene({**base_spec, "params": {**params, "objects": objects}})
             # simulate the ground truth once to find where the cube comes to rest
-            provisional = self._make_task(start, poses[-1], gt, {}, scene=self.scene.spec)
+            provisional = self.make_task(start, poses[-1], gt, {}, scene=self.scene.spec)
             self._start_probe(provisional)
             for step in gt.steps:
-                self._execute(step, sizes)
+                self.move(step.as_delta(sizes))
+                if step.gripper is not None:
+                    self.set_gripper(int(step.gripper))
             rest = self.object_pose("target")[:3, 3].copy()
-            self._reset_scene_state()
+            self.reset_scene_state()
             if np.linalg.norm(rest[:2] - cube[:2]) < 0.04 or abs(rest[2] - cube[2]) > 0.01:
                 continue  # not pushed far enough, or knocked over / off the table
             markers = [{"position": [float(rest[0]), float(rest[1])], "size": size * 1.6, "color": [0.1, 0.75, 0.25]}]
-            self._ensure_scene({**base_spec, "params": {**params, "objects": objects, "markers": markers}})
+            self.load_scene({**base_spec, "params": {**params, "objects": objects, "markers": markers}})
             success = {"position": 0.05, "rotation": math.radians(10.0),
                        "object_state": {"type": "object_at", "object": "target",
                                         "position": [float(x) for x in rest], "tolerance": 0.03,
                                         "released": False}}
-            return self._make_task(start, poses[-1], gt, {"variant": "push", "n_steps": 4}, success=success,
+            return self.make_task(start, poses[-1], gt, {"variant": "push", "n_steps": 4}, success=success,
                                    scene=self.scene.spec, instruction="Push the cube onto the square marker.")
         raise RuntimeError(f"no push layout found in scene {self.scene.spec} after {max_tries} tries")
 
@@ -371,10 +424,12 @@ class TabletopEnv(SpatialActEnv):
     def _start_probe(self, task) -> None:
         """Put the agent at a task's start without rendering (used to simulate ground truths while sampling)."""
         self.task = task
-        self.gripper = 0
-        self._set_start(task)
+        self.set_start(task)
 
-    def _random_start(self, rng, z_range=None) -> np.ndarray:
+    def random_start(self, rng, z_range=None) -> np.ndarray:
+        """A random start pose (C2W) of the controlled frame: the start rotation at a yaw of ±45°, the grasp point
+        uniform in the workspace box (5 cm in from its sides; height ``z_range``, default 10 cm in from its
+        ends). Not checked: see :meth:`pose_ok`."""
         box = self.scene.workspace
         T = np.eye(4)
         T[:3, :3] = self._start_rotation(float(rng.uniform(-np.pi / 4, np.pi / 4)))
@@ -383,27 +438,27 @@ class TabletopEnv(SpatialActEnv):
         T[:3, 3] = g - T[:3, :3] @ self.GRASP_POINT
         return T
 
-    def _sample_reach(self, rng, n_steps, sizes, max_tries):
+    def _sample_reach(self, rng, n_steps, sizes, cap, max_tries):
         for _ in range(max_tries):
-            start = self._random_start(rng)
-            if not self._pose_ok(start):
+            start = self.random_start(rng)
+            if not self.pose_ok(start):
                 continue
             k = int(rng.integers(n_steps[0], n_steps[1] + 1))
-            signed = sample_signed_counts(rng, k, self._AXIS_WEIGHTS, self._MAX_COUNTS, self.cap)
+            signed = sample_signed_counts(rng, k, self._AXIS_WEIGHTS, self._MAX_COUNTS, cap)
             grip = [int(rng.integers(2)) if rng.random() < 0.3 else None for _ in range(k)]
             gt = ActionSequence.from_signed_counts(signed, sizes, gripper=[-1 if g is None else g for g in grip],
-                                                   cap=self.cap)
+                                                   cap=cap)
             poses = gt.to_poses(start)
             if np.linalg.norm(poses[-1][:3, 3] - start[:3, 3]) < 2 * sizes.translation:
                 continue
-            if not all(self._pose_ok(T) for T in poses):
+            if not all(self.pose_ok(T) for T in poses):
                 continue
             tags = {"variant": "reach", "n_steps": k}
-            return self._make_task(start, poses[-1], gt, tags,
+            return self.make_task(start, poses[-1], gt, tags,
                                    instruction="Move the gripper from its start pose to the goal pose.")
         raise RuntimeError(f"no reachable goal found in scene {self.scene.spec} after {max_tries} tries")
 
-    def _sample_pick_place(self, rng, sizes, variant, max_tries):
+    def _sample_pick_place(self, rng, sizes, cap, variant, max_tries):
         """Five steps: move above the object (open), descend and close, lift, carry, lower and release."""
         base_spec = dict(self.scene.spec)
         params = {k: v for k, v in base_spec.get("params", {}).items() if k not in ("objects", "markers")}
@@ -412,7 +467,7 @@ class TabletopEnv(SpatialActEnv):
         size = 0.04
         table_z = self.scene.table_z
         for _ in range(max_tries):
-            start = self._random_start(rng)
+            start = self.random_start(rng)
             signed = np.zeros((5, 6), dtype=np.int64)
             signed[0, la], signed[0, lb] = rng.integers(-8, 9, size=2)
             n = int(rng.integers(5, 10))
@@ -423,7 +478,7 @@ class TabletopEnv(SpatialActEnv):
             signed[4, dn] = m
             if not signed[0].any() or abs(signed[3, la]) + abs(signed[3, lb]) < 4:
                 continue
-            gt = ActionSequence.from_signed_counts(signed, sizes, gripper=[0, 1, 1, 1, 0], cap=self.cap)
+            gt = ActionSequence.from_signed_counts(signed, sizes, gripper=[0, 1, 1, 1, 0], cap=cap)
             poses = gt.to_poses(start)
             grasp = (poses[2] @ np.append(self.GRASP_POINT, 1.0))[:3]
             # lift the whole task so that the grasp point at the bottom is the object's centre on the table
@@ -446,13 +501,13 @@ class TabletopEnv(SpatialActEnv):
             markers = [{"position": [float(target[0]), float(target[1])], "size": size * 1.6,
                         "color": [0.1, 0.75, 0.25]}]
             spec = {**base_spec, "params": {**params, "objects": objects, "markers": markers}}
-            self._ensure_scene(spec)
+            self.load_scene(spec)
             success = {"position": 0.05, "rotation": math.radians(10.0),
                        "object_state": {"type": "object_at", "object": "target",
                                         "position": [float(x) for x in target], "tolerance": 0.03,
                                         "released": True}}
             word = "Pick up" if variant == "pick_place" else "Grab"
-            return self._make_task(start, poses[-1], gt, {"variant": variant, "n_steps": 5}, success=success,
+            return self.make_task(start, poses[-1], gt, {"variant": variant, "n_steps": 5}, success=success,
                                    scene=self.scene.spec,
                                    instruction=f"{word} the cube and put it down on the square marker.")
         raise RuntimeError(f"no pick-and-place layout found in scene {self.scene.spec} after {max_tries} tries")
@@ -460,7 +515,7 @@ class TabletopEnv(SpatialActEnv):
     def _path_ok(self, poses, at_object=()) -> bool:
         """Every pose reachable, and clear of the table except those in ``at_object`` (the poses touching the
         object, which may come closer)."""
-        return (all(self._pose_ok(T) or k in at_object for k, T in enumerate(poses))
+        return (all(self.pose_ok(T) or k in at_object for k, T in enumerate(poses))
                 and all(self._reachable(T) for T in poses))
 
     def _reachable(self, T) -> bool:

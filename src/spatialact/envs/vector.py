@@ -56,7 +56,7 @@ class BatchedVectorEnv(SyncVectorEnv):
         """Observations of the environments ``idx`` after their step: their gl views in one call, others alone."""
         from .gl import View
 
-        batch = [i for i in idx if self._bases[i].world.gl is not None]
+        batch = [i for i in idx if getattr(self._bases[i].world, "gl", None) is not None]
         if batch:
             renderer = self._bases[batch[0]].world.gl.renderer
             batch = [i for i in batch if self._bases[i].world.gl.renderer is renderer]

@@ -1,7 +1,7 @@
 """Question generators (SPEC §9): camera-geometry questions after SpatialScore's VGBench and task-flow questions after
 SpaCE-10's spatial planning, from simulator renders with exact answers.
 
-Views come from procedural rooms (:func:`spatialact.envs.procedural_tasks`: seeded scenes, the start, intermediate
+Views come from procedural rooms (:func:`spatialact.taskgen.procedural_tasks`: seeded scenes, the start, intermediate
 and goal poses of their replayed ground truths) or from a recorded camera path replayed in its scene
 (:func:`spatialact.envs.replay_trajectory`: the poses its metric ground truth reaches). Every answer is computed
 from what the record stores — camera poses (C2W, metres, world +Z up, camera +X right, +Y down, +Z forward),
@@ -96,7 +96,8 @@ def procedural_scenes(n_scenes: int, seed: int, *, renderer: str = "tiny", size:
     """Yield ``n_scenes`` procedural rooms (:class:`SceneViews`), deterministic in ``seed``: each the scene of
     :data:`TASKS_PER_SCENE` procedural navigation tasks, whose replayed poses are its views and whose ground truths
     are its flows. One environment renders them in turn (the world of a yielded scene lives until the next)."""
-    from ..envs import make_env, procedural_tasks
+    from ..envs import make_env
+    from ..taskgen.procedural import procedural_tasks
 
     tasks = procedural_tasks("nav", TASKS_PER_SCENE * n_scenes, seed, n_steps=(2, 3), tasks_per_scene=TASKS_PER_SCENE,
                              renderer=renderer)

@@ -25,7 +25,7 @@ from .tags import motion_tags, steps_tag
 from .extraction import extract_actions, quantisation_bound, replay
 from ..trajectories.trajectory import Trajectory
 
-__all__ = ["tasks_from_trajectory", "default_motion_range", "check_bound_fits"]
+__all__ = ["tasks_from_trajectory", "default_motion_range", "motion_range", "task_kind", "check_bound_fits"]
 
 
 def default_motion_range(kind: str, sizes: StepSizes) -> tuple[float, float]:
@@ -33,6 +33,20 @@ def default_motion_range(kind: str, sizes: StepSizes) -> tuple[float, float]:
     if kind == "nav":
         return max(0.25, 2 * sizes.translation), 2.0
     return 0.05, 0.40
+
+
+def motion_range(kind: str, sizes: StepSizes, min_motion: float | None = None,
+                 max_motion: float | None = None) -> tuple[float, float]:
+    """The (min, max) start-to-goal distance in metres asked for: :func:`default_motion_range` with ``min_motion`` /
+    ``max_motion`` in place of either when given (navigation further keeps at least 2·u_t when sampling)."""
+    lo, hi = default_motion_range(kind, sizes)
+    return (lo if min_motion is None else float(min_motion)), (hi if max_motion is None else float(max_motion))
+
+
+def task_kind(traj: Trajectory, kind: str | None = None) -> str:
+    """The kind of the tasks built from ``traj``: ``kind`` when given, else the trajectory's (DROID → manip, EgoDex
+    hands → hand), else ``nav``."""
+    return kind or traj.meta.get("kind") or "nav"
 
 
 def check_bound_fits(sizes: StepSizes, success: dict) -> None:
@@ -98,13 +112,11 @@ def tasks_from_trajectory(traj: Trajectory, n: int = 10, seed: int = 0, min_moti
     frame (the paper's), so ``Task.gt_poses()`` replays it exactly. Returns fewer than ``n`` tasks when
     the trajectory has fewer qualifying pairs.
     """
-    kind = kind or traj.meta.get("kind") or "nav"
+    kind = task_kind(traj, kind)
     sizes = sizes or StepSizes.for_kind(kind)
     success = dict(success or default_success(kind))
     check_bound_fits(sizes, success)
-    lo, hi = default_motion_range(kind, sizes)
-    lo = lo if min_motion is None else float(min_motion)
-    hi = hi if max_motion is None else float(max_motion)
+    lo, hi = motion_range(kind, sizes, min_motion, max_motion)
     if kind == "nav":
         lo = max(lo, 2 * sizes.translation)  # ‖g‖ ≥ 2·u_t for navigation
     if not 0 <= lo <= hi:

@@ -1,0 +1,172 @@
+"""What the PyBullet worlds share: a scene built from its spec into a :class:`~spatialact.envs.rendering.BulletWorld`
+(procedural rooms and tabletops, mesh files, replay scenes), rendering through it, replayed tasks' recordings.
+
+:class:`PyBulletWorld` implements the scene, rendering and recording parts of the :class:`~spatialact.envs.world.World`
+protocol; its subclasses add the controlled body: :class:`~spatialact.envs.free_camera.FreeCameraWorld` (a free
+camera), :class:`~spatialact.envs.tabletop.TabletopWorld` and its :class:`~spatialact.envs.panda_world.PandaWorld` /
+:class:`~spatialact.envs.hand_world.HandWorld`. Poses are C2W (4, 4) float64, metres, world +Z up, OpenCV camera
+axes. The PyBullet client and the renderer are the world's ``backend`` (``p``, ``client``, ``gl``, ``render``,
+``render_batch`` reach it, as :class:`BulletWorld` offers them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+
+from ..tasks import Task
+from . import replay
+from .rendering import BulletWorld
+from .scenes import build_scene, normalise_scene_spec
+from .world import World
+
+__all__ = ["PyBulletWorld"]
+
+
+class PyBulletWorld(World):
+    """A world whose scene is built from a scene spec in PyBullet (see the module docstring).
+
+    ``backend`` is the :class:`BulletWorld` (``renderer``: ``tiny``, ``egl``, ``gl``, ``auto``); ``replay`` the
+    :class:`~spatialact.envs.replay.ReplayWorld` of a replay scene, else None; ``scene_key`` identifies the loaded
+    scene (a replay scene's keyframes are not part of it: tasks on one trajectory share the world); ``keyframes``
+    the configured replayed task's keyframes; ``step_count`` the whole steps moved since the start (an EgoDex
+    replay's observing camera follows it).
+    """
+
+    def __init__(self, camera, renderer: str = "tiny"):
+        super().__init__(camera)
+        self.backend = self.make_backend(renderer)  # EGL (if asked) loads here, before any body exists
+        self.replay: replay.ReplayWorld | None = None
+        self.scene_key = None
+        self.keyframes: np.ndarray | None = None
+        self.step_count = 0
+        self._recording = None
+
+    def make_backend(self, renderer: str):
+        """The simulator client and renderer the world builds its scenes in."""
+        return BulletWorld(renderer)
+
+    @classmethod
+    def scene_aspect(cls, scene) -> float | None:
+        return replay.scene_aspect(scene) if replay.is_replay_scene(scene) else None
+
+    @classmethod
+    def replays_recording(cls, scene) -> bool:
+        return replay.is_replay_scene(scene)
+
+    @classmethod
+    def check_scene(cls, spec) -> dict:
+        return normalise_scene_spec(spec)
+
+    # ----- the backend, as BulletWorld offers it -------------------------------------------------------------------
+    @property
+    def p(self):
+        """The pybullet module the backend's client belongs to."""
+        return self.backend.p
+
+    @property
+    def client(self) -> int:
+        """The backend's PyBullet client id."""
+        return self.backend.client
+
+    @property
+    def gl(self):
+        """The gl renderer's scene of this world (``renderer="gl"``), else None."""
+        return getattr(self.backend, "gl", None)
+
+    @property
+    def gl_renderer(self) -> str:
+        return self.backend.gl_renderer
+
+    @property
+    def fallback_reason(self) -> str | None:
+        """Why ``renderer="auto"`` renders with tiny (the gl renderer did not start), else None."""
+        return getattr(self.backend, "fallback_reason", None)
+
+    def render(self, T_c2w, cam, depth: bool = True, segmentation: bool = False):
+        """One view from C2W pose ``T_c2w`` with camera ``cam``: (rgb, depth m or None, seg or None), as
+        :meth:`BulletWorld.render`."""
+        return self.backend.render(np.asarray(T_c2w, dtype=np.float64), cam, depth=depth, segmentation=segmentation)
+
+    def render_batch(self, poses, cam, depth: bool = True, segmentation: bool = False):
+        """K views with camera ``cam``, as :meth:`BulletWorld.render_batch`."""
+        return self.backend.render_batch(poses, cam, depth=depth, segmentation=segmentation)
+
+    def render_views(self, poses, depth: bool = False, segmentation: bool = False) -> tuple:
+        return self.backend.render_batch([np.asarray(T, dtype=np.float64) for T in poses], self.camera, depth=depth,
+                                         segmentation=segmentation)
+
+    def close(self) -> None:
+        if getattr(self, "backend", None) is not None:
+            self.backend.close()
+
+    # ----- scene ---------------------------------------------------------------------------------------------------
+    def load_scene(self, spec: dict, where: str = "scene") -> None:
+        if replay.is_replay_scene(spec):
+            # keyframes (and fps-free facts of one task) do not change the world: tasks on one trajectory share it
+            key = json.dumps({k: v for k, v in spec.items() if k != "keyframes"}, sort_keys=True, default=str)
+            if key == self.scene_key:
+                self.reset_scene_state()
+                return
+            self.backend.reset_world()
+            self.scene_key = None
+            self.scene, self.replay = replay.build_replay_world(self.backend, spec, self.kind, where)
+        else:
+            spec = normalise_scene_spec(spec)
+            key = json.dumps(spec, sort_keys=True)
+            if key == self.scene_key:
+                self.reset_scene_state()
+                return
+            self.backend.reset_world()
+            self.scene_key = None
+            self.scene, self.replay = build_scene(self.backend, spec), None
+        self._recording = None
+        self.populate_scene()
+        self.scene_key = key
+
+    def populate_scene(self) -> None:
+        """Add what the world itself owns (robot, hand) to a freshly built scene."""
+
+    def reset_scene_state(self) -> None:
+        """Put movable things back where the scene spec places them (the scene reused across tasks)."""
+
+    # ----- task ----------------------------------------------------------------------------------------------------
+    def configure_task(self, task, observation: str = "sim") -> None:
+        """In a replay world: check the task against the trajectory (one-line ValueError naming the task and the
+        field), take its keyframes and the recorded camera (resized to the observation size)."""
+        self.task = task
+        self.step_count = 0
+        if self.replay is None:
+            self.keyframes = None
+            self._recording = None
+            self.camera = self.base_camera
+            return
+        where = f"task {task.id}"
+        self.keyframes = self.replay.check_task(task, where)
+        if observation != "sim" and not self.replay.has_frames():
+            raise ValueError(f"{where}: scene.trajectory: observation {observation!r} needs recorded frames and "
+                             f"{self.replay.scene.get('trajectory')} has none (no video or images)")
+        cam = self.replay.camera
+        self.camera = self.base_camera if cam is None else cam.resized(self.base_camera.width,
+                                                                       self.base_camera.height)
+        self._recording = replay.TaskRecording(self.replay, self.keyframes)
+
+    @property
+    def recording(self):
+        return self._recording
+
+    def make_task(self, start, goal, gt, tags: dict, success=None, scene=None, task_id=None,
+                  instruction=None) -> Task:
+        """A procedural task record in the loaded scene: start and goal C2W (4, 4), ground truth ``gt`` (its sizes
+        are the task's), ``tags``; ``success`` (default: the kind's thresholds), ``scene`` (default: the loaded
+        scene's spec). Without ``task_id`` the id is content-addressed (kind, generator, seed and a digest of the
+        two poses), so the same sampling gives the same id in every process."""
+        scene = scene or self.scene.spec
+        if task_id is None:
+            digest = hashlib.sha1(np.round(np.stack([start, goal]), 9).tobytes()).hexdigest()[:10]
+            task_id = f"{self.kind}-{scene['generator']}{scene['seed']}-{digest}"
+        kw = {"success": success} if success else {}
+        return Task(id=task_id, kind=self.kind, source="procedural", start_pose=start, goal_pose=goal, gt=gt,
+                    sizes=gt.sizes, answer_format="stepped", scene=scene, tags=tags, instruction=instruction, **kw)

@@ -1,0 +1,148 @@
+"""Task generation above the environments (spatialact.taskgen): the same tasks as before it moved, its layering,
+the deprecated aliases at the old paths, and the trajectory → task pipeline in one function.
+
+``data/taskgen_frozen.json`` was recorded from main before the move (ids, start poses to 1e-6, ground-truth counts,
+gripper states and scenes of ``procedural_tasks`` and ``builtin_suite("diagnostics")`` for fixed seeds).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pybullet")
+
+from spatialact.taskgen import builtin_suite, procedural_tasks  # noqa: E402
+
+FROZEN = json.loads((Path(__file__).parent / "data" / "taskgen_frozen.json").read_text())
+SRC = Path(__file__).resolve().parents[1] / "src" / "spatialact"
+
+
+def _matches(tasks, frozen):
+    assert [t.id for t in tasks] == [f["id"] for f in frozen]
+    for t, f in zip(tasks, frozen):
+        np.testing.assert_allclose(t.start_pose[:3], f["start"], atol=2e-6, err_msg=t.id)
+        assert [[int(c) for c in s.signed_counts()] for s in t.gt.steps] == f["counts"], t.id
+        assert [s.gripper for s in t.gt.steps] == f["gripper"], t.id
+        assert t.tags.get("variant") == f["variant"], t.id
+        assert _scene_close(t.scene, f["scene"]), t.id
+        # the goal is the replay of the ground truth from the start, exactly
+        np.testing.assert_allclose(t.gt.to_poses(t.start_pose)[-1], t.goal_pose, atol=1e-12)
+
+
+def _scene_close(a, b) -> bool:
+    """Scenes equal, numbers (object positions found by simulating a push) to 1e-6."""
+    ja, jb = json.dumps(a, sort_keys=True), json.dumps(b, sort_keys=True)
+    if ja == jb:
+        return True
+    fa, fb = _numbers(a), _numbers(b)
+    assert len(fa) == len(fb) and np.allclose(fa, fb, atol=1e-6), (a, b)
+    return True
+
+
+def _numbers(x) -> list:
+    if isinstance(x, dict):
+        return [v for k in sorted(x) for v in _numbers(x[k])]
+    if isinstance(x, list):
+        return [v for e in x for v in _numbers(e)]
+    return [float(x)] if isinstance(x, (int, float)) and not isinstance(x, bool) else []
+
+
+@pytest.mark.parametrize("kind,n", [("nav", 4), ("manip", 6), ("hand", 3)])
+def test_procedural_tasks_are_the_tasks_main_built(kind, n):
+    _matches(procedural_tasks(kind, n, seed=0), FROZEN[f"procedural_tasks('{kind}', {n}, seed=0)"])
+
+
+@pytest.mark.slow
+def test_builtin_diagnostics_suite_is_the_suite_main_built():
+    tasks = builtin_suite("diagnostics")
+    _matches(tasks, FROZEN["builtin_suite('diagnostics')"])
+    # the evaluation still finds the suites where it always did
+    from spatialact.evaluation import suites
+
+    assert suites.builtin_suite is builtin_suite and suites.is_suite("diagnostics:2") and not suites.is_suite("x")
+
+
+def _imports(path: Path, skip_getattr: bool = False) -> set[str]:
+    """The spatialact packages a module imports (imports inside functions included; ``skip_getattr``: not those in
+    a module-level ``__getattr__``, the deprecated aliases)."""
+    parts = path.relative_to(SRC.parent).with_suffix("").parts
+    tree = ast.parse(path.read_text())
+    if skip_getattr:
+        tree.body = [n for n in tree.body if not (isinstance(n, ast.FunctionDef) and n.name == "__getattr__")]
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            mod = ".".join(list(parts[:-node.level]) + ([node.module] if node.module else [])) if node.level \
+                else node.module
+            names = [mod] if node.module else [f"{mod}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        else:
+            continue
+        out |= {n.split(".")[1] for n in names if n.startswith("spatialact.")}
+    return out
+
+
+def test_taskgen_imports_only_what_lies_below_it():
+    allowed = {"envs", "tasks", "action_space", "trajectories", "geometry", "taskgen"}
+    for path in sorted((SRC / "taskgen").glob("*.py")):
+        assert _imports(path) <= allowed, (path.name, _imports(path) - allowed)
+    # the environments import task generation only in their deprecated aliases
+    for path in sorted((SRC / "envs").glob("*.py")):
+        assert "taskgen" not in _imports(path, skip_getattr=True), path.name
+    assert "taskgen" in _imports(SRC / "envs" / "procedural.py")  # a known answer: the aliases' own imports
+    assert "taskgen" in _imports(SRC / "cli" / "tasks.py")  # imported inside a function
+
+
+@pytest.mark.parametrize("module,name,new", [
+    ("spatialact.envs", "procedural_tasks", "spatialact.taskgen"),
+    ("spatialact.envs", "ladder_tasks", "spatialact.taskgen"),
+    ("spatialact.envs", "viewpoint_pairs", "spatialact.taskgen"),
+    ("spatialact.envs", "attach_replay_scenes", "spatialact.taskgen"),
+    ("spatialact.envs.procedural", "procedural_tasks", "spatialact.taskgen.procedural"),
+    ("spatialact.envs.procedural", "LEVEL_FACTORS", "spatialact.taskgen.ladder"),
+    ("spatialact.envs.procedural", "view_overlap", "spatialact.envs.views"),
+    ("spatialact.envs.procedural", "sample_signed_counts", "spatialact.envs.sampling"),
+    ("spatialact.envs.replay", "attach_replay_scenes", "spatialact.taskgen.replay_scenes"),
+])
+def test_old_paths_are_deprecated_aliases(module, name, new):
+    import importlib
+
+    old = importlib.import_module(module)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        got = getattr(old, name)
+    assert got is getattr(importlib.import_module(new), name)
+    assert len(w) == 1 and issubclass(w[0].category, DeprecationWarning) and new.split(".")[1] in str(w[0].message)
+    assert w[0].filename == __file__  # the warning points at the caller
+    with pytest.raises(AttributeError):
+        getattr(old, "no_such_name")
+
+
+def test_pipeline_writes_the_task_file_and_explains_no_task(tmp_path):
+    from traj_helpers import smooth_poses, write_tum
+
+    from spatialact.tasks import load_tasks
+    from spatialact.taskgen import NoTasks, build_trajectory_tasks
+
+    P, t = smooth_poses(120, 30.0, 2, scale=0.8)
+    write_tum(tmp_path / "cam.txt", t, P)
+    res = build_trajectory_tasks(tmp_path / "cam.txt", tmp_path / "out" / "t.jsonl", n=3, seed=0)
+    assert res.path == tmp_path / "out" / "t.jsonl" and res.skipped == {}
+    loaded = load_tasks(res.path)
+    assert [x.id for x in loaded] == [x.id for x in res.tasks] and len(loaded) == 3
+    assert all(x.scene["type"] == "replay" and x.scene["source"] == "camera_path" for x in loaded)
+    # no pair in range: one line naming the range asked for and the path's span; no folder left behind
+    span = float(np.linalg.norm(P[:, :3, 3].max(0) - P[:, :3, 3].min(0)))
+    with pytest.raises(NoTasks) as e:
+        build_trajectory_tasks(tmp_path / "cam.txt", tmp_path / "deep" / "er" / "t.jsonl", min_motion=10,
+                               max_motion=20)
+    msg = str(e.value)
+    assert "\n" not in msg and "10–20 m apart" in msg and f"the path spans {span:.3g} m" in msg
+    assert not (tmp_path / "deep").exists()
