@@ -40,6 +40,10 @@ def test_world_is_an_abstract_protocol():
 
 
 def test_every_environment_names_a_world_of_its_kind():
+    from spatialact.taskgen.procedural import TASK_VARIANTS
+    from spatialact.vocab import KINDS
+
+    assert tuple(KIND_TO_ID) == tuple(TASK_VARIANTS) == KINDS  # an environment and task variants for every kind
     assert SpatialActEnv.world_class is None  # the hook is declared on the base class, filled by each env
     for kind in KIND_TO_ID:
         cls = env_class(kind)

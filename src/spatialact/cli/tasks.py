@@ -21,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
+from spatialact.vocab import ANSWER_FORMATS, KINDS
+
 from .main import count_arg, print_json, seed_arg
 
 
@@ -36,7 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     t.add_argument("--min-motion", type=float, default=None, metavar="M", help="least start-to-goal distance")
     t.add_argument("--max-motion", type=float, default=None, metavar="M", help="largest start-to-goal distance")
     t.add_argument("--max-seconds", type=float, default=None, help="longest start-to-goal time")
-    t.add_argument("--answer-format", choices=["flat", "stepped", "vector"], default="stepped")
+    t.add_argument("--answer-format", choices=list(ANSWER_FORMATS), default="stepped")
     t.add_argument("--no-images", action="store_true", help="do not write PNG frames")
     t.add_argument("--scene", metavar="FILE", default=None,
                    help="camera paths: a mesh scene (.glb/.gltf/.obj/.ply) to replay in (default: a procedural room"
@@ -56,7 +58,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, help="task file to write (.jsonl)")
     p.add_argument("--n", type=count_arg(1, 1_000_000), default=10, help="number of tasks (default 10)")
     p.add_argument("--seed", type=seed_arg, default=0, help="random seed (default 0)")
-    p.add_argument("--kind", choices=["nav", "manip", "hand"], default=None,
+    p.add_argument("--kind", choices=list(KINDS), default=None,
                    help="task kind (from-trajectory default: the trajectory's; procedural default: nav)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
 

@@ -17,7 +17,7 @@ import json
 import numpy as np
 
 from ..tasks import Task
-from . import replay
+from .replay import ReplayWorld, TaskRecording, build_replay_world, is_replay_scene, scene_aspect
 from .rendering import BulletWorld
 from .scenes import build_scene, normalise_scene_spec
 from .world import World
@@ -38,7 +38,7 @@ class PyBulletWorld(World):
     def __init__(self, camera, renderer: str = "tiny"):
         super().__init__(camera)
         self.backend = self.make_backend(renderer)  # EGL (if asked) loads here, before any body exists
-        self.replay: replay.ReplayWorld | None = None
+        self.replay: ReplayWorld | None = None
         self.scene_key = None
         self.keyframes: np.ndarray | None = None
         self.step_count = 0
@@ -50,11 +50,11 @@ class PyBulletWorld(World):
 
     @classmethod
     def scene_aspect(cls, scene) -> float | None:
-        return replay.scene_aspect(scene) if replay.is_replay_scene(scene) else None
+        return scene_aspect(scene) if is_replay_scene(scene) else None
 
     @classmethod
     def replays_recording(cls, scene) -> bool:
-        return replay.is_replay_scene(scene)
+        return is_replay_scene(scene)
 
     @classmethod
     def check_scene(cls, spec) -> dict:
@@ -104,7 +104,7 @@ class PyBulletWorld(World):
 
     # ----- scene ---------------------------------------------------------------------------------------------------
     def load_scene(self, spec: dict, where: str = "scene") -> None:
-        if replay.is_replay_scene(spec):
+        if is_replay_scene(spec):
             # keyframes (and fps-free facts of one task) do not change the world: tasks on one trajectory share it
             key = json.dumps({k: v for k, v in spec.items() if k != "keyframes"}, sort_keys=True, default=str)
             if key == self.scene_key:
@@ -112,7 +112,7 @@ class PyBulletWorld(World):
                 return
             self.backend.reset_world()
             self.scene_key = None
-            self.scene, self.replay = replay.build_replay_world(self.backend, spec, self.kind, where)
+            self.scene, self.replay = build_replay_world(self.backend, spec, self.kind, where)
         else:
             spec = normalise_scene_spec(spec)
             key = json.dumps(spec, sort_keys=True)
@@ -151,7 +151,7 @@ class PyBulletWorld(World):
         cam = self.replay.camera
         self.camera = self.base_camera if cam is None else cam.resized(self.base_camera.width,
                                                                        self.base_camera.height)
-        self._recording = replay.TaskRecording(self.replay, self.keyframes)
+        self._recording = TaskRecording(self.replay, self.keyframes)
 
     @property
     def recording(self):

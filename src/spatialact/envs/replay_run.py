@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import geometry
-from . import replay as rp
+from .replay import prime_trajectory_cache, replay_kind, replay_scene_for
 
 __all__ = ["ReplayResult", "replay_trajectory", "contact_sheet", "write_contact_sheet", "write_side_by_side_video"]
 
@@ -74,10 +74,10 @@ def replay_trajectory(traj, *, scene: dict | None = None, observation: str = "si
     if len(kf) < 2 or np.any(np.diff(kf) <= 0) or kf[0] < 0 or kf[-1] >= len(traj):
         raise ValueError(f"keyframes: need ≥ 2 strictly increasing frame indices within 0..{len(traj) - 1}")
     if scene is None:
-        scene = rp.replay_scene_for(traj, kf)
+        scene = replay_scene_for(traj, kf)
     scene = {**scene, "keyframes": [int(k) for k in kf]}
-    rp.prime_trajectory_cache(scene, traj)
-    kind = rp.replay_kind(scene)
+    prime_trajectory_cache(scene, traj)
+    kind = replay_kind(scene)
     sizes = sizes or StepSizes.for_kind(kind)
     sub = traj.select(np.arange(kf[0], kf[-1] + 1))
     if kind == "nav" and sub.gripper is not None:
