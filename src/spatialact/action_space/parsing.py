@@ -27,10 +27,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .primitives import MOTION_PRIMITIVES, N_MOTION, PRIMITIVE_TABLE, Primitive, lookup_primitive
-from .sequence import DEFAULT_CAP, ActionSequence, Step, StepSizes
+from .sequence import DEFAULT_CAP, ActionSequence, Step, StepSizes, install_json_reader
 
 __all__ = ["ParseError", "ParseResult", "parse_response", "parse_response_reference", "parse_response_fast",
-           "parse_object", "extract_json_text", "load_json", "find_fences", "open_fence_body", "outermost_spans",
+           "parse_object", "sequence_from_json", "extract_json_text", "load_json", "find_fences", "open_fence_body", "outermost_spans",
            "HUGE_DIGITS"]
 
 
@@ -92,11 +92,15 @@ def _strip_think(text: str) -> str:
     return "".join(pieces)
 
 
-def _fence_header(text: str, pos: int) -> tuple[str, int]:
-    """The language tag of a fence whose backticks end at ``pos``, and where its header ends: spaces, the tag
-    ``[A-Za-z0-9_+-]*``, spaces (the match cannot fail, so it never backtracks)."""
-    m = _FENCE_HEADER.match(text, pos)
-    return m.group(1), m.end()
+def _next_fence(text: str, pos: int) -> tuple[int, str, int] | None:
+    """The next ```` ``` ```` at or after ``pos``: where it starts, its language tag and where its header ends
+    (spaces, the tag ``[A-Za-z0-9_+-]*``, spaces: the match cannot fail, so it never backtracks); None when there
+    is none."""
+    s = text.find("```", pos)
+    if s < 0:
+        return None
+    m = _FENCE_HEADER.match(text, s + 3)
+    return s, m.group(1), m.end()
 
 
 def find_fences(text: str) -> list[tuple[str, str]]:
@@ -109,36 +113,32 @@ def find_fences(text: str) -> list[tuple[str, str]]:
     """
     out: list[tuple[str, str]] = []
     pos = 0
-    while True:
-        s = text.find("```", pos)
-        if s < 0:
-            return out
-        lang, p = _fence_header(text, s + 3)
+    while (fence := _next_fence(text, pos)) is not None:
+        _, lang, p = fence
         if text.startswith("\r", p):
             p += 1
         if text.startswith("\n", p):
             p += 1
         e = text.find("```", p)
         if e < 0:
-            return out
+            break
         out.append((lang, text[p:e]))
         pos = e + 3
+    return out
 
 
 def open_fence_body(text: str) -> str | None:
     """The body of the first ```` ``` ```` whose header ends a line, to the end of the text (an answer cut off
     before its closing fence); None when there is none. Each header is read once: linear."""
     pos = 0
-    while True:
-        s = text.find("```", pos)
-        if s < 0:
-            return None
-        _, p = _fence_header(text, s + 3)
+    while (fence := _next_fence(text, pos)) is not None:
+        s, _, p = fence
         if text.startswith("\r\n", p):
             return text[p + 2:]
         if text.startswith("\n", p):
             return text[p + 1:]
         pos = s + 1
+    return None
 
 
 def outermost_spans(text: str) -> list[str]:
@@ -1152,3 +1152,14 @@ def parse_response_reference(text: str, strict: bool = False, sizes: StepSizes |
         if strict:
             raise ParseError(f"$: unreadable answer ({e.__class__.__name__}: {e})") from None
         return _empty(sizes, cap, (), f"$: unreadable answer ({e.__class__.__name__}: {e})", json_text)
+
+
+def sequence_from_json(obj: Any, sizes: StepSizes | None = None, cap: int = DEFAULT_CAP) -> ActionSequence:
+    """A JSON answer (its text, or the loaded value) in any answer format, parsed strictly (raises
+    :class:`ParseError`): what :meth:`ActionSequence.from_json` returns."""
+    if isinstance(obj, str):
+        return parse_response(obj, strict=True, sizes=sizes, cap=cap).sequence
+    return parse_object(obj, strict=True, sizes=sizes, cap=cap).sequence
+
+
+install_json_reader(sequence_from_json)

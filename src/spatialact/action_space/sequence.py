@@ -7,16 +7,17 @@ answer format), plus a gripper state. Its rigid motion, in the body frame of the
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field, replace
-from typing import Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from .. import geometry
-from .primitives import MOTION_PRIMITIVES, N_MOTION, Primitive
+from .primitives import MOTION_PRIMITIVES, N_MOTION, Primitive, lookup_primitive
 
-__all__ = ["StepSizes", "Step", "ActionSequence", "DEFAULT_CAP", "mirror", "MIRROR"]
+__all__ = ["StepSizes", "Step", "ActionSequence", "DEFAULT_CAP", "mirror", "MIRROR", "install_json_reader"]
 
 DEFAULT_CAP = 10
 
@@ -28,6 +29,18 @@ _MIRROR_SIGNS = np.array([-1.0, 1.0, 1.0, 1.0, -1.0, -1.0])
 _MIRROR_COLUMNS = np.arange(N_MOTION).reshape(6, 2)
 _MIRROR_COLUMNS[[0, 4, 5]] = _MIRROR_COLUMNS[[0, 4, 5], ::-1]
 _MIRROR_COLUMNS = _MIRROR_COLUMNS.reshape(-1)
+
+# Reading an answer into a sequence is the job of action_space.parsing, the module above this one (it builds steps
+# and sequences from text). It installs its strict reader here when the package is imported, so that
+# ActionSequence.from_json works while this module never imports the parser.
+_json_reader: Callable | None = None
+
+
+def install_json_reader(reader: Callable) -> None:
+    """Set what :meth:`ActionSequence.from_json` delegates to: ``reader(obj, sizes, cap) -> ActionSequence``,
+    strict (raising ``ParseError``); called once by :mod:`spatialact.action_space.parsing`."""
+    global _json_reader
+    _json_reader = reader
 
 
 @dataclass(frozen=True)
@@ -145,8 +158,6 @@ class Step:
 
         Push / Pull count as Dolly In / Out; Stay contributes nothing.
         """
-        from .primitives import lookup_primitive
-
         if counts is None:
             return cls.stay(gripper)
         if isinstance(counts, Mapping):
@@ -311,12 +322,9 @@ class ActionSequence:
 
     @classmethod
     def from_json(cls, obj, sizes: StepSizes | None = None, cap: int = DEFAULT_CAP) -> "ActionSequence":
-        """From a JSON object (or its text) in any answer format, parsed strictly (raises ``ParseError``)."""
-        from .parsing import parse_object, parse_response
-
-        if isinstance(obj, str):
-            return parse_response(obj, strict=True, sizes=sizes, cap=cap).sequence
-        return parse_object(obj, strict=True, sizes=sizes, cap=cap).sequence
+        """From a JSON object (or its text) in any answer format, parsed strictly (raises ``ParseError``) by
+        :func:`spatialact.action_space.parsing.sequence_from_json`."""
+        return _json_reader(obj, sizes, cap)
 
     # ----- container protocol -------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -407,8 +415,6 @@ class ActionSequence:
         return {f"step_{k + 1}": step_obj(s) for k, s in enumerate(self.steps)}
 
     def to_text(self, format: str = "stepped", names: str = "name") -> str:
-        import json
-
         return json.dumps(self.to_json(format, names), ensure_ascii=False)
 
     def to_dict(self) -> dict:
