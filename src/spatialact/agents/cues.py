@@ -27,6 +27,7 @@ import math
 import numpy as np
 
 from .base import AgentConfigError
+from .images import PromptImage
 
 __all__ = ["CUES", "CUE_NEEDS", "parse_cues", "cue_problem", "cue_content"]
 
@@ -164,12 +165,10 @@ def _size_cue(depth, K, sizes, cur_label, kind: str = "nav") -> str:
 
 def cue_content(task, cur, goal, observation: dict, cues, labels: dict, first_label: int, seed: int = 0):
     """The cue images and the prompt parts for ``cues``: ``(images, parts)`` where ``images`` are the
-    :class:`~spatialact.agents.prompts.PromptImage` s added (labelled ``Image <first_label>``, …) and ``parts`` the
+    :class:`~spatialact.agents.images.PromptImage` s added (labelled ``Image <first_label>``, …) and ``parts`` the
     texts and images in prompt order. ``labels`` names the views in the prompt (``{"current": "Image 1",
     "goal": "Image 2"}``). A cue whose input is missing raises ValueError naming it (the runner refuses such runs
     before they start)."""
-    from .prompts import PromptImage
-
     cues = parse_cues(cues)
     images, parts = [], []
     cur_label, goal_label = labels.get("current", "the current view"), labels.get("goal", "the goal view")

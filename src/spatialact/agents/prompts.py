@@ -19,15 +19,16 @@ next single step only. Poses are never sent.
 from __future__ import annotations
 
 import base64
-import io
 import json
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
-from ..action_space import ActionSequence, parse_object
+from ..action_space import ActionSequence, parse_object, parse_response
 from ..action_space.primitives import MOTION_PRIMITIVES, Primitive
+from .base import observation_mode
+from .cues import cue_content, cue_problem, parse_cues
+from .images import PromptImage, png_bytes, png_data_url
 
 __all__ = ["PROMPT_VERSION", "PromptImage", "PromptedAgent", "build_prompt", "png_bytes", "png_data_url", "prompt_text",
            "SYSTEM_PROMPT", "prompt_version"]
@@ -39,45 +40,11 @@ PROMPT_VERSION = "spatialact-l4-v1"
 def prompt_version(cues=()) -> str:
     """The prompt version of a variant: :data:`PROMPT_VERSION`, with ``+cues=<names>`` appended when cue prompting
     (:mod:`spatialact.agents.cues`) adds cues; part of every cache key and of the agent's provenance."""
-    from .cues import parse_cues
-
     cues = parse_cues(cues)
     return PROMPT_VERSION + (f"+cues={','.join(cues)}" if cues else "")
 
 SYSTEM_PROMPT = ("You are an expert embodied agent. You look at images and answer with a JSON object describing "
                  "the actions to take, exactly in the requested format.")
-
-
-@dataclass(frozen=True)
-class PromptImage:
-    """One image of a prompt: ``label`` as the text names it ("Image 1"), ``role`` (example, start, current,
-    goal) and ``rgb`` (H, W, 3) uint8."""
-
-    label: str
-    role: str
-    rgb: np.ndarray
-
-    @property
-    def filename(self) -> str:
-        return f"{self.label.lower().replace(' ', '_')}_{self.role}.png"
-
-
-def png_bytes(rgb: np.ndarray) -> bytes:
-    """Lossless PNG of an (H, W, 3) uint8 image (deterministic bytes for the same pixels)."""
-    from PIL import Image
-
-    a = np.asarray(rgb)
-    if a.dtype != np.uint8:
-        raise ValueError(f"images must be uint8, got {a.dtype}")
-    if a.ndim == 3 and a.shape[2] == 4:
-        a = a[..., :3]
-    buf = io.BytesIO()
-    Image.fromarray(np.ascontiguousarray(a)).save(buf, format="PNG", optimize=False, compress_level=6)
-    return buf.getvalue()
-
-
-def png_data_url(rgb: np.ndarray) -> str:
-    return "data:image/png;base64," + base64.b64encode(png_bytes(rgb)).decode("ascii")
 
 
 _EFFECT = {
@@ -275,8 +242,6 @@ def build_prompt(task, observation: dict, mode: str = "one-shot", cues=()) -> tu
         content.append({"type": "text", "text": f"{im.label} ({im.role} view):"})
         content.append({"type": "image_url", "image_url": {"url": png_data_url(im.rgb)}})
     if cues:
-        from .cues import cue_content
-
         labels = {("current" if im.role == "start" else im.role): im.label for im in images}
         cue_images, cue_parts = cue_content(task, cur, goal, observation, cues, labels, first_label=len(images) + 1)
         images = images + cue_images
@@ -322,8 +287,6 @@ class PromptedAgent:
     def check_task(self, task, supplies) -> str | None:
         """Why this agent cannot run ``task`` where the observation supplies ``supplies`` (a cue the environment
         cannot give), or None; asked by the runner for every task before a run starts."""
-        from .cues import cue_problem
-
         return cue_problem(task, self.cues, supplies)
 
     def reset(self, task, mode: str | None = None, seed: int | None = None, **kwargs) -> None:
@@ -335,8 +298,6 @@ class PromptedAgent:
     def turn_prompt(self, observation: dict) -> tuple[list, list]:
         """The messages and images of this turn (:func:`build_prompt`): the pose is never shown; closed-loop turns
         carry the steps taken so far."""
-        from .base import observation_mode
-
         if self.task is None:
             raise RuntimeError(f"{self.name}: act() called before reset(task)")
         mode = observation_mode(observation, self.mode)
@@ -348,9 +309,6 @@ class PromptedAgent:
     def parse_turn(self, text: str, observation: dict):
         """Parse the model's ``text`` against the task's sizes and cap; in closed loop, a parsed answer's first step
         joins the steps the next prompt shows."""
-        from ..action_space import parse_response
-        from .base import observation_mode
-
         parse = parse_response(text, sizes=self.task.sizes, cap=self.task.gt.cap)
         if parse.ok and observation_mode(observation, self.mode) == "closed-loop":
             first = parse.sequence[:1]
