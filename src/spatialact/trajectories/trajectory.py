@@ -31,6 +31,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import geometry
+from .errors import TrajectoryError, describe_value, fail
+from .video import read_frames
 
 __all__ = ["Trajectory", "TrajectoryError", "FrameRef", "check_poses", "check_timestamps", "check_fps",
            "check_intrinsics", "as_numbers", "describe_value", "fail", "read_json_file", "read_text_file",
@@ -43,46 +45,6 @@ MAX_FPS = 10_000.0
 # Largest accepted |coordinate| of a position, metres (or the file's unit): 10⁶ km. Beyond it, squared distances
 # overflow float64 downstream; no trajectory a reader supports comes near.
 MAX_COORDINATE = 1e9
-
-
-class TrajectoryError(ValueError):
-    """A trajectory file that cannot be read; the message is one line: file, field, frame index, problem."""
-
-
-def _where(path, field_name: str, frame: int | None = None) -> str:
-    at = f", frame {frame}" if frame is not None else ""
-    p = str(path)
-    if "\n" in p or "\r" in p:
-        p = repr(p)
-    return f"{p}: field '{field_name}'{at}"
-
-
-def fail(path, field_name: str, problem, frame: int | None = None) -> TrajectoryError:
-    """Build the one-line error every reader raises: ``<file>: field '<name>'[, frame <i>]: <problem>``.
-
-    ``problem`` may be an exception (a library's message); its whitespace, newlines included, is collapsed."""
-    text = " ".join(str(problem).split()) or type(problem).__name__
-    return TrajectoryError(f"{_where(path, field_name, frame)}: {text}")
-
-
-def describe_value(v) -> str:
-    """A short description of a value that was not what a field needs (for error messages; bounded length)."""
-    if v is None:
-        return "null"
-    if isinstance(v, (bool, np.bool_)):
-        return f"the boolean {bool(v)}"
-    if isinstance(v, (int, float, np.integer, np.floating)):
-        return f"the number {v:g}" if isinstance(v, (float, np.floating)) else f"the number {int(v)}"
-    if isinstance(v, (str, bytes, np.str_, np.bytes_)):
-        t = v if isinstance(v, str) else bytes(v).decode("utf-8", "replace")
-        return f"the text {t[:40]!r}" + ("..." if len(t) > 40 else "")
-    if isinstance(v, dict):
-        return f"an object with {len(v)} key{'' if len(v) == 1 else 's'}"
-    if isinstance(v, (list, tuple)):
-        return f"a list of {len(v)}"
-    if isinstance(v, np.ndarray):
-        return f"an array of shape {v.shape} ({v.dtype})"
-    return f"a value of type {type(v).__name__}"
 
 
 _DTYPE_WORDS = {"U": "text", "S": "bytes", "O": "null, text or rows of unequal length", "b": "booleans",
@@ -403,8 +365,6 @@ class Trajectory:
         """RGB images of several frames (decoding each video once); None when the trajectory has no images."""
         if self.images is None:
             return None
-        from .video import read_frames
-
         indices = [int(i) for i in indices]
         return read_frames([self.images[i] for i in indices], frames=indices)
 

@@ -14,7 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .trajectory import TrajectoryError, fail
+from .errors import TrajectoryError, fail
 
 __all__ = ["read_frames", "video_info", "write_png"]
 
