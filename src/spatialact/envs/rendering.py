@@ -2,7 +2,9 @@
 
 Poses are camera-to-world (4, 4) float64 in metres, world +Z up, camera OpenCV axes (+X right, +Y down,
 +Z forward). PyBullet's view matrix is an OpenGL world-to-camera matrix (camera looks along −Z, +Y up), so
-``V = inv(T @ diag(1, −1, −1, 1))``, passed column-major.
+``V = inv(T @ diag(1, −1, −1, 1))``, passed column-major. The camera model and its matrices live in
+:mod:`spatialact.envs.camera` (``CameraSpec``, ``view_matrix``, ``projection_matrix``, ``intrinsics_matrix`` and
+``TINY_SHIFT_PX`` stay importable from here).
 
 Renderers: ``"tiny"`` is PyBullet's software TinyRenderer (CPU, no GL needed); ``"egl"`` loads PyBullet's EGL
 plugin and renders with OpenGL through EGL — on an NVIDIA GPU when one is present, through Mesa's llvmpipe on a
@@ -18,17 +20,15 @@ read from it.
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import pkgutil
 import re
 import sys
 import tempfile
-from dataclasses import dataclass
 
 import numpy as np
 
-from .. import geometry
+from .camera import TINY_SHIFT_PX, CameraSpec, intrinsics_matrix, projection_matrix, view_matrix
 
 __all__ = ["BulletWorld", "CameraSpec", "view_matrix", "projection_matrix", "intrinsics_matrix",
            "EGLUnavailable", "RENDERERS", "capture_c_output", "import_pybullet", "resolve_renderer",
@@ -38,10 +38,6 @@ RENDERERS = ("tiny", "egl", "gl", "auto")
 # Images shown to MLLM agents when the gl renderer draws them (its lighting and multisampling pay off at this size);
 # RL observations and the demo stay at 128².
 MLLM_IMAGE_SIZE = 384
-# TinyRenderer samples each pixel half a pixel away from where OpenGL (EGL) samples it, in x and (flipped) in y;
-# this shift of its frustum puts both on the same principal point ((W − 1)/2, (H − 1)/2) of intrinsics_matrix, so
-# depth unprojected with `intrinsics` lands on the surface rgb shows with either renderer.
-TINY_SHIFT_PX = (-0.5, 0.5)
 
 
 def gpu_present() -> bool:
@@ -51,114 +47,6 @@ def gpu_present() -> bool:
 
 class EGLUnavailable(RuntimeError):
     """PyBullet's EGL renderer plugin could not be loaded (libEGL missing, or no plugin in this build)."""
-
-
-@dataclass(frozen=True)
-class CameraSpec:
-    """A pinhole camera: image size in pixels, full intrinsics in pixels, clip planes in metres.
-
-    ``CameraSpec(width, height, fov_deg)`` (the field-of-view form) is a vertical field of view with square pixels
-    and the principal point at the image centre ((W − 1)/2, (H − 1)/2); :meth:`from_intrinsics` (or passing
-    ``fx, fy, cx, cy``) gives any pinhole camera (OpenCV convention: pixel centres at integer coordinates, +x right,
-    +y down). ``fov_deg`` is then the vertical field of view those intrinsics imply (at the centre, for reference);
-    both renderers project with ``fx, fy, cx, cy``.
-    """
-
-    width: int = 128
-    height: int = 128
-    fov_deg: float = 60.0
-    near: float = 0.02
-    far: float = 20.0
-    fx: float | None = None
-    fy: float | None = None
-    cx: float | None = None
-    cy: float | None = None
-
-    def __post_init__(self) -> None:
-        if int(self.width) < 1 or int(self.height) < 1:
-            raise ValueError(f"camera image size must be positive, got {self.width}x{self.height}")
-        given = [v is not None for v in (self.fx, self.fy, self.cx, self.cy)]
-        if any(given) and not all(given):
-            raise ValueError("camera intrinsics: give all of fx, fy, cx, cy or none")
-        if not all(given):
-            if not 0.0 < float(self.fov_deg) < 180.0:
-                raise ValueError(f"camera fov_deg must be in (0, 180), got {self.fov_deg!r}")
-            K = intrinsics_matrix(int(self.width), int(self.height), float(self.fov_deg))
-            vals = (K[0, 0], K[1, 1], K[0, 2], K[1, 2])
-        else:
-            vals = tuple(float(v) for v in (self.fx, self.fy, self.cx, self.cy))
-            if not all(math.isfinite(v) for v in vals) or vals[0] <= 0 or vals[1] <= 0:
-                raise ValueError(f"camera intrinsics must be finite with fx, fy > 0, got {vals}")
-            object.__setattr__(self, "fov_deg", math.degrees(2.0 * math.atan((self.height / 2.0) / vals[1])))
-        for name, v in zip(("fx", "fy", "cx", "cy"), vals):
-            object.__setattr__(self, name, float(v))
-
-    @classmethod
-    def from_intrinsics(cls, width: int, height: int, fx: float, fy: float, cx: float, cy: float,
-                        near: float = 0.02, far: float = 20.0) -> "CameraSpec":
-        """A camera from pinhole intrinsics in pixels of a ``width`` × ``height`` image."""
-        return cls(int(width), int(height), 60.0, near, far, fx, fy, cx, cy)
-
-    @classmethod
-    def from_K(cls, K, width: int, height: int, near: float = 0.02, far: float = 20.0) -> "CameraSpec":
-        """A camera from a (3, 3) pinhole matrix (zero skew) in pixels of a ``width`` × ``height`` image."""
-        K = np.asarray(K, dtype=np.float64)
-        return cls.from_intrinsics(width, height, K[0, 0], K[1, 1], K[0, 2], K[1, 2], near, far)
-
-    @property
-    def K(self) -> np.ndarray:
-        """Pinhole K (3, 3) in pixels."""
-        return np.array([[self.fx, 0.0, self.cx], [0.0, self.fy, self.cy], [0.0, 0.0, 1.0]])
-
-    def resized(self, width: int, height: int) -> "CameraSpec":
-        """The same camera rendering a ``width`` × ``height`` image (the image stretched, pixel centres kept:
-        ``c' = (c + 0.5)·s − 0.5``, ``f' = f·s`` per axis) — how a recorded frame resized to that size maps."""
-        sx, sy = width / self.width, height / self.height
-        return CameraSpec.from_intrinsics(width, height, self.fx * sx, self.fy * sy, (self.cx + 0.5) * sx - 0.5,
-                                          (self.cy + 0.5) * sy - 0.5, self.near, self.far)
-
-    def project(self, T_c2w: np.ndarray, points_world: np.ndarray) -> np.ndarray:
-        """Pixel coordinates (N, 2) (x right, y down, pixel centres at integers) of world points seen from C2W
-        ``T_c2w``; points behind the camera give NaN."""
-        P = np.atleast_2d(np.asarray(points_world, dtype=np.float64))
-        W2C = geometry.invert_pose(np.asarray(T_c2w, dtype=np.float64))
-        pc = P @ W2C[:3, :3].T + W2C[:3, 3]
-        z = np.where(pc[:, 2] > 1e-9, pc[:, 2], np.nan)
-        return np.stack([self.fx * pc[:, 0] / z + self.cx, self.fy * pc[:, 1] / z + self.cy], axis=1)
-
-
-def view_matrix(T_c2w: np.ndarray) -> list[float]:
-    """PyBullet view matrix (column-major 16 floats) of an OpenCV C2W pose."""
-    T_gl = geometry.opencv_to_opengl(np.asarray(T_c2w, dtype=np.float64))
-    V = geometry.invert_pose(T_gl)
-    return V.flatten(order="F").tolist()
-
-
-def projection_matrix(cam: CameraSpec, shift_px: tuple[float, float] = (0.0, 0.0)) -> list[float]:
-    """OpenGL perspective projection (column-major) of the camera's pinhole intrinsics.
-
-    With pixel centres at integer coordinates, pixel u spans NDC ``2(u + 0.5)/W − 1`` (x) and
-    ``1 − 2(v + 0.5)/H`` (y, NDC up, image down), so ``u = fx·X/Z + cx`` gives ``P00 = 2fx/W``,
-    ``P02 = 1 − 2(cx + 0.5)/W``, ``P11 = 2fy/H``, ``P12 = 2(cy + 0.5)/H − 1`` (GL camera looks along −Z).
-    ``shift_px``: move the image content by (dx, dy) pixels (+x right, +y down in the image), i.e. render with
-    ``cx + dx, cy + dy``; used to make a renderer's pixel-sampling convention match :attr:`CameraSpec.K`.
-    """
-    W, H = cam.width, cam.height
-    cx, cy = cam.cx + shift_px[0], cam.cy + shift_px[1]
-    n, fa = cam.near, cam.far
-    P = np.array([[2.0 * cam.fx / W, 0, 1.0 - 2.0 * (cx + 0.5) / W, 0],
-                  [0, 2.0 * cam.fy / H, 2.0 * (cy + 0.5) / H - 1.0, 0],
-                  [0, 0, (fa + n) / (n - fa), 2 * fa * n / (n - fa)],
-                  [0, 0, -1, 0]], dtype=np.float64)
-    return P.flatten(order="F").tolist()
-
-
-def intrinsics_matrix(width: int, height: int, fov_deg: float) -> np.ndarray:
-    """Pinhole K (3, 3) in pixels of the field-of-view form of :class:`CameraSpec`: vertical field of view,
-    square pixels, pixel centres at integer coordinates (OpenCV), principal point at the centre."""
-    fy = (height / 2.0) / math.tan(math.radians(fov_deg) / 2.0)
-    fx = fy  # square pixels: the horizontal field of view follows from the aspect ratio
-    return np.array([[fx, 0.0, (width - 1) / 2.0], [0.0, fy, (height - 1) / 2.0], [0.0, 0.0, 1.0]])
 
 
 _LIBC = None

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .camera import look_at
 from .rendering import BulletWorld
 from .textures import texture_path
 
@@ -661,21 +662,6 @@ def _task_object(b: _Builder, obj: dict) -> int:
     b.p.changeDynamics(body, -1, lateralFriction=1.0, rollingFriction=0.001, spinningFriction=0.001,
                        physicsClientId=b.cid)
     return body
-
-
-def look_at(eye, target, up=(0.0, 0.0, 1.0)) -> np.ndarray:
-    """C2W pose (OpenCV axes) of a camera at ``eye`` looking at ``target`` with the image's up near ``up``."""
-    eye, target, up = (np.asarray(v, dtype=np.float64) for v in (eye, target, up))
-    z = target - eye
-    z /= np.linalg.norm(z)
-    x = np.cross(z, up)
-    if np.linalg.norm(x) < 1e-9:
-        x = np.cross(z, [0.0, 1.0, 0.0])
-    x /= np.linalg.norm(x)
-    y = np.cross(z, x)
-    T = np.eye(4)
-    T[:3, 0], T[:3, 1], T[:3, 2], T[:3, 3] = x, y, z, eye
-    return T
 
 
 # ----- mesh scenes -------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ up; images are row 0 at the top. Passes:
 
 ``pixel_convention``: ``"opencv"`` (default) samples pixel (u, v) on the ray of :attr:`CameraSpec.K` at (u, v) — as
 ``BulletWorld``'s tiny and egl renderers do; ``"tinyrenderer"`` reproduces the half-pixel offset of PyBullet's
-TinyRenderer when it is given the same projection matrix unshifted (``rendering.TINY_SHIFT_PX``), for comparing with
+TinyRenderer when it is given the same projection matrix unshifted (``camera.TINY_SHIFT_PX``), for comparing with
 images made by calling ``getCameraImage`` directly.
 """
 
@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..camera import TINY_SHIFT_PX, gl_projection, gl_view
 from .context import GLUnavailable, current, gl_context, gl_info, gl_proc
 from .meshes import MAX_FACES, SceneGeometry, extract_scene, quat_to_matrix
 from .shaders import COLOR_FS, COLOR_VS, DEPTH_FS, DEPTH_VS, RESOLVE_FS, RESOLVE_VS, SHADOW_FS, SHADOW_VS
@@ -51,7 +52,7 @@ _DEFAULT_LIGHT = (0.4, 0.3, 2.5)
 
 @dataclass(frozen=True)
 class View:
-    """One view to render: a scene, an OpenCV C2W pose (4, 4) in metres, a camera (``rendering.CameraSpec``)."""
+    """One view to render: a scene, an OpenCV C2W pose (4, 4) in metres, a camera (``camera.CameraSpec``)."""
 
     scene: "GLScene"
     pose: np.ndarray
@@ -75,21 +76,9 @@ def _mat_bytes(M: np.ndarray) -> bytes:
 
 
 def _projection(cam, shift_px) -> np.ndarray:
-    """OpenGL projection of ``cam`` (``rendering.projection_matrix``), flipped in y so that buffer row 0 is the
-    image's top row."""
-    from ..rendering import projection_matrix
-
-    P = np.array(projection_matrix(cam, shift_px), dtype=np.float64).reshape(4, 4, order="F")
-    return np.diag([1.0, -1.0, 1.0, 1.0]) @ P
-
-
-def _view(T_c2w: np.ndarray) -> np.ndarray:
-    T = np.asarray(T_c2w, dtype=np.float64) @ np.diag([1.0, -1.0, -1.0, 1.0])  # OpenCV -> OpenGL camera axes
-    R, t = T[:3, :3], T[:3, 3]
-    V = np.eye(4)
-    V[:3, :3] = R.T
-    V[:3, 3] = -R.T @ t
-    return V
+    """OpenGL projection of ``cam`` (:func:`spatialact.envs.camera.gl_projection`), flipped in y so that buffer row
+    0 is the image's top row."""
+    return np.diag([1.0, -1.0, 1.0, 1.0]) @ gl_projection(cam, shift_px)
 
 
 class GLScene:
@@ -491,8 +480,6 @@ class GLRenderer:
         conv = pixel_convention or self.pixel_convention
         if conv not in PIXEL_CONVENTIONS:
             raise ValueError(f"pixel_convention must be one of {PIXEL_CONVENTIONS}, got {conv!r}")
-        from ..rendering import TINY_SHIFT_PX
-
         shift = (0.0, 0.0) if conv == "opencv" else (-TINY_SHIFT_PX[0], -TINY_SHIFT_PX[1])
         W, H = int(views[0].camera.width), int(views[0].camera.height)
         if any((int(v.camera.width), int(v.camera.height)) != (W, H) for v in views):
@@ -507,7 +494,7 @@ class GLRenderer:
         out_rgb = np.empty((K, H, W, 3), np.uint8) if rgb else None
         out_d = np.empty((K, H, W), np.float32) if depth else None
         out_s = np.empty((K, H, W), np.int32) if segmentation else None
-        mats = [(_projection(v.camera, shift), _view(v.pose)) for v in views]
+        mats = [(_projection(v.camera, shift), gl_view(v.pose)) for v in views]
         ctx.enable(ctx.DEPTH_TEST | ctx.CULL_FACE)
         ctx.front_face, ctx.cull_face = "cw", "back"  # counter-clockwise in the world, y flipped on screen
         for c0 in range(0, K, per):
