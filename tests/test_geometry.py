@@ -192,6 +192,25 @@ def test_pose_quat_trans_round_trip():
     np.testing.assert_allclose(g.pose_from_quat_trans(q, t), T, atol=1e-12)
 
 
+def test_pybullet_pose_pair_matches_pybullet():
+    """PyBullet's (position, orientation) pair: the rotation is the one PyBullet's own getMatrixFromQuaternion gives
+    (row-major 3×3), batches convert at once, and the round trip gives lists PyBullet's calls take."""
+    pybullet = pytest.importorskip("pybullet")
+    q = Rotation.random(50, random_state=8).as_quat()
+    pos = np.random.default_rng(8).normal(size=(50, 3))
+    T = g.pose_from_pybullet(pos, q)
+    assert T.shape == (50, 4, 4)
+    for k in range(50):
+        R = np.array(pybullet.getMatrixFromQuaternion(q[k].tolist())).reshape(3, 3)
+        np.testing.assert_allclose(T[k, :3, :3], R, atol=1e-12)
+        np.testing.assert_array_equal(T[k, :3, 3], pos[k])
+        p_back, q_back = g.pose_to_pybullet(T[k])
+        assert isinstance(p_back, list) and isinstance(q_back, list) and len(q_back) == 4 and q_back[3] >= 0
+        np.testing.assert_allclose(g.pose_from_pybullet(p_back, q_back), T[k], atol=1e-12)
+    with pytest.raises(ValueError):
+        g.pose_from_pybullet([0, 0, 0], [0, 0, 0, 0])
+
+
 def test_droid_euler_matches_scipy_extrinsic_xyz():
     rng = np.random.default_rng(6)
     e = rng.uniform(-math.pi, math.pi, size=(300, 3))

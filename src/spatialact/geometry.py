@@ -42,6 +42,8 @@ __all__ = [
     "matrix_to_quat",
     "pose_from_quat_trans",
     "pose_to_quat_trans",
+    "pose_from_pybullet",
+    "pose_to_pybullet",
     "droid_euler_to_matrix",
     "matrix_to_droid_euler",
     "pose_from_droid",
@@ -247,6 +249,19 @@ def pose_to_quat_trans(T: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """Poses (..., 4, 4) → ((x, y, z, w) quaternions (..., 4), translations (..., 3))."""
     T = as_pose(T)
     return matrix_to_quat(T[..., :3, :3]), T[..., :3, 3].copy()
+
+
+def pose_from_pybullet(position: ArrayLike, orientation: ArrayLike) -> np.ndarray:
+    """PyBullet's ``(position, orientation)`` pair, as ``getBasePositionAndOrientation`` and ``getLinkState``
+    return it: positions (..., 3) in metres and (x, y, z, w) quaternions (..., 4) → poses (..., 4, 4)."""
+    return pose_from_quat_trans(orientation, position)
+
+
+def pose_to_pybullet(T: ArrayLike) -> tuple[list, list]:
+    """A pose (4, 4) → PyBullet's ``(position, orientation)`` as lists (``[x, y, z]`` metres, ``[qx, qy, qz, qw]``
+    with qw ≥ 0), what ``resetBasePositionAndOrientation`` takes."""
+    q, t = pose_to_quat_trans(T)
+    return t.tolist(), q.tolist()
 
 
 def droid_euler_to_matrix(euler: ArrayLike) -> np.ndarray:

@@ -27,10 +27,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...geometry import pose_from_pybullet
 from .decimate import DECIMATION_VERSION, decimate
 
-__all__ = ["Part", "SceneGeometry", "extract_scene", "load_mesh_file", "MAX_FACES", "quat_to_matrix",
-           "pose_matrix"]
+__all__ = ["Part", "SceneGeometry", "extract_scene", "load_mesh_file", "MAX_FACES"]
 
 MAX_FACES = 1500
 _MEM: dict = {}  # (path, size, mtime, max_faces) -> list of parts (unscaled)
@@ -67,33 +67,6 @@ class SceneGeometry:
     links: dict
     n_bodies: int
     decimated: int = 0
-
-
-def quat_to_matrix(q) -> np.ndarray:
-    """Rotation matrices (..., 3, 3) of quaternions (..., 4) in PyBullet's (x, y, z, w) order."""
-    q = np.asarray(q, dtype=np.float64)
-    x, y, z, w = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
-    n = x * x + y * y + z * z + w * w
-    s = np.where(n > 0, 2.0 / np.where(n > 0, n, 1.0), 0.0)
-    R = np.empty(q.shape[:-1] + (3, 3))
-    R[..., 0, 0] = 1 - s * (y * y + z * z)
-    R[..., 0, 1] = s * (x * y - z * w)
-    R[..., 0, 2] = s * (x * z + y * w)
-    R[..., 1, 0] = s * (x * y + z * w)
-    R[..., 1, 1] = 1 - s * (x * x + z * z)
-    R[..., 1, 2] = s * (y * z - x * w)
-    R[..., 2, 0] = s * (x * z - y * w)
-    R[..., 2, 1] = s * (y * z + x * w)
-    R[..., 2, 2] = 1 - s * (x * x + y * y)
-    return R
-
-
-def pose_matrix(pos, quat) -> np.ndarray:
-    """(4, 4) pose of a PyBullet position and (x, y, z, w) quaternion."""
-    T = np.eye(4)
-    T[:3, :3] = quat_to_matrix(quat)
-    T[:3, 3] = pos
-    return T
 
 
 # ----- primitives -------------------------------------------------------------------------------------------
@@ -444,7 +417,7 @@ def extract_scene(p, client: int, registered: dict | None = None, textures: dict
             _, link, gtype, dims, fname, lpos, lorn, rgba = shape[:8]
             if rgba[3] < 0.01:
                 continue
-            T = pose_matrix(lpos, lorn)
+            T = pose_from_pybullet(lpos, lorn)
             tex_path = textures.get((body, link))
             tex, tkey = _texture_image(tex_path) if tex_path else (None, None)
             if gtype == p.GEOM_BOX:
@@ -477,7 +450,7 @@ def extract_scene(p, client: int, registered: dict | None = None, textures: dict
                     links.setdefault(body, []).append(link)
             if link < 0 and body not in inertial:
                 info = p.getDynamicsInfo(body, -1, physicsClientId=client)
-                inertial[body] = np.linalg.inv(pose_matrix(info[3], info[4]))
+                inertial[body] = np.linalg.inv(pose_from_pybullet(info[3], info[4]))
             for part in src:
                 parts.append((slot_of[key], body, _transformed(part, T, scale, rgba, tex, tkey)))
     for body in links:

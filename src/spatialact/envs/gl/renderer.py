@@ -33,9 +33,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...geometry import pose_from_pybullet
 from ..camera import TINY_SHIFT_PX, gl_projection, gl_view
 from .context import GLUnavailable, current, gl_context, gl_info, gl_proc
-from .meshes import MAX_FACES, SceneGeometry, extract_scene, quat_to_matrix
+from .meshes import MAX_FACES, SceneGeometry, extract_scene
 from .shaders import COLOR_FS, COLOR_VS, DEPTH_FS, DEPTH_VS, RESOLVE_FS, RESOLVE_VS, SHADOW_FS, SHADOW_VS
 
 __all__ = ["GLRenderer", "GLScene", "View", "shared_renderer", "PIXEL_CONVENTIONS"]
@@ -300,10 +301,7 @@ class GLScene:
             states = p.getLinkStates(body, links, computeForwardKinematics=1, physicsClientId=cid)
             for s, st in zip(slots, states):
                 pos[s], quat[s] = st[4], st[5]
-        M = np.zeros((n, 4, 4))
-        M[:, :3, :3] = quat_to_matrix(quat)
-        M[:, :3, 3] = pos
-        M[:, 3, 3] = 1.0
+        M = pose_from_pybullet(pos, quat)
         for body, slot in self._bases:  # centre of mass -> the base's link frame
             M[slot] = M[slot] @ geo.base_inertial_inv[body]
         return M
