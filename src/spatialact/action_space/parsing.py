@@ -30,8 +30,8 @@ from .primitives import MOTION_PRIMITIVES, N_MOTION, PRIMITIVE_TABLE, Primitive,
 from .sequence import DEFAULT_CAP, ActionSequence, Step, StepSizes, install_json_reader
 
 __all__ = ["ParseError", "ParseResult", "parse_response", "parse_response_reference", "parse_response_fast",
-           "parse_object", "sequence_from_json", "extract_json_text", "load_json", "find_fences", "open_fence_body", "outermost_spans",
-           "HUGE_DIGITS"]
+           "parse_object", "sequence_from_json", "extract_json_text", "load_json", "find_fences", "open_fence_body",
+           "outermost_spans", "HUGE_DIGITS"]
 
 
 class ParseError(ValueError):
