@@ -15,7 +15,7 @@ import pytest
 from spatialact.action_space import MOTION_PRIMITIVES, Primitive
 from spatialact.tasks import (Task, TaskFileError, clear_task_cache, load_tasks, save_tasks, schema_problems,
                               task_schema, validate_record)
-from spatialact.tasks.schema_check import SchemaCompileError, compile_schema
+from spatialact.schema_compiler import SchemaCompileError, compile_schema
 from spatialact.tasks.validation import schema_validator
 from spatialact.trajectories import Trajectory, load_trajectory, tasks_from_trajectory
 from traj_helpers import smooth_poses

@@ -22,6 +22,7 @@ from typing import Iterable
 import numpy as np
 
 from ..jsonline import open_input, stored_path
+from ..schema_compiler import compile_schema, format_path
 
 __all__ = ["QuestionFileError", "QuestionFile", "QUESTION_TYPES", "QUESTION_FORMATS", "TYPE_FORMATS",
            "SCHEMA_VERSION", "question_schema", "validate_question", "load_questions", "load_question_file",
@@ -78,21 +79,15 @@ def question_schema() -> dict:
 
 @lru_cache(maxsize=1)
 def _validator():
-    from ..tasks.schema_check import compile_schema
-
     return compile_schema(question_schema())
 
 
 @lru_cache(maxsize=1)
 def _id_validator():
-    from ..tasks.schema_check import compile_schema
-
     return compile_schema({"$defs": question_schema()["$defs"], "$ref": "#/$defs/id"})
 
 
 def _schema_problems(rec) -> list[tuple[str, str]]:
-    from ..tasks.schema_check import format_path
-
     return [(format_path(p), m) for p, m in _validator().problems(rec)]
 
 

@@ -151,11 +151,11 @@ def _verdict_path(sha: str) -> Path:
 def validator_stamp() -> dict:
     """What a verdict is only valid for: the package version and a digest of the rules themselves (the shipped
     schema and the modules that check it), so that any change of a rule invalidates every cached verdict."""
-    from .. import __version__
-    from . import schema_check, task, validation
+    from .. import __version__, schema_compiler
+    from . import task, validation
 
     h = hashlib.sha256(json.dumps(task_schema(), sort_keys=True).encode())
-    for module in (schema_check, validation, task):
+    for module in (schema_compiler, validation, task):
         try:
             h.update(Path(module.__file__).read_bytes())
         except (OSError, TypeError):  # no source on disk (a zipped install): the version numbers must do

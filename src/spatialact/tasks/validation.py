@@ -1,7 +1,8 @@
 """Validation of one task record: the schema's checks (compiled), then the checks a JSON Schema cannot state.
 
 :func:`schema_problems` is the shipped JSON Schema (``schemas/task.schema.json``) compiled by
-:mod:`.schema_check`: it accepts and rejects exactly what ``jsonschema`` does on JSON records, about 100× faster.
+:mod:`spatialact.schema_compiler`: it accepts and rejects exactly what ``jsonschema`` does on JSON records, about
+100× faster.
 :func:`semantic_problems` adds, for a record that passed the schema (SPEC §5.3, docs/tasks.md):
 
 * poses (``start_pose``, ``goal_pose``, ``example.start_pose``): last row ``[0, 0, 0, 1]`` and an orthonormal
@@ -26,7 +27,7 @@ import numpy as np
 
 from .. import geometry
 from ..action_space import DEFAULT_CAP
-from .schema_check import CompiledSchema, compile_schema, format_path
+from ..schema_compiler import CompiledSchema, compile_schema, format_path
 from .task import counts_from_names, names_agree
 
 __all__ = ["task_schema", "schema_validator", "schema_problems", "semantic_problems", "validate_record", "record_label",
