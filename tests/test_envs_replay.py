@@ -17,8 +17,8 @@ from spatialact.envs import check_droid_reachable, make_env, replay_scene_for, r
 from spatialact.envs import replay as rp
 from spatialact.envs.rendering import CameraSpec
 from spatialact.envs.scenes import look_at
-from spatialact.tasks import Task, validate_record
-from spatialact.trajectories import extract_actions, load_trajectory
+from spatialact.tasks import Task, extract_actions, validate_record
+from spatialact.trajectories import load_trajectory
 
 from traj_helpers import smooth_poses, write_droid, write_egodex, write_kitti, write_tum, droid_episode
 

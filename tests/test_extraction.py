@@ -10,8 +10,9 @@ import pytest
 
 from spatialact import geometry
 from spatialact.action_space import ActionSequence, Primitive, StepSizes
-from spatialact.trajectories import (Trajectory, extract_actions, frame_motions, keyframe_indices,
-                                     quantisation_bound, replay)
+from spatialact.tasks import extract_actions, quantisation_bound, replay
+from spatialact.tasks.extraction import frame_motions, keyframe_indices
+from spatialact.trajectories import Trajectory
 from traj_helpers import smooth_poses
 
 NAV = StepSizes.navigation()

@@ -1,5 +1,6 @@
 """SPEC §1 layering: the trajectory readers import only `geometry`; extraction and task building live in `tasks`
-and stay importable from `spatialact.trajectories` (SPEC §10) without the readers importing them."""
+and stay importable from `spatialact.trajectories` (SPEC §10) as deprecated aliases, without the readers importing
+them."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from traj_helpers import smooth_poses, write_tum
 
@@ -32,10 +34,18 @@ def test_importing_and_using_the_readers_imports_no_task_code(tmp_path):
 
 
 def test_extraction_and_building_names_stay_importable_from_trajectories():
+    """The old names are deprecated aliases: the same objects, each with a DeprecationWarning naming its new path."""
     import spatialact.tasks.extraction as ex
     import spatialact.tasks.from_trajectory as ft
-    from spatialact.trajectories import (Extraction, extract_actions, keyframe_indices, quantisation_bound, replay,
-                                         tasks_from_trajectory)
+
+    with pytest.warns(DeprecationWarning, match=r"spatialact\.tasks\.extract_actions"):
+        from spatialact.trajectories import extract_actions
+    with pytest.warns(DeprecationWarning, match=r"use spatialact\.tasks\.extraction\.keyframe_indices"):
+        from spatialact.trajectories import keyframe_indices
+    with pytest.warns(DeprecationWarning, match=r"use spatialact\.tasks\.tasks_from_trajectory"):
+        from spatialact.trajectories import tasks_from_trajectory
+    with pytest.warns(DeprecationWarning):
+        from spatialact.trajectories import Extraction, quantisation_bound, replay
 
     assert extract_actions is ex.extract_actions and replay is ex.replay and Extraction is ex.Extraction
     assert keyframe_indices is ex.keyframe_indices and quantisation_bound is ex.quantisation_bound

@@ -12,8 +12,7 @@ import pytest
 from spatialact.cli.main import main
 from spatialact.envs.scenes import look_at
 from spatialact.evaluation.results import read_records
-from spatialact.tasks import load_tasks
-from spatialact.trajectories import quantisation_bound
+from spatialact.tasks import load_tasks, quantisation_bound
 
 from test_envs_replay import _droid_down_episode
 from traj_helpers import smooth_poses, write_droid, write_egodex, write_kitti, write_re10k, write_tum

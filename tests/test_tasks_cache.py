@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from spatialact.tasks import (TaskFileError, clear_task_cache, file_sha256, load_task_file, load_tasks, save_tasks,
-                              task_cache_dir)
+                              task_cache_dir, tasks_from_trajectory)
 from spatialact.tasks import io as task_io
-from spatialact.trajectories import Trajectory, tasks_from_trajectory
+from spatialact.trajectories import Trajectory
 from traj_helpers import smooth_poses
 
 

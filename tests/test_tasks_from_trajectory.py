@@ -10,8 +10,8 @@ import pytest
 from spatialact import geometry
 from spatialact.action_space import StepSizes, parse_response
 from spatialact.cli.main import main
-from spatialact.tasks import load_tasks, save_tasks
-from spatialact.trajectories import Trajectory, load_trajectory, quantisation_bound, tasks_from_trajectory
+from spatialact.tasks import load_tasks, quantisation_bound, save_tasks, tasks_from_trajectory
+from spatialact.trajectories import Trajectory, load_trajectory
 from traj_helpers import droid_episode, smooth_poses, write_droid, write_egodex
 
 

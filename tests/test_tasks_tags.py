@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from spatialact import geometry
+from spatialact.tasks import tasks_from_trajectory
 from spatialact.tasks.tags import bin_label, motion_tags, steps_tag
-from spatialact.trajectories import Trajectory, tasks_from_trajectory
+from spatialact.trajectories import Trajectory
 from traj_helpers import smooth_poses
 
 

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from spatialact.action_space import MOTION_PRIMITIVES, Primitive
-from spatialact.tasks import (Task, TaskFileError, clear_task_cache, load_tasks, save_tasks, schema_problems,
-                              task_schema, validate_record)
 from spatialact.schema_compiler import SchemaCompileError, compile_schema
+from spatialact.tasks import (Task, TaskFileError, clear_task_cache, load_tasks, save_tasks, schema_problems,
+                              task_schema, tasks_from_trajectory, validate_record)
 from spatialact.tasks.validation import schema_validator
-from spatialact.trajectories import Trajectory, load_trajectory, tasks_from_trajectory
+from spatialact.trajectories import Trajectory, load_trajectory
 from traj_helpers import smooth_poses
 
 

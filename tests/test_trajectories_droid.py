@@ -11,7 +11,8 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from spatialact import geometry
-from spatialact.trajectories import TrajectoryError, extract_actions, guess_format, load_trajectory, replay
+from spatialact.tasks import extract_actions, replay
+from spatialact.trajectories import TrajectoryError, guess_format, load_trajectory
 from traj_helpers import droid_episode, write_droid
 
 

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from spatialact import geometry
-from spatialact.trajectories import TrajectoryError, extract_actions, guess_format, load_trajectory, replay
+from spatialact.tasks import extract_actions, replay
+from spatialact.trajectories import TrajectoryError, guess_format, load_trajectory
 from spatialact.trajectories.egodex import grip_from_distance
 from traj_helpers import hysteresis_reference, smooth_poses, write_egodex
 

@@ -3,30 +3,38 @@
 Readers (generic ``.npz`` / ``.json``, TUM, KITTI, RealEstate10K, DROID in its LeRobot form, EgoDex) return one
 :class:`Trajectory` type: C2W float64 poses (world +Z up, OpenCV body axes, metres), timestamps, fps, gripper or
 grip states, image references, intrinsics, instruction and metadata. This package imports only ``geometry``
-(SPEC §1). Action extraction and task building live in :mod:`spatialact.tasks` (``tasks.extraction``,
-``tasks.from_trajectory``); their names — :func:`extract_actions` (the paper's Action-Extraction Pipeline),
-:func:`replay`, :func:`tasks_from_trajectory`, … — stay importable from here, loaded on first use.
+(SPEC §1). Action extraction and task building live in :mod:`spatialact.tasks`: import :func:`extract_actions` (the
+paper's Action-Extraction Pipeline), :func:`replay`, :func:`quantisation_bound` and :func:`tasks_from_trajectory`
+from ``spatialact.tasks``, the rest (``Extraction``, ``keyframe_indices``, ``frame_motions``,
+``DEFAULT_THRESHOLDS``) from ``spatialact.tasks.extraction``. Their old names here still work, as deprecated aliases
+that warn (:class:`DeprecationWarning` naming the new path), loaded on first use.
 """
+
+import warnings
 
 from .loader import FORMATS, guess_format, load_trajectory
 from .trajectory import FrameRef, Trajectory, TrajectoryError
 
-_EXTRACTION = ("extract_actions", "Extraction", "replay", "keyframe_indices", "quantisation_bound", "frame_motions",
-               "DEFAULT_THRESHOLDS")
+# Deprecated alias -> the module that owns it now.
+_MOVED = {"extract_actions": "spatialact.tasks", "replay": "spatialact.tasks", "quantisation_bound": "spatialact.tasks",
+          "tasks_from_trajectory": "spatialact.tasks", "Extraction": "spatialact.tasks.extraction",
+          "keyframe_indices": "spatialact.tasks.extraction", "frame_motions": "spatialact.tasks.extraction",
+          "DEFAULT_THRESHOLDS": "spatialact.tasks.extraction"}
 
-__all__ = ["Trajectory", "TrajectoryError", "FrameRef", "load_trajectory", "guess_format", "FORMATS",
-           *_EXTRACTION, "tasks_from_trajectory"]
+__all__ = ["Trajectory", "TrajectoryError", "FrameRef", "load_trajectory", "guess_format", "FORMATS"]
 
 
 def __getattr__(name):
-    # Extraction and task building are in spatialact.tasks (above the readers); re-exported lazily so that
-    # importing the readers never imports them.
-    if name in _EXTRACTION:
-        from ..tasks import extraction
-
-        return getattr(extraction, name)
+    # Extraction and task building are in spatialact.tasks (above the readers); the old names are loaded lazily, so
+    # that importing the readers never imports them, and warn.
+    if name not in _MOVED:
+        raise AttributeError(f"module 'spatialact.trajectories' has no attribute {name!r}")
+    warnings.warn(f"spatialact.trajectories.{name} is deprecated; use {_MOVED[name]}.{name}", DeprecationWarning,
+                  stacklevel=2)
     if name == "tasks_from_trajectory":
         from ..tasks.from_trajectory import tasks_from_trajectory
 
         return tasks_from_trajectory
-    raise AttributeError(f"module 'spatialact.trajectories' has no attribute {name!r}")
+    from ..tasks import extraction
+
+    return getattr(extraction, name)
