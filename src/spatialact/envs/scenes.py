@@ -392,6 +392,10 @@ def _table_with_clutter(b: _Builder, x, y, yaw, square: bool):
 
 
 def _build_room(world: BulletWorld, spec: dict) -> SceneInfo:
+    """A furnished room of a layout (living, kitchen, office, playroom), seeded: the shell (floor, ceiling, four
+    walls), what hangs on the walls (a door, a window, paintings), the furniture of the layout and the distractors
+    of ``params["distractors"]``. Every part draws from one random stream in a fixed order, so a seed always gives
+    the same room."""
     params = spec.get("params", {})
     rng = np.random.default_rng([spec["seed"], 1])
     b = _Builder(world, rng)
@@ -399,12 +403,52 @@ def _build_room(world: BulletWorld, spec: dict) -> SceneInfo:
     layout = params.get("layout") or drawn
     if layout not in ROOM_LAYOUTS:
         raise ValueError(f"scene.params.layout must be one of {ROOM_LAYOUTS}, got {layout!r}")
-    Lx, Ly, H = float(rng.uniform(4.5, 6.5)), float(rng.uniform(4.0, 6.0)), 2.7
-    bodies = {}
+    room = _Room(float(rng.uniform(4.5, 6.5)), float(rng.uniform(4.0, 6.0)), 2.7)
+    bodies: dict = {}
+    _room_shell(b, room, layout, spec["seed"], bodies)
+    plan = _Floorplan(room.Lx, room.Ly)
+    _wall_items(b, room, plan, bodies)
+    obstacles = _furnish(b, plan, layout, bodies)
+    n_distractors = _distractors_param(params.get("distractors", 0) or 0)
+    for i, (body, lo, hi) in enumerate(_distractors(world, plan, spec["seed"], n_distractors)):
+        bodies[f"distractor{i}"] = body
+        obstacles.append((lo, hi))
+    Lx, Ly = room.Lx, room.Ly
+    nav_box = np.array([[-Lx / 2 + 0.5, Lx / 2 - 0.5], [-Ly / 2 + 0.5, Ly / 2 - 0.5], [0.6, 2.0]])
+    light = _light(rng)
+    spec_params = dict(params)
+    spec_params.setdefault("layout", layout)
+    return SceneInfo(spec={**spec, "params": spec_params}, bodies=bodies, nav_box=nav_box, obstacles=obstacles,
+                     light=light)
+
+
+@dataclass(frozen=True)
+class _Room:
+    """A room's inner size in metres: ``Lx`` along x, ``Ly`` along y (centred on the origin), height ``H``."""
+
+    Lx: float
+    Ly: float
+    H: float
+
+    def on_wall(self, k, u, z, hw, hh, depth=0.02):
+        """(half extents, centre) of a flat item on wall k (0 at +y, 1 at −y, 2 at +x, 3 at −x) at position u along
+        it, centre height z."""
+        if k < 2:
+            s = 1 if k == 0 else -1
+            return [hw, depth, hh], [u, s * (self.Ly / 2 - depth), z]
+        s = 1 if k == 2 else -1
+        return [depth, hw, hh], [s * (self.Lx / 2 - depth), u, z]
+
+
+def _room_shell(b: _Builder, room: _Room, layout: str, seed: int, bodies: dict) -> None:
+    """The floor (wood, tiles or carpet by layout), the tiled ceiling and four walls of different colours and
+    patterns, each with a dark skirting board."""
+    rng = b.rng
+    Lx, Ly, H = room.Lx, room.Ly, room.H
     floor_kind = "wood" if layout in ("living", "office") else ("tiles" if layout == "kitchen" else "carpet")
     floor_col = _WOOD[int(rng.integers(len(_WOOD)))] if floor_kind == "wood" else tuple(rng.uniform(0.4, 0.8, 3))
     bodies["floor"] = b.box([Lx / 2 + 0.1, Ly / 2 + 0.1, 0.05], [0, 0, -0.05],
-                            texture=texture_path(floor_kind, floor_col, spec["seed"] % 7), tile=1.0)
+                            texture=texture_path(floor_kind, floor_col, seed % 7), tile=1.0)
     bodies["ceiling"] = b.box([Lx / 2 + 0.1, Ly / 2 + 0.1, 0.05], [0, 0, H + 0.05],
                               texture=texture_path("tiles", (0.82, 0.82, 0.78), 0), tile=2.4)
     wall_cols = rng.permutation(len(_WALL_COLOURS))[:4]
@@ -426,23 +470,19 @@ def _build_room(world: BulletWorld, spec: dict) -> SceneInfo:
         sk_pos[axis] -= np.sign(pos[axis]) * 0.06
         b.box(sk_half, sk_pos, color=(0.25, 0.2, 0.18), collide=False)
 
-    def on_wall(k, u, z, hw, hh, depth=0.02):
-        """(half extents, centre) of a flat item on wall k at position u along it, centre height z."""
-        if k < 2:
-            s = 1 if k == 0 else -1
-            return [hw, depth, hh], [u, s * (Ly / 2 - depth), z]
-        s = 1 if k == 2 else -1
-        return [depth, hw, hh], [s * (Lx / 2 - depth), u, z]
 
-    plan = _Floorplan(Lx, Ly)
-    # a door on one wall (its footprint is kept free), a window on another, 2–4 paintings.
+def _wall_items(b: _Builder, room: _Room, plan: _Floorplan, bodies: dict) -> None:
+    """A door on one wall (its footprint kept free in ``plan``), a window on another, 2–4 framed paintings on the
+    other two."""
+    rng = b.rng
+    Lx, Ly = room.Lx, room.Ly
     wall_order = rng.permutation(4)
     dk = int(wall_order[0])
     span = (Lx if dk < 2 else Ly) / 2 - 0.7
     du = float(rng.uniform(-span, span))
-    half, pos = on_wall(dk, du, 1.0, 0.45, 1.0, 0.03)
+    half, pos = room.on_wall(dk, du, 1.0, 0.45, 1.0, 0.03)
     bodies["door"] = b.box(half, pos, texture=texture_path("wood", _WOOD[2], 5), tile=0.6)
-    kh, kp = on_wall(dk, du + 0.33, 1.0, 0.03, 0.03, 0.07)
+    kh, kp = room.on_wall(dk, du + 0.33, 1.0, 0.03, 0.03, 0.07)
     b.box(kh, kp, color=(0.85, 0.75, 0.3), collide=False)
     if dk < 2:
         plan.take(du, np.sign(pos[1]) * (Ly / 2 - 0.4), 0.55, 0.45)
@@ -451,9 +491,9 @@ def _build_room(world: BulletWorld, spec: dict) -> SceneInfo:
     wk = int(wall_order[1])
     span = (Lx if wk < 2 else Ly) / 2 - 1.0
     wu = float(rng.uniform(-span, span))
-    fh, fp = on_wall(wk, wu, 1.5, 0.65, 0.55, 0.03)
+    fh, fp = room.on_wall(wk, wu, 1.5, 0.65, 0.55, 0.03)
     b.box(fh, fp, color=(0.95, 0.95, 0.95))
-    ph, pp = on_wall(wk, wu, 1.5, 0.58, 0.48, 0.04)
+    ph, pp = room.on_wall(wk, wu, 1.5, 0.58, 0.48, 0.04)
     bodies["window"] = b.box(ph, pp, color=(0.55, 0.75, 0.95), collide=False)
     n_paint = int(rng.integers(2, 5))
     for i in range(n_paint):
@@ -462,72 +502,77 @@ def _build_room(world: BulletWorld, spec: dict) -> SceneInfo:
         u = float(rng.uniform(-span, span))
         hw, hh = float(rng.uniform(0.2, 0.45)), float(rng.uniform(0.18, 0.35))
         z = float(rng.uniform(1.4, 1.8))
-        fh, fp = on_wall(k, u, z, hw + 0.03, hh + 0.03, 0.025)
+        fh, fp = room.on_wall(k, u, z, hw + 0.03, hh + 0.03, 0.025)
         b.box(fh, fp, color=(0.15, 0.1, 0.05), collide=False)
-        ph, pp = on_wall(k, u, z, hw, hh, 0.035)
+        ph, pp = room.on_wall(k, u, z, hw, hh, 0.035)
         bodies[f"painting{i}"] = b.box(ph, pp, texture=texture_path("painting", (0, 0, 0), int(rng.integers(1 << 30))),
                                        tile=2 * max(hw, hh), collide=False)
 
-    # furniture per layout: (builder, footprint depth, width, against a wall)
+
+# The furniture of each layout, placed in this order.
+_LAYOUT_PIECES = {
+    "living": ["sofa", "table", "bookshelf", "plant", "lamp", "rug", "toy"],
+    "kitchen": ["counter", "counter", "table", "square", "plant", "toy"],
+    "office": ["bookshelf", "bookshelf", "table", "square", "plant", "lamp"],
+    "playroom": ["square", "toy", "toy", "toy", "bookshelf", "rug", "sofa"],
+}
+# A piece's footprint: (depth, width, against a wall).
+_PIECE_SIZES = {"sofa": (0.95, 2.1, True), "table": (0.8, 1.2, False), "square": (0.6, 0.6, False),
+                "bookshelf": (0.4, 0.95, True), "plant": (0.45, 0.45, True), "lamp": (0.45, 0.45, True),
+                "counter": (0.65, 1.65, True), "toy": (0.5, 0.5, False)}
+
+
+def _furnish(b: _Builder, plan: _Floorplan, layout: str, bodies: dict) -> list:
+    """The layout's furniture, each piece on a free spot of ``plan`` (a piece with no free spot is left out);
+    returns the obstacles (AABB lo, hi of each piece placed; a rug is no obstacle)."""
+    rng = b.rng
     wood = _WOOD[int(rng.integers(len(_WOOD)))]
     fab = _FABRIC[int(rng.integers(len(_FABRIC)))]
-    pieces = {
-        "living": ["sofa", "table", "bookshelf", "plant", "lamp", "rug", "toy"],
-        "kitchen": ["counter", "counter", "table", "square", "plant", "toy"],
-        "office": ["bookshelf", "bookshelf", "table", "square", "plant", "lamp"],
-        "playroom": ["square", "toy", "toy", "toy", "bookshelf", "rug", "sofa"],
-    }[layout]
     obstacles = []
-    for name in pieces:
-        ids = []
+    for name in _LAYOUT_PIECES[layout]:
         if name == "rug":
-            w, d = float(rng.uniform(1.4, 2.2)), float(rng.uniform(1.0, 1.6))
-            ids = [b.box([w / 2, d / 2, 0.005], [float(rng.uniform(-0.5, 0.5)), float(rng.uniform(-0.5, 0.5)), 0.005],
-                         texture=texture_path("carpet", tuple(rng.uniform(0.3, 0.8, 3)), 6), tile=max(w, d),
-                         collide=False)]
-            bodies.setdefault("rug", ids[0])
+            bodies.setdefault("rug", _rug(b))
             continue
-        size = {"sofa": (0.95, 2.1, True), "table": (0.8, 1.2, False), "square": (0.6, 0.6, False),
-                "bookshelf": (0.4, 0.95, True), "plant": (0.45, 0.45, True), "lamp": (0.45, 0.45, True),
-                "counter": (0.65, 1.65, True), "toy": (0.5, 0.5, False)}[name]
-        spot = _place(b, plan, size[0], size[1], size[2])
+        depth, width, against_wall = _PIECE_SIZES[name]
+        spot = _place(b, plan, depth, width, against_wall)
         if spot is None:
             continue
-        x, y, yaw = spot
-        if name == "sofa":
-            ids = _sofa(b, x, y, yaw, fab)
-        elif name in ("table", "square"):
-            ids = _table_with_clutter(b, x, y, yaw, square=(name == "square"))
-        elif name == "bookshelf":
-            ids = _bookshelf(b, x, y, yaw, wood)
-        elif name == "plant":
-            ids = _plant(b, x, y)
-        elif name == "lamp":
-            ids = _lamp(b, x, y)
-        elif name == "counter":
-            ids = _counter(b, x, y, yaw, wood)
-        elif name == "toy":
-            urdf, scale = _FLOOR_TOYS[int(rng.integers(len(_FLOOR_TOYS)))]
-            t = b.urdf(urdf, [x, y, 0.5], float(rng.uniform(-np.pi, np.pi)), scale)
-            b.set_on(t, 0.0, (x, y))
-            ids = [t]
+        ids = _piece(b, name, *spot, wood, fab)
         for i, body in enumerate(ids):
             bodies[f"{name}{len(obstacles)}_{i}"] = body
         if ids:
             los, his = zip(*(b.aabb(i) for i in ids))
             obstacles.append((np.min(los, axis=0), np.max(his, axis=0)))
+    return obstacles
 
-    n_distractors = _distractors_param(params.get("distractors", 0) or 0)
-    for i, (body, lo, hi) in enumerate(_distractors(world, plan, spec["seed"], n_distractors)):
-        bodies[f"distractor{i}"] = body
-        obstacles.append((lo, hi))
 
-    nav_box = np.array([[-Lx / 2 + 0.5, Lx / 2 - 0.5], [-Ly / 2 + 0.5, Ly / 2 - 0.5], [0.6, 2.0]])
-    light = _light(rng)
-    spec_params = dict(params)
-    spec_params.setdefault("layout", layout)
-    return SceneInfo(spec={**spec, "params": spec_params}, bodies=bodies, nav_box=nav_box, obstacles=obstacles,
-                     light=light)
+def _rug(b: _Builder) -> int:
+    rng = b.rng
+    w, d = float(rng.uniform(1.4, 2.2)), float(rng.uniform(1.0, 1.6))
+    return b.box([w / 2, d / 2, 0.005], [float(rng.uniform(-0.5, 0.5)), float(rng.uniform(-0.5, 0.5)), 0.005],
+                 texture=texture_path("carpet", tuple(rng.uniform(0.3, 0.8, 3)), 6), tile=max(w, d), collide=False)
+
+
+def _piece(b: _Builder, name: str, x: float, y: float, yaw: float, wood, fab) -> list[int]:
+    """The bodies of one piece of furniture ``name`` at (x, y) turned by ``yaw`` (world frame, metres, radians)."""
+    if name == "sofa":
+        return _sofa(b, x, y, yaw, fab)
+    if name in ("table", "square"):
+        return _table_with_clutter(b, x, y, yaw, square=(name == "square"))
+    if name == "bookshelf":
+        return _bookshelf(b, x, y, yaw, wood)
+    if name == "plant":
+        return _plant(b, x, y)
+    if name == "lamp":
+        return _lamp(b, x, y)
+    if name == "counter":
+        return _counter(b, x, y, yaw, wood)
+    if name == "toy":
+        urdf, scale = _FLOOR_TOYS[int(b.rng.integers(len(_FLOOR_TOYS)))]
+        t = b.urdf(urdf, [x, y, 0.5], float(b.rng.uniform(-np.pi, np.pi)), scale)
+        b.set_on(t, 0.0, (x, y))
+        return [t]
+    return []
 
 
 def _distractors_param(value) -> int:
