@@ -302,56 +302,41 @@ def _read_other(rec, table: _TaskTable):
 def _score_lines(lines: list, first: int, cfg: _Config):
     """Score raw answer lines (bytes) numbered from ``first``. Returns (output text or None, scores (m,), task
     indices (m,) with −1 for no task, counts) for the m non-blank lines, in line order."""
-    from ..action_space import parse_response
+    piece = _read_piece(lines, first, cfg)
+    tix = np.array(piece.tix, dtype=np.int64)
+    scores, ep = _piece_scores(piece, tix, cfg)
+    counts = _piece_counts(piece, len(lines), ep)
+    text = _piece_text(piece, scores, ep, cfg) if cfg.write else None
+    return text, scores, tix, counts
 
-    table, profile = cfg.table, cfg.profile
-    index, sizes, size_id, caps = table.index, table.sizes, table.size_id, table.caps
-    lmms = profile == "lmms-eval"
-    lineno: list = []
-    tix: list = []
-    # per non-blank line: [tid, reason, error, ok, repairs, format, lmms result, per_step]
-    info: list = []
-    counts: list = []
-    grips: list = []
-    vec: list = []
-    lengths: list = []
-    matched: list = []  # positions (in info) of lines with a task
-    blank = 0
-    row = 0
-    for off, raw in enumerate(lines):
-        if not raw.strip():
-            blank += 1
-            continue
-        lineno.append(first + off)
-        try:
-            rec = _loads(raw)
-        except (ValueError, UnicodeDecodeError, RecursionError) as e:
-            tix.append(-1)
-            info.append([None, "invalid_json", f"not JSON: {str(e)[:120]}", False, (), None, None, None])
-            continue
-        hint = lmms_kind = None
-        if type(rec) is dict and "response" in rec:
-            tid = rec.get("task_id")
-            response = rec["response"]
-            if tid is None:
-                tix.append(-1)
-                info.append([None, "invalid_line", "no 'task_id' field", False, (), None, None, None])
-                continue
-            tid = tid if type(tid) is str else str(tid)
-            i = index.get(tid, -1)
-        else:
-            tid, i, response, reason, error, hint, lmms_kind = _read_other(rec, table)
-            if reason is not None:
-                tix.append(-1)
-                info.append([tid, reason, error, False, (), None, None, None])
-                continue
-        if i < 0:
-            tix.append(-1)
-            info.append([tid, "unknown_task", f"task id {tid[:80]!r} is not in the task file", False, (), None,
-                         None, None])
-            continue
-        pr = parse_response(response, False, sizes[size_id[i]], caps[i])
-        steps = pr.sequence.steps
+
+class _Piece:
+    """The non-blank lines of one piece, read and parsed: per line its number (``lineno``), task index (``tix``, −1
+    for none) and ``info`` ``[task id, reason, error, ok, repairs, format, lmms result, per-step scores]``; for the
+    lines with a task (their positions in ``info``: ``matched``) the parsed steps, flattened for the batch scorer:
+    12 counts per step (``counts``, zeros for a vector step), ``grips`` (−1: not stated), ``vec`` (row, motion) of
+    the vector steps and ``lengths`` (steps per answer). ``blank`` counts the blank lines."""
+
+    def __init__(self):
+        self.lineno: list = []
+        self.tix: list = []
+        self.info: list = []
+        self.counts: list = []
+        self.grips: list = []
+        self.vec: list = []
+        self.lengths: list = []
+        self.matched: list = []
+        self.blank = 0
+
+    def refuse(self, tid, reason: str, error: str) -> None:
+        """A line that scores 0 without a task: ``reason`` and ``error`` say why."""
+        self.tix.append(-1)
+        self.info.append([tid, reason, error, False, (), None, None, None])
+
+    def add(self, i: int, steps, item: list) -> None:
+        """A line answering task ``i``: its parsed ``steps`` and its ``info`` item."""
+        counts, grips, vec = self.counts, self.grips, self.vec
+        row = len(grips)
         for s in steps:
             c = s.counts
             if c is None:
@@ -362,64 +347,126 @@ def _score_lines(lines: list, first: int, cfg: _Config):
             g = s.gripper
             grips.append(-1 if g is None else g)
             row += 1
-        lengths.append(len(steps))
-        matched.append(len(info))
-        tix.append(i)
-        item = [tid, None if pr.ok else "parse_error", pr.error, pr.ok, pr.repairs, pr.format, None, None]
+        self.lengths.append(len(steps))
+        self.matched.append(len(self.info))
+        self.tix.append(i)
+        self.info.append(item)
+
+
+def _read_piece(lines: list, first: int, cfg: _Config) -> _Piece:
+    """Decode each non-blank line, match it to a task and parse its answer with the task's sizes and cap."""
+    from ..action_space import parse_response
+
+    table = cfg.table
+    sizes, size_id, caps = table.sizes, table.size_id, table.caps
+    piece = _Piece()
+    for off, raw in enumerate(lines):
+        if not raw.strip():
+            piece.blank += 1
+            continue
+        piece.lineno.append(first + off)
+        try:
+            rec = _loads(raw)
+        except (ValueError, UnicodeDecodeError, RecursionError) as e:
+            piece.refuse(None, "invalid_json", f"not JSON: {str(e)[:120]}")
+            continue
+        tid, i, response, reason, error, hint, lmms_kind = _locate(rec, table)
+        if reason is not None:
+            piece.refuse(tid, reason, error)
+            continue
+        if i < 0:
+            piece.refuse(tid, "unknown_task", f"task id {tid[:80]!r} is not in the task file")
+            continue
+        pr = parse_response(response, False, sizes[size_id[i]], caps[i])
+        piece.add(i, pr.sequence.steps, _answer_info(tid, i, response, pr, hint, lmms_kind, cfg))
+    return piece
+
+
+def _locate(rec, table: _TaskTable):
+    """A decoded line → (task id text or None, task index or −1, response, reason, error, hint, lmms kind); the
+    plain ``{"task_id", "response"}`` form here, any other in :func:`_read_other`."""
+    if type(rec) is dict and "response" in rec:
+        tid = rec.get("task_id")
+        if tid is None:
+            return None, -1, None, "invalid_line", "no 'task_id' field", None, None
+        tid = tid if type(tid) is str else str(tid)
+        return tid, table.index.get(tid, -1), rec["response"], None, None, None, None
+    return _read_other(rec, table)
+
+
+def _answer_info(tid: str, i: int, response, pr, hint, lmms_kind, cfg: _Config) -> list:
+    """The ``info`` item of an answer to task ``i`` parsed as ``pr``; under profile lmms-eval its score and verdict
+    are lmms-eval's, and ``per_step`` adds the per-record scorer's per-step scores."""
+    item = [tid, None if pr.ok else "parse_error", pr.error, pr.ok, pr.repairs, pr.format, None, None]
+    table = cfg.table
+    if cfg.profile == "lmms-eval":
+        from .lmms_eval import INVALID_RESPONSE, score_lmms_eval
+
+        kind = lmms_kind or ("nav" if table.kind[i] == "nav" else "manip")
+        r = score_lmms_eval(response, hint if hint is not None else table.lmms_info(i), kind=kind)
+        err = r.get("error")
+        item[1] = None if err is None else ("parse_error" if err == INVALID_RESPONSE else "lmms_error")
+        item[2], item[3], item[6] = err, err is None, r
+    if cfg.per_step:
+        from .episode import score_answer
+
+        item[7] = score_answer(response, table.tasks[i], cfg.batch_profile, cfg.weights)["per_step"]
+    return item
+
+
+def _piece_scores(piece: _Piece, tix: np.ndarray, cfg: _Config):
+    """(score per line (m,), the batch scorer's episode arrays or None): every answer with a task scored in one
+    batch call; 0 for a line without a task, a parse error or a non-finite score; lmms-eval's own score under
+    that profile."""
+    scores = np.zeros(len(piece.info))
+    if not piece.matched:
+        return scores, None
+    table = cfg.table
+    tidx = tix[piece.matched]
+    L = np.array(piece.lengths, dtype=np.int64)
+    pm = _motions(piece.counts, np.repeat(table.units[table.size_id[tidx]], L, axis=0), piece.vec)
+    gm, gg, gl = table.gt_rows(tidx)
+    ep = score_episodes_batch(pm, np.array(piece.grips, dtype=np.int64), L, gm, gg, gl, table.kind_code[tidx],
+                              table.unit_t[tidx], profile=cfg.batch_profile, weights=cfg.weights)
+    total = ep["total"]
+    lmms = cfg.profile == "lmms-eval"
+    for j, pos in enumerate(piece.matched):
+        it = piece.info[pos]
         if lmms:
-            from .lmms_eval import INVALID_RESPONSE, score_lmms_eval
+            s = it[6].get("score", 0.0)
+            try:
+                s = float(s)
+            except (TypeError, ValueError):
+                s = 0.0
+        else:
+            s = float(total[j]) if it[3] else 0.0
+        scores[pos] = s if s == s else 0.0
+    return scores, ep
 
-            kind = lmms_kind or ("nav" if table.kind[i] == "nav" else "manip")
-            r = score_lmms_eval(response, hint if hint is not None else table.lmms_info(i), kind=kind)
-            err = r.get("error")
-            item[1] = None if err is None else ("parse_error" if err == INVALID_RESPONSE else "lmms_error")
-            item[2], item[3], item[6] = err, err is None, r
-        if cfg.per_step:
-            from .episode import score_answer
 
-            item[7] = score_answer(response, table.tasks[i], cfg.batch_profile, cfg.weights)["per_step"]
-        info.append(item)
-
-    m = len(info)
-    tix_a = np.array(tix, dtype=np.int64)
-    scores = np.zeros(m)
-    ep = None
-    if matched:
-        tidx = tix_a[matched]
-        L = np.array(lengths, dtype=np.int64)
-        pm = _motions(counts, np.repeat(table.units[table.size_id[tidx]], L, axis=0), vec)
-        gm, gg, gl = table.gt_rows(tidx)
-        ep = score_episodes_batch(pm, np.array(grips, dtype=np.int64), L, gm, gg, gl, table.kind_code[tidx],
-                                  table.unit_t[tidx], profile=cfg.batch_profile, weights=cfg.weights)
-        total = ep["total"]
-        for j, pos in enumerate(matched):
-            it = info[pos]
-            if lmms:
-                s = it[6].get("score", 0.0)
-                try:
-                    s = float(s)
-                except (TypeError, ValueError):
-                    s = 0.0
-            else:
-                s = float(total[j]) if it[3] else 0.0
-            scores[pos] = s if s == s else 0.0
-    cnt = {"lines": len(lines), "blank": blank, "scored": m, "ok": 0, "flagged_steps": 0,
+def _piece_counts(piece: _Piece, n_lines: int, ep) -> dict:
+    """Lines, blank, scored, ok, one count per reason and the flagged steps of one piece."""
+    cnt = {"lines": n_lines, "blank": piece.blank, "scored": len(piece.info), "ok": 0, "flagged_steps": 0,
            **{r: 0 for r in REASONS}}
-    for it in info:
+    for it in piece.info:
         if it[3]:
             cnt["ok"] += 1
         if it[1] is not None:
             cnt[it[1]] += 1
     if ep is not None:
         cnt["flagged_steps"] = int(ep["n_flagged"].sum())
-    text = None
-    if cfg.write:
-        text = _format(info, lineno, tix, scores, matched, ep, cfg)
-        if not text.isascii():  # U+0085, U+2028, U+2029 as JSON escapes: str.splitlines() would split there
-            for ch, esc in _LINE_SEPARATORS:
-                if ch in text:
-                    text = text.replace(ch, esc)
-    return text, scores, tix_a, cnt
+    return cnt
+
+
+def _piece_text(piece: _Piece, scores: np.ndarray, ep, cfg: _Config) -> str:
+    """The piece's output lines, with U+0085, U+2028 and U+2029 as JSON escapes (str.splitlines() would split
+    there)."""
+    text = _format(piece.info, piece.lineno, piece.tix, scores, piece.matched, ep, cfg)
+    if not text.isascii():
+        for ch, esc in _LINE_SEPARATORS:
+            if ch in text:
+                text = text.replace(ch, esc)
+    return text
 
 
 def _format(info, lineno, tix, scores, matched, ep, cfg: _Config) -> str:
