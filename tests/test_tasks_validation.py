@@ -314,6 +314,19 @@ def test_empty_file_is_an_error(tmp_path):
     assert not (tmp_path / "none.jsonl").exists() and not (tmp_path / "none.jsonl.tmp").exists()
 
 
+def test_a_refused_save_leaves_the_old_file(tmp_path, nav_tasks):
+    """save_tasks writes through write_jsonl_atomic: a task refused half-way (a duplicate id after good ones) leaves
+    the file that was there byte for byte, and no <file>.tmp."""
+    path = tmp_path / "t.jsonl"
+    save_tasks(nav_tasks[:2], path)
+    before = path.read_bytes()
+    with pytest.raises(TaskFileError, match="used twice"):
+        save_tasks(nav_tasks[2:] + nav_tasks[2:3], path)
+    assert path.read_bytes() == before and not (tmp_path / "t.jsonl.tmp").exists()
+    save_tasks(nav_tasks[2:], path)
+    assert [t.id for t in load_tasks(path)] == [t.id for t in nav_tasks[2:]]
+
+
 def test_other_line_errors(tmp_path, corpus):
     good = _line(corpus[0])
     assert ":2: not valid JSON" in _load_error(tmp_path, good + "\n{\"id\": \n")

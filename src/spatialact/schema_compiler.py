@@ -728,18 +728,32 @@ class _Codegen:
         self.emit_object(schema, v, out, depth, types)
         self.emit_array(schema, v, out, depth, types)
 
+    def emit_body(self, schema: Any, v: str, out: list[str], depth: int) -> None:
+        """The statements of a block that opened on the line before (``pass`` when ``schema`` asks nothing)."""
+        n_before = len(out)
+        self.emit(schema, v, out, depth)
+        if len(out) == n_before:
+            out.append("    " * depth + "pass")
+
+    @staticmethod
+    def open_typed(v: str, out: list[str], depth: int, types, json_type: str, prefix: str) -> tuple[str, int, str]:
+        """Open the block where ``v`` is of ``json_type`` (an ``isinstance`` test, unless the schema's own type
+        already says so) and name ``v`` there ``<prefix><depth>``: returns (indent, depth, name)."""
+        pad = "    " * depth
+        if types == [json_type]:
+            inner, d = pad, depth
+        else:
+            out.append(f"{pad}if isinstance({v}, {'dict' if json_type == 'object' else 'list'}):")
+            inner, d = pad + "    ", depth + 1
+        name = f"{prefix}{d}"
+        out.append(f"{inner}{name} = {v}")
+        return inner, d, name
+
     def emit_object(self, schema: dict, v: str, out: list[str], depth: int, types) -> None:
         if not {"properties", "additionalProperties", "propertyNames", "maxProperties",
                 "dependentRequired"} & set(schema):
             return
-        pad = "    " * depth
-        if types == ["object"]:
-            inner, d = pad, depth
-        else:
-            out.append(f"{pad}if isinstance({v}, dict):")
-            inner, d = pad + "    ", depth + 1
-        o = f"o{d}"
-        out.append(f"{inner}{o} = {v}")
+        inner, d, o = self.open_typed(v, out, depth, types, "object", "o")
         if "maxProperties" in schema:
             out.append(f"{inner}if len({o}) > {int(schema['maxProperties'])}: return False")
         for k, needs in schema.get("dependentRequired", {}).items():
@@ -752,10 +766,7 @@ class _Codegen:
             val = f"v{d}"
             out.append(f"{inner}{val} = {o}.get({k!r}, _MISSING)")
             out.append(f"{inner}if {val} is not _MISSING:")
-            n_before = len(out)
-            self.emit(sub, val, out, d + 1)
-            if len(out) == n_before:
-                out.append(f"{inner}    pass")
+            self.emit_body(sub, val, out, d + 1)
         addl = schema.get("additionalProperties", True)
         known = self.const(frozenset(props))
         if addl is False:
@@ -770,14 +781,7 @@ class _Codegen:
     def emit_array(self, schema: dict, v: str, out: list[str], depth: int, types) -> None:
         if not {"items", "minItems", "maxItems", "uniqueItems"} & set(schema):
             return
-        pad = "    " * depth
-        if types == ["array"]:
-            inner, d = pad, depth
-        else:
-            out.append(f"{pad}if isinstance({v}, list):")
-            inner, d = pad + "    ", depth + 1
-        a = f"a{d}"
-        out.append(f"{inner}{a} = {v}")
+        inner, d, a = self.open_typed(v, out, depth, types, "array", "a")
         if "minItems" in schema or "maxItems" in schema:
             mn, mx = int(schema.get("minItems", 0)), schema.get("maxItems")
             test = f"{mn} <= len({a})" + (f" <= {int(mx)}" if mx is not None else "")
@@ -817,10 +821,7 @@ class _Codegen:
                 out.append(f"{inner}    if not {self.expr(items, e)}: return False")
             else:
                 out.append(f"{inner}for {e} in {a}:")
-                n_before = len(out)
-                self.emit(items, e, out, d + 1)
-                if len(out) == n_before:
-                    out.append(f"{inner}    pass")
+                self.emit_body(items, e, out, d + 1)
 
     def deref(self, schema: Any) -> Any:
         """The schema a chain of bare ``$ref`` nodes (nothing but annotations beside them) leads to."""

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .camera import look_at
+from .gl.meshes import box_faces
 from .rendering import BulletWorld
 from .textures import texture_path
 
@@ -121,29 +122,13 @@ def _quat_yaw(yaw: float):
 
 def _box_mesh(half, tile: float):
     """Vertices, indices, uvs and normals of a box with texture coordinates tiled every ``tile`` metres."""
-    hx, hy, hz = half
     verts, idx, uvs, normals = [], [], [], []
-    # (normal axis, sign): the face's two in-plane axes give the UVs.
-    for axis in range(3):
-        for sign in (1.0, -1.0):
-            a, b = [i for i in range(3) if i != axis]
-            base = len(verts)
-            for ua, ub in ((-1, -1), (1, -1), (1, 1), (-1, 1)):
-                v = [0.0, 0.0, 0.0]
-                v[axis] = sign * half[axis]
-                v[a] = ua * half[a]
-                v[b] = ub * half[b]
-                verts.append(v)
-                uvs.append([(ua + 1) * half[a] / tile, (ub + 1) * half[b] / tile])
-                n = [0.0, 0.0, 0.0]
-                n[axis] = sign
-                normals.append(n)
-            # winding so the face points along +sign·axis (right-handed a, b, axis)
-            right_handed = (a, b, axis) in ((0, 1, 2), (1, 2, 0), (2, 0, 1))
-            if (sign > 0) == right_handed:
-                idx += [base, base + 1, base + 2, base, base + 2, base + 3]
-            else:
-                idx += [base, base + 2, base + 1, base, base + 3, base + 2]
+    for corners, cuv, (a, b), normal, triangles in box_faces(half):
+        base = len(verts)
+        verts += corners
+        uvs += [[(ua + 1) * half[a] / tile, (ub + 1) * half[b] / tile] for ua, ub in cuv]
+        normals += [list(normal) for _ in corners]
+        idx += [base + i for t in triangles for i in t]
     return verts, idx, uvs, normals
 
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..jsonline import open_input, stored_path
 from ..schema_compiler import compile_schema, format_path
+from ..tasks.io import write_jsonl_atomic
 
 __all__ = ["QuestionFileError", "QuestionFile", "QUESTION_TYPES", "QUESTION_FORMATS", "TYPE_FORMATS",
            "SCHEMA_VERSION", "question_schema", "validate_question", "load_questions", "load_question_file",
@@ -264,31 +265,24 @@ def save_questions(records: Iterable[dict], path: str | os.PathLike) -> Path:
     path = Path(path)
     base = path.parent
     base.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    seen: set[str] = set()
-    n = 0
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            for rec in records:
-                rec = dict(rec)
-                rec["images"] = [dict(im, path=stored_path(im["path"], base)) for im in rec.get("images", [])]
-                rec["views"] = [dict(v, depth=stored_path(v.get("depth"), base)) if v.get("depth") else v
-                                for v in rec.get("views", [])]
-                problems = validate_question(rec)
-                if problems:
-                    raise QuestionFileError(f"{_label(rec) or 'record: '}{problems[0]}")
-                if rec["id"] in seen:
-                    raise QuestionFileError(f"question {rec['id']!r}: field 'id': used twice")
-                seen.add(rec["id"])
-                f.write(json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n")
-                n += 1
-        if n == 0:
-            raise QuestionFileError(f"{path}: no questions to write (an empty question file does not load)")
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    os.replace(tmp, path)
-    return path
+
+    def checked():
+        seen: set[str] = set()
+        for rec in records:
+            rec = dict(rec)
+            rec["images"] = [dict(im, path=stored_path(im["path"], base)) for im in rec.get("images", [])]
+            rec["views"] = [dict(v, depth=stored_path(v.get("depth"), base)) if v.get("depth") else v
+                            for v in rec.get("views", [])]
+            problems = validate_question(rec)
+            if problems:
+                raise QuestionFileError(f"{_label(rec) or 'record: '}{problems[0]}")
+            if rec["id"] in seen:
+                raise QuestionFileError(f"question {rec['id']!r}: field 'id': used twice")
+            seen.add(rec["id"])
+            yield rec
+
+    return write_jsonl_atomic(path, checked(), QuestionFileError(f"{path}: no questions to write (an empty "
+                                                                 "question file does not load)"))
 
 
 def is_number(x) -> bool:

@@ -32,7 +32,7 @@ from .validation import (ORTHO_TOL, VALIDATOR_VERSION, pose_problems, record_lab
                          schema_validator, semantic_problems, task_schema, validate_record)
 
 __all__ = ["TaskFileError", "TaskFile", "load_tasks", "load_task_file", "save_tasks", "validate_record", "task_schema",
-           "file_sha256", "clear_task_cache", "task_cache_dir", "ORTHO_TOL"]
+           "file_sha256", "clear_task_cache", "task_cache_dir", "ORTHO_TOL", "write_jsonl_atomic"]
 
 MEMO_FILES = 4  # task files kept parsed in memory (least recently used dropped first)
 
@@ -317,33 +317,46 @@ def save_tasks(tasks: Iterable[Task], path: str | os.PathLike, *, relative_to: s
     path = Path(path)
     base = Path(relative_to) if relative_to is not None else path.parent
     path.parent.mkdir(parents=True, exist_ok=True)
+
+    def records():
+        seen: set[str] = set()
+        for t in tasks:
+            try:
+                rec = t.to_record()
+            except (ValueError, KeyError, TypeError) as e:  # e.g. an example whose sequence is malformed
+                raise TaskFileError(f"task {getattr(t, 'id', t)!r}: {e}") from None
+            for key in ("start_image", "goal_image"):
+                rec[key] = stored_path(rec[key], base)
+            if rec.get("example") and rec["example"].get("start_image"):
+                rec["example"] = dict(rec["example"], start_image=stored_path(rec["example"]["start_image"], base))
+            if rec.get("scene"):
+                rec["scene"] = {k: (stored_path(v, base) if k in ("mesh", "trajectory") else v)
+                                for k, v in rec["scene"].items()}
+            problems = validate_record(rec)
+            if problems:
+                raise TaskFileError(f"task {t.id!r}: {problems[0]}")
+            if t.id in seen:
+                raise TaskFileError(f"task {t.id!r}: field 'id': used twice (ids must be unique in a file)")
+            seen.add(t.id)
+            yield rec
+
+    return write_jsonl_atomic(path, records(), TaskFileError(f"{path}: no tasks to write (an empty task file does "
+                                                             "not load)"))
+
+
+def write_jsonl_atomic(path: Path, records: Iterable[dict], empty: Exception) -> Path:
+    """Write JSON records one a line (strict JSON: NaN refused; UTF-8, non-ASCII kept) to ``path`` atomically:
+    into ``<path>.tmp``, renamed over ``path`` only when every record was written, removed on any error (an error
+    ``records`` raises while it is iterated included), ``path`` left as it was. No record at all raises ``empty``."""
     tmp = path.with_name(path.name + ".tmp")
     n = 0
-    seen: set[str] = set()
     try:
         with open(tmp, "w", encoding="utf-8") as f:
-            for t in tasks:
-                try:
-                    rec = t.to_record()
-                except (ValueError, KeyError, TypeError) as e:  # e.g. an example whose sequence is malformed
-                    raise TaskFileError(f"task {getattr(t, 'id', t)!r}: {e}") from None
-                for key in ("start_image", "goal_image"):
-                    rec[key] = stored_path(rec[key], base)
-                if rec.get("example") and rec["example"].get("start_image"):
-                    rec["example"] = dict(rec["example"], start_image=stored_path(rec["example"]["start_image"], base))
-                if rec.get("scene"):
-                    rec["scene"] = {k: (stored_path(v, base) if k in ("mesh", "trajectory") else v)
-                                    for k, v in rec["scene"].items()}
-                problems = validate_record(rec)
-                if problems:
-                    raise TaskFileError(f"task {t.id!r}: {problems[0]}")
-                if t.id in seen:
-                    raise TaskFileError(f"task {t.id!r}: field 'id': used twice (ids must be unique in a file)")
-                seen.add(t.id)
+            for rec in records:
                 f.write(json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n")
                 n += 1
         if n == 0:
-            raise TaskFileError(f"{path}: no tasks to write (an empty task file does not load)")
+            raise empty
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

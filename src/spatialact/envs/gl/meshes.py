@@ -30,7 +30,7 @@ import numpy as np
 from ...geometry import pose_from_pybullet
 from .decimate import DECIMATION_VERSION, decimate
 
-__all__ = ["Part", "SceneGeometry", "extract_scene", "load_mesh_file", "MAX_FACES"]
+__all__ = ["Part", "SceneGeometry", "extract_scene", "load_mesh_file", "MAX_FACES", "box_faces"]
 
 MAX_FACES = 1500
 _MEM: dict = {}  # (path, size, mtime, max_faces) -> list of parts (unscaled)
@@ -114,25 +114,39 @@ def orient_closed(parts: list) -> list:
     return [Part(p.positions, p.normals, p.uvs, p.colors, p.faces, p.texture, p.texture_key, True) for p in parts]
 
 
-def box_part(half) -> Part:
-    """A box of half extents ``half`` centred at the origin: 24 vertices, flat normals, UVs 0–1 per face."""
-    pos, nrm, uv, faces = [], [], [], []
+def box_faces(half):
+    """The six faces of a box of half extents ``half`` (metres) centred at the origin, one per axis and sign, each
+    as ``(corners, uv, axes, normal, triangles)``: its 4 corners (x, y, z); their coordinates ``(ua, ub)`` (±1)
+    along the face's two in-plane ``axes`` (indices 0–2); the outward normal; two triangles of corner indices (0–3)
+    wound to face outwards (counter-clockwise seen from outside). The one box of the gl renderer's primitives and of
+    the scenes' textured ``.obj`` boxes."""
     for axis in range(3):
         for sign in (1.0, -1.0):
             a, b = [i for i in range(3) if i != axis]
-            base = len(pos)
+            corners, uv = [], []
             for ua, ub in ((-1, -1), (1, -1), (1, 1), (-1, 1)):
                 v = [0.0, 0.0, 0.0]
                 v[axis], v[a], v[b] = sign * half[axis], ua * half[a], ub * half[b]
-                pos.append(v)
-                n = [0.0, 0.0, 0.0]
-                n[axis] = sign
-                nrm.append(n)
-                uv.append([(ua + 1) / 2, (ub + 1) / 2])
+                corners.append(v)
+                uv.append((ua, ub))
+            normal = [0.0, 0.0, 0.0]
+            normal[axis] = sign
             if (sign > 0) == ((a, b, axis) in ((0, 1, 2), (1, 2, 0), (2, 0, 1))):  # wind to face +sign·axis
-                faces += [[base, base + 1, base + 2], [base, base + 2, base + 3]]
+                triangles = ((0, 1, 2), (0, 2, 3))
             else:
-                faces += [[base, base + 2, base + 1], [base, base + 3, base + 2]]
+                triangles = ((0, 2, 1), (0, 3, 2))
+            yield corners, uv, (a, b), normal, triangles
+
+
+def box_part(half) -> Part:
+    """A box of half extents ``half`` centred at the origin: 24 vertices, flat normals, UVs 0–1 per face."""
+    pos, nrm, uv, faces = [], [], [], []
+    for corners, cuv, _, normal, triangles in box_faces(half):
+        base = len(pos)
+        pos += corners
+        nrm += [list(normal) for _ in corners]
+        uv += [[(ua + 1) / 2, (ub + 1) / 2] for ua, ub in cuv]
+        faces += [[base + i for i in t] for t in triangles]
     return _part(pos, nrm, uv, faces)
 
 
