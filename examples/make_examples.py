@@ -5,7 +5,7 @@
 Everything comes from the project's own builders, deterministically (same bytes on every run):
 
 * ``tasks.jsonl`` — 17 tasks: 6 navigation, 4 Franka manipulation and 4 floating-hand tasks in procedural scenes
-  (``spatialact.envs.procedural_tasks``, seed 0), and 3 camera-path tasks cut from a TUM trajectory written here
+  (``spatialact.taskgen.procedural_tasks``, seed 0), and 3 camera-path tasks cut from a TUM trajectory written here
   (``spatialact.tasks.tasks_from_trajectory``, no replay scene, no images): two sources, three kinds.
 * ``answers.jsonl`` — what a mediocre model might answer, one ``{"task_id", "response"}`` line per task: the
   noisy-oracle baseline's answer (the ground truth with seeded count noise, gripper flipped now and then) wrapped
@@ -55,7 +55,7 @@ def camera_path_file(folder: Path) -> Path:
 
 
 def build_tasks() -> list:
-    from spatialact.envs import procedural_tasks
+    from spatialact.taskgen import procedural_tasks
     from spatialact.tasks import tasks_from_trajectory
     from spatialact.trajectories import load_trajectory
 

@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from spatialact.envs import make_env, procedural_tasks
+from spatialact.envs import make_env
+from spatialact.taskgen import procedural_tasks
 
 # (file stem, kind, seed, variant)
 PAIRS = [("nav", "nav", 5, "reach"), ("nav2", "nav", 2, "reach"), ("manip", "manip", 2, "pick_place"),

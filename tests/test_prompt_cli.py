@@ -70,11 +70,9 @@ def test_prompt_errors(task_file, capsys):
 
 @pytest.mark.slow
 def test_prompt_renders_a_procedural_task(tmp_path, capsys):
-    envs = pytest.importorskip("spatialact.envs")
-    try:
-        tasks = envs.procedural_tasks("nav", 1, seed=0)
-    except Exception as e:  # the envs helper's code may still be in progress
-        pytest.skip(f"procedural_tasks unavailable: {e}")
+    from spatialact.taskgen import procedural_tasks
+
+    tasks = procedural_tasks("nav", 1, seed=0)
     save_tasks(tasks, tmp_path / "p.jsonl")
     out = tmp_path / "o"
     rc = main(["prompt", tasks[0].id, "--tasks", str(tmp_path / "p.jsonl"), "--out", str(out), "--width", "64",
@@ -86,13 +84,15 @@ def test_prompt_renders_a_procedural_task(tmp_path, capsys):
 
 def test_prompt_renders_with_the_gl_renderer(tmp_path, capsys):
     """--renderer gl draws the same view with the project's renderer: not TinyRenderer's pixels, the same scene."""
-    envs = pytest.importorskip("spatialact.envs")
+    pytest.importorskip("spatialact.envs")
     from spatialact.envs.gl import gl_available
 
     ok, why = gl_available()
     if not ok:
         pytest.skip(f"the gl renderer cannot start here: {why}")
-    tasks = envs.procedural_tasks("nav", 1, seed=0)
+    from spatialact.taskgen import procedural_tasks
+
+    tasks = procedural_tasks("nav", 1, seed=0)
     save_tasks(tasks, tmp_path / "p.jsonl")
     ims = {}
     for r in ("tiny", "gl"):

@@ -48,7 +48,7 @@ def manip_tasks():
 @pytest.fixture(scope="module")
 def procedural():
     try:
-        from spatialact.envs import procedural_tasks
+        from spatialact.taskgen import procedural_tasks
     except ImportError as e:  # the light core has no simulator
         pytest.skip(f"procedural tasks need the simulator: {e}")
     return procedural_tasks("nav", 2, seed=1) + procedural_tasks("manip", 3, seed=1, variant="pick_place")
