@@ -199,7 +199,7 @@ def test_check_runnable_answers_for_each_mode_and_environment(tmp_path):
     assert check_runnable(missing_mesh, one) == f"task 'x0': scene.mesh {tmp_path / 'nope.glb'}: no such file"
 
 
-def test_an_image_damaged_past_its_header_stops_the_run_in_one_line(tmp_path, capsys):
+def test_an_image_damaged_past_its_header_is_refused_before_the_run_in_one_line(tmp_path, capsys):
     tasks, tf = _image_tasks(tmp_path / "tasks", 2)
     png = (tmp_path / "tasks" / "start1.png")
     png.write_bytes(png.read_bytes()[:80])  # header intact, pixel data cut off
@@ -207,7 +207,7 @@ def test_an_image_damaged_past_its_header_stops_the_run_in_one_line(tmp_path, ca
     code, _, err = _eval(capsys, "--tasks", str(tf), "--env", "none", "--out", str(out))
     line = _one_line_error(err)
     assert code == 2 and f"task 't1': start_image {png}: cannot be decoded" in line
-    assert [r["task_id"] for r in read_records(out)] == ["t0"]  # the episode before it stays
+    assert not out.exists()  # the pre-run check decodes every image the run will read (issue P, item 5)
 
 
 # ----- failures are not results ----------------------------------------------------------------------------------
@@ -269,18 +269,23 @@ def test_three_connection_failures_at_the_start_stop_the_run_naming_the_endpoint
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
-def test_a_run_stopped_early_kills_its_workers(tmp_path, capsys, server, api_env):
-    # t0's image is damaged past its header: the run stops (one line) while the other worker waits 30 s for the
-    # server; the workers are killed, not waited for.
-    _, tf = _image_tasks(tmp_path / "tasks", 6)
-    png = tmp_path / "tasks" / "start0.png"
-    png.write_bytes(png.read_bytes()[:80])
-    server.script = [("sleep", 30.0, "{}")] * 6
+def test_a_run_stopped_early_kills_its_workers(tmp_path, server, api_env):
+    # The first answer comes at once and the run is stopped there (Ctrl-C while its record is handled), while the
+    # other worker waits 30 s for the server; the workers are killed, not waited for. (A damaged task image used to
+    # be the trigger; it is refused before the run now.)
+    tasks, _ = _image_tasks(tmp_path / "tasks", 6)
+    server.script = [("ok", "{}")] + [("sleep", 30.0, "{}")] * 5
     before = _descendants(os.getpid())
+    agent = AgentSpec("openai", {"model": "test-vlm", "base_url": server.url, "api_key_env": "SPATIALACT_TEST_KEY",
+                                 "backoff": 0, "timeout": 60})
+
+    def stop(record):
+        raise KeyboardInterrupt
+
     t0 = time.perf_counter()
-    code, _, err = _eval(capsys, "--tasks", str(tf), "--env", "none", "--out", str(tmp_path / "run"),
-                         "--workers", "2", *_api_args(server.url, "timeout=60"))
-    assert code == 2 and "task 't0': start_image" in _one_line_error(err)
+    with pytest.raises(KeyboardInterrupt):
+        run_eval(tasks, agent, EpisodeConfig(env="none"), tmp_path / "run", task_source="t", workers=2,
+                 progress=False, on_record=stop)
 
     def workers():  # multiprocessing's resource tracker belongs to this process and lives as long as it does
         return [k for k in _descendants(os.getpid()) - before
@@ -291,12 +296,13 @@ def test_a_run_stopped_early_kills_its_workers(tmp_path, capsys, server, api_env
         time.sleep(0.05)
     assert not workers()
     assert time.perf_counter() - t0 < 25  # nobody waited for the 30-second answers
-    assert read_records(tmp_path / "run") == []
+    assert len(read_records(tmp_path / "run")) == 1  # the record that was being handled is kept
 
 
 def test_retry_errors_retries_episodes_that_failed_inside_the_simulator(tmp_path, capsys):
-    """The replay scene's recording is damaged after the task file was built (checked to exist before the run, read
-    inside the episode): an `error` episode; repaired, --retry-errors runs it again."""
+    """The replay scene's recording is moved 1 m after the task file was built (it still loads, so the pre-run check
+    passes; the episode finds the task's poses off the recording): an `error` episode; repaired, --retry-errors
+    runs it again."""
     pytest.importorskip("pybullet")
     from traj_helpers import smooth_poses, write_tum
 
@@ -307,7 +313,9 @@ def test_retry_errors_retries_episodes_that_failed_inside_the_simulator(tmp_path
     assert main(["tasks", "from-trajectory", str(cam), "--out", str(tf), "--n", "1", "--no-images"]) == 0
     capsys.readouterr()
     good = cam.read_bytes()
-    cam.write_text("this is not a trajectory\n")
+    moved = P.copy()
+    moved[:, 0, 3] += 1.0
+    write_tum(cam, t, moved)
     out = tmp_path / "run"
     argv = ["--tasks", str(tf), "--size", "32", "--out", str(out)]
     code, _, err = _eval(capsys, *argv)

@@ -136,6 +136,25 @@ def _build(args: argparse.Namespace) -> int:
     return 0
 
 
+def question_images_problem(questions, size_only: bool = False) -> str | None:
+    """The first image a question names that cannot be sent (one line naming the question, the field and the
+    file), or None: a regular image file of at most ``spatialact.image_files.MAX_IMAGE_PIXELS`` whose pixels
+    decode (``size_only``: the limit alone, read from the header). Without Pillow the images are not read here
+    (PNGs are then sent as their bytes, after the question prompt's own structure check)."""
+    import importlib.util
+
+    if importlib.util.find_spec("PIL") is None:
+        return None
+    from spatialact.image_files import image_file_problem, image_size_problem
+
+    for q in questions:
+        for im in q.get("images") or ():
+            problem = image_size_problem(im["path"]) if size_only else image_file_problem(im["path"])
+            if problem:
+                return f"question {q['id']!r}: field 'images': {im['path']}: {problem}"
+    return None
+
+
 def _score(args: argparse.Namespace) -> int:
     from spatialact.questions import load_question_file
     from spatialact.questions.scoring import summary_rows
@@ -189,6 +208,16 @@ def _score(args: argparse.Namespace) -> int:
         # answers are cached by default (a rerun does not pay twice), inside the run, as for eval
         kwargs = dict(kwargs, cache_dir=str(Path(args.out) / "cache"))
         probe = make_answerer(args.agent, **kwargs)
+    asked = questions[:args.limit] if args.limit is not None else questions
+    from spatialact.questions.run import check_question_inputs
+
+    problem = question_images_problem(asked, size_only=True)  # before any reader decodes a bomb
+    if problem:
+        raise CLIError(problem)
+    check_question_inputs(asked)  # missing files, files that are no image (its own messages)
+    problem = question_images_problem(asked)  # then every image's pixels
+    if problem:
+        raise CLIError(problem)
     config = {"command": "questions", "questions": str(args.questions), "questions_sha256": qf.sha256,
               "agent": name, "agent_args": {k: v for k, v in kwargs.items() if k != "cache_dir"}, "seed": seed,
               "circular": not args.no_circular, "limit": args.limit}

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from ..action_space import ActionSequence
+from ..image_files import ImageFileError, image_file_problem, read_image_rgb
 from ..records import (FAILURE_REASONS, RETRIED_ON_RESUME, STEP_SCORE_FIELDS, episode_key, failure_scores,
                        is_failure, record_key)
 from ..tasks import Task
@@ -121,39 +122,20 @@ def episode_seed(seed: int, task_id: str) -> int:
 
 
 def _image_problem(path) -> str | None:
-    """Why an image file cannot be read (one line), or None. Reads the header only."""
-    p = os.fspath(path)
-    if not os.path.exists(p):
-        return "no such file"
-    if not os.path.isfile(p):
-        return "not a file"
-    try:
-        from PIL import Image, UnidentifiedImageError
-
-        with Image.open(p) as im:
-            im.size  # noqa: B018 - the header parsed
-    except ImportError:
-        return "reading images needs Pillow (pip install 'spatialact[sim]')"
-    except (OSError, UnidentifiedImageError, ValueError, SyntaxError) as e:
-        msg = str(e).splitlines()[0][:120] if str(e).strip() else e.__class__.__name__
-        return f"not an image Pillow can read ({msg})"
-    return None
+    """Why an image file a task names cannot be used (one line), or None: missing, not a regular file, not an
+    image, over ``spatialact.image_files.MAX_IMAGE_PIXELS`` or not decodable (decoded once per file version)."""
+    return image_file_problem(path)
 
 
 def _load_image(path: str | None, what: str = "image", task_id: str = "?") -> np.ndarray | None:
-    """An RGB (H, W, 3) uint8 image file, or None without a path; an unreadable file raises TaskInputError."""
+    """An RGB (H, W, 3) uint8 image file, or None without a path; an unusable file raises TaskInputError (the
+    pre-run check has read it already, so this happens only when the file changed since)."""
     if not path:
         return None
-    problem = _image_problem(path)
-    if problem is None:
-        from PIL import Image
-
-        try:
-            with Image.open(path) as im:
-                return np.asarray(im.convert("RGB"))
-        except (OSError, ValueError, SyntaxError) as e:  # truncated or damaged past the header
-            problem = f"cannot be decoded ({(str(e).splitlines() or [e.__class__.__name__])[0][:120]})"
-    raise TaskInputError(f"task {task_id!r}: {what} {path}: {problem}")
+    try:
+        return read_image_rgb(path)
+    except ImageFileError as e:
+        raise TaskInputError(f"task {task_id!r}: {what} {e}") from None
 
 
 def env_name(task: Task, cfg: EpisodeConfig) -> str:
@@ -193,9 +175,12 @@ def check_runnable(task: Task, cfg: EpisodeConfig) -> str | None:
 
     Asked for every task before a run writes anything. Closed-loop needs a scene and a simulator (a task with
     ``scene: null``, or ``--env none``, runs one-shot only); without a simulator the agent sees the task's
-    ``start_image`` and ``goal_image``, which must be readable image files; the habitat backend runs navigation
-    tasks only and needs habitat-sim; a scene must be one the environments can build (a mesh file must exist);
-    an example image, when named, must be readable. Extend it here when a new kind of scene arrives.
+    ``start_image`` and ``goal_image``, which must be given. Every image the episode will read — the start and
+    goal images without a simulator or when one-shot shows the recorded frames, an example image — must be a
+    readable image of at most ``spatialact.image_files.MAX_IMAGE_PIXELS`` (64 megapixels) whose pixels decode; the
+    habitat backend runs navigation tasks only and needs habitat-sim; a scene must be one the environments can
+    build (a known generator and layout, an existing mesh file that parses, a replay scene's trajectory that
+    loads). Extend it here when a new kind of scene arrives.
     """
     tid = f"task {task.id!r}"
     problem = gt_problem(task)
@@ -210,48 +195,109 @@ def check_runnable(task: Task, cfg: EpisodeConfig) -> str | None:
                     f"(--env pybullet)")
     if env == "none":
         for field in ("start_image", "goal_image"):
-            path = getattr(task, field)
-            if not path:
+            if not getattr(task, field):
                 why = "it has no scene" if task.scene is None else "--env none runs no simulator"
                 return (f"{tid}: {field} is missing, and {why} to render the view: the agent needs the task's "
                         f"start_image and goal_image")
-            problem = _image_problem(path)
-            if problem:
-                return f"{tid}: {field} {path}: {problem}"
     else:
+        problem = _scene_problem(task, env, tid)
+        if problem:
+            return problem
+    return _images_problem(task, cfg, tid)
+
+
+def _scene_problem(task: Task, env: str, tid: str) -> str | None:
+    """Why ``task``'s scene cannot be built in the simulator ``env`` (a line naming the task and the field, or the
+    ``--env`` option), or None."""
+    if env == "habitat":
+        if task.kind != "nav":
+            return f"{tid}: --env habitat runs navigation tasks only, not {task.kind!r} (use --env pybullet)"
+        if "ok" not in _HABITAT:
+            from ..envs.habitat_backend import habitat_available
+
+            _HABITAT["ok"] = habitat_available()
+        if not _HABITAT["ok"]:
+            from ..envs.habitat_backend import INSTALL_HINT
+
+            return f"--env habitat: {INSTALL_HINT}"
+    try:
+        from ..envs.replay import is_replay_scene
+        from ..envs.scenes import normalise_scene_spec
+    except ImportError as e:
+        return f"--env {env}: the simulator needs a missing package ({e}; pip install 'spatialact[sim]')"
+    if is_replay_scene(task.scene):
         if env == "habitat":
-            if task.kind != "nav":
-                return f"{tid}: --env habitat runs navigation tasks only, not {task.kind!r} (use --env pybullet)"
-            if "ok" not in _HABITAT:
-                from ..envs.habitat_backend import habitat_available
+            return f"{tid}: replay scenes run in PyBullet only (use --env pybullet)"
+        problem = _replay_problem(task.scene)
+        return f"{tid}: {problem}" if problem else None
+    try:
+        spec = normalise_scene_spec(task.scene)
+    except ValueError as e:
+        return f"{tid}: {str(e).splitlines()[0]}"
+    problem = (spec.get("mesh") and _mesh_problem(spec["mesh"])) or _scene_params_problem(spec)
+    return f"{tid}: {problem}" if problem else None
 
-                _HABITAT["ok"] = habitat_available()
-            if not _HABITAT["ok"]:
-                from ..envs.habitat_backend import INSTALL_HINT
 
-                return f"--env habitat: {INSTALL_HINT}"
-        try:
-            from ..envs.replay import is_replay_scene
-            from ..envs.scenes import normalise_scene_spec
-        except ImportError as e:
-            return f"--env {env}: the simulator needs a missing package ({e}; pip install 'spatialact[sim]')"
-        if is_replay_scene(task.scene):
-            if env == "habitat":
-                return f"{tid}: replay scenes run in PyBullet only (use --env pybullet)"
-            traj = task.scene.get("trajectory")
-            if not traj or not os.path.exists(traj):
-                return f"{tid}: scene.trajectory {traj}: no such file or folder (the replay scene's recording)"
-            mesh = task.scene.get("mesh")
-            if mesh and (problem := _mesh_problem(mesh)):
-                return f"{tid}: {problem}"
-            return _example_problem(task, tid)
-        try:
-            spec = normalise_scene_spec(task.scene)
-        except ValueError as e:
-            return f"{tid}: {str(e).splitlines()[0]}"
-        if spec.get("mesh") and (problem := _mesh_problem(spec["mesh"])):
-            return f"{tid}: {problem}"
-    return _example_problem(task, tid)
+def _replay_problem(scene: dict) -> str | None:
+    """Why a replay scene's recording cannot be used (``scene.trajectory …``, ``scene.mesh …``), or None: the
+    trajectory must be a regular file or a folder, and load as the scene says (the loader the run uses, with its
+    per-process cache)."""
+    import stat
+
+    traj = scene.get("trajectory")
+    if not traj or not isinstance(traj, (str, os.PathLike)):
+        return f"scene.trajectory: a replay scene needs the path of its recording, got {traj!r}"
+    try:
+        mode = os.stat(traj).st_mode
+    except OSError:
+        return f"scene.trajectory {traj}: no such file or folder (the replay scene's recording)"
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        return f"scene.trajectory {traj}: not a regular file or a folder (the replay scene's recording)"
+    from ..envs.replay import load_scene_trajectory
+
+    try:
+        load_scene_trajectory(scene, where="scene")
+    except (ValueError, OSError) as e:
+        msg = " ".join(str(e).split())
+        return msg[len("scene: "):] if msg.startswith("scene: ") else f"scene.trajectory {traj}: {msg}"
+    mesh = scene.get("mesh")
+    if mesh and (problem := _mesh_problem(mesh)):
+        return problem
+    return None
+
+
+def _scene_params_problem(spec: dict) -> str | None:
+    """Why a procedural or mesh scene's ``params`` would stop the scene builder (the values it reads itself, refused
+    here before the run rather than in every episode), or None."""
+    params = spec.get("params") or {}
+    layout = params.get("layout")
+    if spec["generator"] == "room" and layout:
+        from ..envs.scenes import ROOM_LAYOUTS
+
+        if not isinstance(layout, str) or layout not in ROOM_LAYOUTS:
+            return f"scene.params.layout must be one of {', '.join(ROOM_LAYOUTS)}, got {str(layout)[:60]!r}"
+    if spec["generator"] == "mesh":
+        if "up" in params and params["up"] not in ("y", "z"):
+            return f"scene.params.up must be 'y' or 'z', got {str(params['up'])[:60]!r}"
+        margin = params.get("margin", 0.3)
+        if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not math.isfinite(margin):
+            return f"scene.params.margin must be a number of metres, got {str(margin)[:60]!r}"
+    return None
+
+
+def _images_problem(task: Task, cfg: EpisodeConfig, tid: str) -> str | None:
+    """The first image the episode will read that is not usable (one line naming task, field and path), or None."""
+    fields = []
+    if env_name(task, cfg) == "none" or _shows_recorded_frames(task, cfg):
+        fields += [("start_image", task.start_image), ("goal_image", task.goal_image)]
+    example = task.example if isinstance(task.example, dict) else None
+    if example and example.get("start_image"):
+        fields.append(("example.start_image", example["start_image"]))
+    for field, path in fields:
+        problem = _image_problem(path)
+        if problem:
+            return f"{tid}: {field} {path}: {problem}"
+    return None
 
 
 def gt_problem(task: Task) -> str | None:
@@ -293,15 +339,6 @@ def _mesh_problem(path: str) -> str | None:
         except (ValueError, OSError) as e:
             _MESHES[key] = " ".join(str(e).split())
     return _MESHES[key]
-
-
-def _example_problem(task: Task, tid: str) -> str | None:
-    example = task.example if isinstance(task.example, dict) else None
-    if example and example.get("start_image"):
-        problem = _image_problem(example["start_image"])
-        if problem:
-            return f"{tid}: example.start_image {example['start_image']}: {problem}"
-    return None
 
 
 def _make_env(task: Task, cfg: EpisodeConfig):
