@@ -3,7 +3,8 @@ registers the environments.
 
 * ``spatialact/CameraNav-v0`` — :class:`CameraNavEnv`, a free camera in a procedural room or a mesh scene;
 * ``spatialact/GripperManip-v0`` — :class:`GripperManipEnv`, a Franka Panda at a table;
-* ``spatialact/HandManip-v0`` — :class:`HandManipEnv`, a floating hand proxy at a table.
+* ``spatialact/HandManip-v0`` — :class:`HandManipEnv`, a floating hand proxy at a table;
+* ``spatialact/GameNav-v0`` — :class:`GameNavEnv`, the player's camera in a Doom level (ViZDoom; game tasks).
 
 ``make_env(kind, ...)`` builds one through ``gymnasium.make`` (so it is wrapped as gymnasium wraps every env:
 order enforcing and the passive checker); use ``env.unwrapped`` for ``apply_step``, ``pose``, ``render_view``, ...
@@ -21,7 +22,7 @@ from .replay import check_droid_reachable, replay_scene_for
 from .replay_run import ReplayResult, replay_trajectory
 
 __all__ = ["make_env", "execute_sequence", "ExecutionResult", "ENV_IDS", "KIND_TO_ID",
-           "CameraNavEnv", "GripperManipEnv", "HandManipEnv", "replay_trajectory", "ReplayResult",
+           "CameraNavEnv", "GripperManipEnv", "HandManipEnv", "GameNavEnv", "replay_trajectory", "ReplayResult",
            "check_droid_reachable", "replay_scene_for", "make_vector_env"]
 
 #: Names that moved above this package, to spatialact.taskgen (deprecated aliases: ``__getattr__`` warns).
@@ -39,6 +40,9 @@ def __getattr__(name):
     if name == "HandManipEnv":
         from .hand_manip import HandManipEnv
         return HandManipEnv
+    if name == "GameNavEnv":
+        from .game_nav import GameNavEnv
+        return GameNavEnv
     if name == "make_vector_env":  # K environments in one process, observations rendered in one call
         from .vector import make_vector_env
         return make_vector_env

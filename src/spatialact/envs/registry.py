@@ -2,7 +2,9 @@
 
 * ``spatialact/CameraNav-v0`` — :class:`~spatialact.envs.camera_nav.CameraNavEnv` (kind ``nav``);
 * ``spatialact/GripperManip-v0`` — :class:`~spatialact.envs.gripper_manip.GripperManipEnv` (kind ``manip``);
-* ``spatialact/HandManip-v0`` — :class:`~spatialact.envs.hand_manip.HandManipEnv` (kind ``hand``).
+* ``spatialact/HandManip-v0`` — :class:`~spatialact.envs.hand_manip.HandManipEnv` (kind ``hand``);
+* ``spatialact/GameNav-v0`` — :class:`~spatialact.envs.game_nav.GameNavEnv` (kind ``nav`` in a Doom level: game
+  tasks, ``source: "game"``, whose scene is ``{"type": "game", ...}``; :func:`make_env` routes them there).
 
 Registration names the classes by entry point (``module:Class``), so nothing here imports an environment until one
 is made.
@@ -12,19 +14,33 @@ from __future__ import annotations
 
 import gymnasium as gym
 
-__all__ = ["make_env", "env_class", "KIND_TO_ID", "ENV_IDS", "ENTRY_POINTS"]
+__all__ = ["make_env", "env_class", "KIND_TO_ID", "ENV_IDS", "ENTRY_POINTS", "GAME_NAV_ID", "GAME_ENTRY_POINT",
+           "BACKENDS", "runs_in_game"]
 
 KIND_TO_ID = {"nav": "spatialact/CameraNav-v0", "manip": "spatialact/GripperManip-v0",
               "hand": "spatialact/HandManip-v0"}
-ENV_IDS = tuple(KIND_TO_ID.values())
+#: The game's navigation environment (kind ``nav``): game tasks run there.
+GAME_NAV_ID = "spatialact/GameNav-v0"
+ENV_IDS = tuple(KIND_TO_ID.values()) + (GAME_NAV_ID,)
 #: kind -> the environment class's entry point (``module:Class``)
 ENTRY_POINTS = {"nav": "spatialact.envs.camera_nav:CameraNavEnv",
                 "manip": "spatialact.envs.gripper_manip:GripperManipEnv",
                 "hand": "spatialact.envs.hand_manip:HandManipEnv"}
+GAME_ENTRY_POINT = "spatialact.envs.game_nav:GameNavEnv"
+#: ``make_env(backend=...)``: the PyBullet environments (game tasks go to the game), habitat-sim, the game.
+BACKENDS = ("pybullet", "habitat", "game")
 
-for _kind, _id in KIND_TO_ID.items():
+for _id, _entry in [(KIND_TO_ID[k], ENTRY_POINTS[k]) for k in KIND_TO_ID] + [(GAME_NAV_ID, GAME_ENTRY_POINT)]:
     if _id not in gym.registry:
-        gym.register(id=_id, entry_point=ENTRY_POINTS[_kind])
+        gym.register(id=_id, entry_point=_entry)
+
+
+def runs_in_game(task=None, scene=None) -> bool:
+    """Whether a task (or a fixed ``scene``) is a game level, ``{"type": "game", ...}``: it runs in GameNav."""
+    for s in (getattr(task, "scene", None), scene):
+        if isinstance(s, dict) and s.get("type") == "game":
+            return True
+    return False
 
 
 def env_class(kind: str):
@@ -45,20 +61,36 @@ def env_class(kind: str):
 
 
 def make_env(kind: str, *, task=None, action_mode: str = "step", renderer: str = "tiny", width: int | None = None,
-             height: int = 128, seed: int | None = None, backend: str = "pybullet", wrap: bool = True, **kw):
+             height: int | None = None, seed: int | None = None, backend: str = "pybullet", wrap: bool = True, **kw):
     """An environment for a task kind (``nav``, ``manip``, ``hand``).
 
-    ``backend="pybullet"`` (default) or ``"habitat"`` (CameraNav only; needs habitat-sim). ``seed`` seeds the first
-    reset (the env is not reset here). ``width`` defaults to 128, or for a task with a replay scene to ``height``
-    times the recorded aspect ratio. Other keywords go to the environment (``render_mode``, ``max_steps``,
+    ``backend="pybullet"`` (default: CameraNav, GripperManip, HandManip — and GameNav for a game task, or a fixed
+    game ``scene``), ``"habitat"`` (CameraNav only; needs habitat-sim) or ``"game"`` (GameNav, a Doom level; ``wad=``,
+    ``map=``, ``monsters=`` go to its world). ``seed`` seeds the first reset (the env is not reset here). ``height``
+    defaults to 128 (GameNav: 120); ``width`` to 128, or for a task with a replay scene to ``height`` times the
+    recorded aspect ratio (GameNav: 4:3). Other keywords go to the environment (``render_mode``, ``max_steps``,
     ``terminate_on_success``, ``depth``, ``scene``, ``fov_deg``, ``sizes``, ``cap``, ``observation`` (``sim``,
     ``recorded``, ``both``: replayed tasks), ...) or, when the environment does not take them, to its world
     (``min_overlap`` for CameraNav, ``wrist_camera`` for the tabletop environments).
     """
     if kind not in KIND_TO_ID:
         raise ValueError(f"kind must be one of {tuple(KIND_TO_ID)}, got {kind!r}")
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, got {backend!r}")
+    game = backend == "game" or (backend == "pybullet" and runs_in_game(task, kw.get("scene")))
+    if height is None:
+        height = 120 if game else 128
     kwargs = dict(task=task, action_mode=action_mode, renderer=renderer, width=width, height=height, **kw)
-    if backend == "habitat":
+    if game:
+        if kind != "nav":
+            raise ValueError(f"the game runs navigation tasks only, not {kind!r}")
+        if wrap:
+            env = gym.make(GAME_NAV_ID, **kwargs)
+        else:
+            from .game_nav import GameNavEnv
+
+            env = GameNavEnv(**kwargs)
+    elif backend == "habitat":
         if kind != "nav":
             raise ValueError(f"the habitat backend runs navigation tasks only, not {kind!r}")
         from .habitat_backend import HabitatCameraNavEnv
@@ -66,10 +98,8 @@ def make_env(kind: str, *, task=None, action_mode: str = "step", renderer: str =
         env = HabitatCameraNavEnv(**kwargs)
         if wrap:
             env = gym.wrappers.OrderEnforcing(env)
-    elif backend == "pybullet":
-        env = gym.make(KIND_TO_ID[kind], **kwargs) if wrap else env_class(kind)(**kwargs)
     else:
-        raise ValueError(f"backend must be 'pybullet' or 'habitat', got {backend!r}")
+        env = gym.make(KIND_TO_ID[kind], **kwargs) if wrap else env_class(kind)(**kwargs)
     if seed is not None:
         env.unwrapped.np_random = gym.utils.seeding.np_random(int(seed))[0]
     return env

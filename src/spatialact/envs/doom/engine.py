@@ -158,6 +158,7 @@ class DoomEngine:
         self._vzd = vzd
         self._game = self._build(vzd, depth)
         self._var = [getattr(vzd.GameVariable, v) for v in _VARS]
+        self._v = None          # the game variables of the current tic, read once (see variables())
         self.tics = 0
         self.flying = False
         self.start()
@@ -224,14 +225,17 @@ class DoomEngine:
     def variables(self) -> np.ndarray:
         """The game variables (13,) float64 in :data:`VARIABLES` order: the player's position (map units) and
         velocity (units/tic), ANGLE and PITCH (degrees), VIEW_HEIGHT, the camera's position, CAMERA_FOV."""
-        g = self._game
-        return np.array([g.get_game_variable(v) for v in self._var], dtype=np.float64)
+        if self._v is None:  # read once a tic: the game's variables change only when it advances
+            g = self._game
+            self._v = np.array([g.get_game_variable(v) for v in self._var], dtype=np.float64)
+        return self._v.copy()
 
     def tic(self, forward: int = 0, side: int = 0, turn: float = 0.0, look: float = 0.0, up: int = 0) -> None:
         """Advance one game tic with raw inputs: ``forward``/``side`` thrust (integers; 1 = 1/32 unit/tic of
         acceleration, + forward/right), ``turn`` degrees (+ right), ``look`` degrees (+ up), ``up`` fly thrust
         (integer, + up; needs :meth:`set_flying`)."""
         self._game.make_action([float(forward), float(side), float(turn), float(look), float(up)], 1)
+        self._v = None
         self.tics += 1
 
     def position_units(self) -> np.ndarray:
@@ -241,11 +245,11 @@ class DoomEngine:
 
     def yaw_deg(self) -> float:
         """The view's yaw, degrees counter-clockwise from east (map +x), in [0, 360)."""
-        return float(self._game.get_game_variable(self._var[6]))
+        return float(self.variables()[6])
 
     def tilt_deg(self) -> float:
         """The look angle, degrees, + up (``-PITCH``)."""
-        return -float(self._game.get_game_variable(self._var[7]))
+        return -float(self.variables()[7])
 
     def velocity_units(self) -> np.ndarray:
         """The player's velocity (3,) in map units per tic."""
@@ -297,6 +301,7 @@ class DoomEngine:
         looked exactly. Same call, same state: deterministic. Raises ValueError when the pose cannot be reached
         within 1 map unit and 0.5° (outside the level, in a wall)."""
         self._game.new_episode()
+        self._v = None
         self.tics = 0
         self.flying = False
         # God mode (reset by every new episode): damaging floors neither hurt, push nor kill the player.
