@@ -125,53 +125,39 @@ def check_agent_args(kwargs: dict, where: str = "agent argument") -> None:
 
 
 def make_agent(name: str, **kwargs) -> Agent:
-    """An agent by name (or alias, see :func:`canonical_agent_name`). Keyword arguments are the agent's
-    parameters:
+    """An agent by name (or alias, see :func:`canonical_agent_name`). Keyword arguments are the agent's options
+    (``--agent-arg KEY=VALUE``): :func:`spatialact.agents.options.agent_options` lists each agent's with its type,
+    default and meaning, read from the agent's constructor (``spatialact agents`` prints them):
 
-    * ``random``: ``seed``, ``p_move``, ``max_count``;  ``stay``: ``seed``;
-    * ``oracle``: ``seed``;  ``noisy-oracle``: ``seed``, ``noise`` (count std), ``grip_flip``;
-    * ``constant``: ``seed``, ``action`` (a primitive, default ``"Truck Left"``), ``count`` (units per step);
-    * ``geometric``: ``seed``, ``n_features``, ``ratio``, ``min_matches``;
+    * ``random``: ``p_move``, ``max_count``;  ``stay``, ``oracle``: none;  ``noisy-oracle``: ``noise``, ``grip_flip``;
+    * ``constant``: ``action`` (a primitive, default ``"Truck Left"``), ``count`` (units per step);
+    * ``geometric``: ``n_features``, ``ratio``, ``min_matches``, ``stop_disparity_px``;
     * ``openai``: ``model`` (required), ``base_url``, ``api_key_env`` (default ``OPENAI_API_KEY``),
       ``api_key_file``, ``timeout``, ``max_retries``, ``backoff``, ``cache_dir``, ``max_tokens``, ``params``,
-      ``price_in``, ``price_out`` (USD per million tokens), ``seed``, ``cues`` (``matches,depth,size``: cue
-      prompting, :mod:`spatialact.agents.cues`);
+      ``price_in``, ``price_out`` (USD per million tokens), ``cues`` (``matches,depth,size``: cue prompting,
+      :mod:`spatialact.agents.cues`), …;
     * ``react``, ``plan-execute``: those of ``openai`` plus ``tools`` (``default`` | ``privileged``) and
       ``max_calls`` (:mod:`spatialact.agents.tool_agent`);
     * ``hf``: ``model`` (a Hugging Face id or a local folder; required), ``device``, ``dtype``, ``max_new_tokens``,
-      ``revision``, ``trust_remote_code``, ``local_files_only``, ``cues``, ``seed`` (:mod:`spatialact.agents.hf_agent`).
+      ``revision``, ``trust_remote_code``, ``local_files_only``, ``cues`` (:mod:`spatialact.agents.hf_agent`);
+    * every agent: ``seed``.
 
-    Unknown names or parameters, and secrets passed as arguments (:func:`check_agent_args`), raise
-    :class:`AgentConfigError`.
+    Raise :class:`AgentConfigError` (one line): an unknown name; an option the agent does not take (naming the
+    agent, the option and the valid ones) or a yes/no option given anything but true/false
+    (:func:`spatialact.agents.options.check_agent_options`); a bad value, in the agent's own words or naming the
+    agent and the option (:func:`~spatialact.agents.options.wrong_kind`); a secret passed as an argument
+    (:func:`check_agent_args`).
     """
+    from .options import agent_class, check_agent_options, wrong_kind
+
     key = canonical_agent_name(name)
     check_agent_args(kwargs)
-    try:
-        if key == "random":
-            from .baselines import RandomAgent as cls
-        elif key == "stay":
-            from .baselines import StayAgent as cls
-        elif key == "oracle":
-            from .baselines import OracleAgent as cls
-        elif key == "noisy-oracle":
-            from .baselines import NoisyOracleAgent as cls
-        elif key == "constant":
-            from .baselines import ConstantAgent as cls
-        elif key == "geometric":
-            from .geometric import GeometricAgent as cls
-        elif key == "react":
-            from .tool_agent import ReActAgent as cls
-        elif key == "plan-execute":
-            from .tool_agent import PlanExecuteAgent as cls
-        elif key == "hf":
-            from .hf_agent import HFAgent as cls
-        else:
-            from .openai_agent import OpenAIAgent as cls
-    except ImportError as e:
-        extra = "hf" if key == "hf" else "agents"
-        raise AgentConfigError(f"agent {key!r} needs a missing package: {e} (pip install 'spatialact[{extra}]')") \
-            from None
+    cls = agent_class(key)
+    check_agent_options(key, kwargs)
     try:
         return cls(**kwargs)
-    except TypeError as e:
-        raise AgentConfigError(f"agent {key!r}: bad parameters: {e}") from None
+    except AgentConfigError:
+        raise
+    except (TypeError, ValueError) as e:  # a value the agent's own checks did not word: still one line, named
+        raise AgentConfigError(wrong_kind(key, kwargs)
+                               or f"agent {key!r}: bad option value: {' '.join(str(e).split())[:200]}") from None

@@ -56,8 +56,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="random | stay | oracle | noisy-oracle | constant | geometric | openai | react | plan-execute | hf "
                         "(default: oracle); aliases noisy, mllm and any capitalisation name the same agent")
     p.add_argument("--agent-arg", action="append", default=[], metavar="KEY=VALUE",
-                   help="agent keyword argument, repeatable (e.g. model=gpt-4o, base_url=http://localhost:8000/v1,"
-                        " api_key_env=OPENAI_API_KEY); values are read as JSON when they parse, else as text;"
+                   help="agent option, repeatable (e.g. model=gpt-4o, base_url=http://localhost:8000/v1,"
+                        " api_key_env=OPENAI_API_KEY); `spatialact agents` lists each agent's options with their"
+                        " types, defaults and meaning; values are read as JSON when they parse, else as text;"
                         " a secret (api_key=..., token=...) is refused")
     p.add_argument("--mode", choices=list(MODES), default="one-shot")
     p.add_argument("--env", choices=list(ENVS), default="pybullet",
@@ -234,6 +235,10 @@ def run(args: argparse.Namespace) -> int:
     if agent.name in API_AGENTS and "cache_dir" not in kwargs:
         # API answers are cached by default (a rerun or a resumed run does not pay twice), inside the run.
         agent = AgentSpec(agent.name, dict(kwargs, cache_dir=str(Path(args.out) / "cache")))
+    try:
+        agent.validate()  # options, model, API key: refused before the suite is built or the task file read
+    except AgentConfigError as e:
+        raise CLIError(str(e)) from None
     tasks, source, sha, task_file = load_task_source(args.tasks, args.suite, args.seed)
     if args.scene is not None:
         tasks, source = fill_scenes(tasks, args.scene), f"{source}+scene:{args.scene}"

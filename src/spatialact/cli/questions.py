@@ -156,46 +156,51 @@ def question_images_problem(questions, size_only: bool = False) -> str | None:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from spatialact.questions import load_question_file
+    from .main import CLIError
+
+    if args.limit is not None and args.limit < 0:
+        raise CLIError(f"--limit must be 0 or more, got {args.limit}")
+    if args.answers is not None:
+        return _score_answers(args)
+    return _score_agent(args)
+
+
+def _score_answers(args: argparse.Namespace) -> int:
+    """``--answers FILE``: score a file of answers offline."""
+    from spatialact.questions import load_question_file, score_answers_file
     from spatialact.questions.scoring import summary_rows
 
     from .main import CLIError, check_out
     from .table import format_table
 
-    if args.limit is not None and args.limit < 0:
-        raise CLIError(f"--limit must be 0 or more, got {args.limit}")
-    qf = load_question_file(args.questions)
-    questions = list(qf.questions)
-    if args.answers is not None:
-        for opt, given in (("--agent-arg", bool(args.agent_arg)), ("--limit", args.limit is not None),
-                           ("--no-circular", args.no_circular), ("--seed", args.seed is not None)):
-            if given:
-                raise CLIError(f"{opt} goes with --agent, not --answers (an answers file is scored as it is)")
-        from spatialact.questions import score_answers_file
-
-        out = check_out(args.out, folder=False) if args.out else None
-        if out is not None and out.resolve() in (Path(args.answers).resolve(), Path(args.questions).resolve()):
-            raise CLIError(f"--out {out} would overwrite an input file")
-        res = score_answers_file(questions, args.answers, out)
-        if args.json:
-            print_json(res, ensure_ascii=False)
-            return 0
-        headers, rows = summary_rows(res["summary"])
-        print(format_table(rows, headers, title=f"answers {args.answers} · {len(questions)} questions"))
-        c = res["counts"]
-        print(f"\nlines {c['lines']}, scored {c['scored']}; invalid_json {c['invalid_json']}, invalid_line "
-              f"{c['invalid_line']}, unknown_question {c['unknown_question']}; duplicates {c['duplicates']}; "
-              f"questions without an answer {c['unanswered']}\nper-answer scores: {res['out']}")
+    for opt, given in (("--agent-arg", bool(args.agent_arg)), ("--limit", args.limit is not None),
+                       ("--no-circular", args.no_circular), ("--seed", args.seed is not None)):
+        if given:
+            raise CLIError(f"{opt} goes with --agent, not --answers (an answers file is scored as it is)")
+    questions = list(load_question_file(args.questions).questions)
+    out = check_out(args.out, folder=False) if args.out else None
+    if out is not None and out.resolve() in (Path(args.answers).resolve(), Path(args.questions).resolve()):
+        raise CLIError(f"--out {out} would overwrite an input file")
+    res = score_answers_file(questions, args.answers, out)
+    if args.json:
+        print_json(res, ensure_ascii=False)
         return 0
-    if args.out is None:
-        raise CLIError("--out RUN_DIR is required with --agent (the run directory the answers are written to)")
-    check_out(args.out)
-    seed = 0 if args.seed is None else args.seed
-    from spatialact.agents import AgentConfigError
-    from spatialact.evaluation.results import RunStoreError
-    from spatialact.evaluation.runner import EndpointUnreachable
-    from spatialact.questions.run import make_answerer, run_questions
+    headers, rows = summary_rows(res["summary"])
+    print(format_table(rows, headers, title=f"answers {args.answers} · {len(questions)} questions"))
+    c = res["counts"]
+    print(f"\nlines {c['lines']}, scored {c['scored']}; invalid_json {c['invalid_json']}, invalid_line "
+          f"{c['invalid_line']}, unknown_question {c['unknown_question']}; duplicates {c['duplicates']}; "
+          f"questions without an answer {c['unanswered']}\nper-answer scores: {res['out']}")
+    return 0
 
+
+def _answerer(args: argparse.Namespace):
+    """(answerer, its name, its keyword arguments) for ``--agent``: built — name, options and API key checked —
+    before the question file is read."""
+    from spatialact.agents import AgentConfigError
+    from spatialact.questions.run import make_answerer
+
+    from .main import CLIError
     from .runs import parse_agent_args
 
     kwargs = parse_agent_args(args.agent_arg)
@@ -208,9 +213,29 @@ def _score(args: argparse.Namespace) -> int:
         # answers are cached by default (a rerun does not pay twice), inside the run, as for eval
         kwargs = dict(kwargs, cache_dir=str(Path(args.out) / "cache"))
         probe = make_answerer(args.agent, **kwargs)
-    asked = questions[:args.limit] if args.limit is not None else questions
-    from spatialact.questions.run import check_question_inputs
+    return probe, name, kwargs
 
+
+def _score_agent(args: argparse.Namespace) -> int:
+    """``--agent NAME``: ask an agent every question, into a run directory."""
+    from spatialact.agents import recorded_agent_args
+    from spatialact.evaluation.results import RunStoreError
+    from spatialact.evaluation.runner import EndpointUnreachable
+    from spatialact.questions import load_question_file
+    from spatialact.questions.run import check_question_inputs, run_questions
+    from spatialact.questions.scoring import summary_rows
+
+    from .main import CLIError, check_out
+    from .table import format_table
+
+    if args.out is None:
+        raise CLIError("--out RUN_DIR is required with --agent (the run directory the answers are written to)")
+    check_out(args.out)
+    seed = 0 if args.seed is None else args.seed
+    probe, name, kwargs = _answerer(args)
+    qf = load_question_file(args.questions)
+    questions = list(qf.questions)
+    asked = questions[:args.limit] if args.limit is not None else questions
     problem = question_images_problem(asked, size_only=True)  # before any reader decodes a bomb
     if problem:
         raise CLIError(problem)
@@ -219,8 +244,8 @@ def _score(args: argparse.Namespace) -> int:
     if problem:
         raise CLIError(problem)
     config = {"command": "questions", "questions": str(args.questions), "questions_sha256": qf.sha256,
-              "agent": name, "agent_args": {k: v for k, v in kwargs.items() if k != "cache_dir"}, "seed": seed,
-              "circular": not args.no_circular, "limit": args.limit}
+              "agent": name, "agent_args": recorded_agent_args({k: v for k, v in kwargs.items() if k != "cache_dir"}),
+              "seed": seed, "circular": not args.no_circular, "limit": args.limit}
     try:
         res = run_questions(questions, probe, args.out, seed=seed, circular=not args.no_circular,
                             question_file=args.questions, question_sha=qf.sha256, config=config,

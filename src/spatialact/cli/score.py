@@ -6,7 +6,8 @@ task by its doc's "task_id" / "id", by the "spatialact.task_id" inside its "hint
 0-based line index into TASKS; with --profile lmms-eval, a sample whose doc carries its own "hint" is scored
 with that hint (lmms-eval's extra_info), otherwise with the task exported by to_lmms_extra_info.
 
-TASKS: a task file as written by `spatialact tasks` (validated on load).
+TASKS: a task file as written by `spatialact tasks` (validated on load). The order is ANSWERS TASKS: when the first
+line of ANSWERS is a task or the first line of TASKS an answer, the command says which file is which (exit 2).
 
 Writes one JSON line per answer line (default: next to ANSWERS, <answers>.scores.jsonl) and prints a summary:
 overall mean with a bootstrap 95% interval (1000 resamples, seed 0), per kind, per source, and the counts of
@@ -62,6 +63,63 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
+_SNIFF_BYTES = 1 << 20  # of the first non-blank line read to tell a task file from an answers file
+
+
+def _first_record(path: str) -> dict | None:
+    """The first non-blank line of the regular file ``path`` as a JSON object, or None (not a regular file — a pipe
+    is never read here —, unreadable, not JSON, or a first line longer than 1 MiB)."""
+    import json
+    import os
+
+    try:
+        if not os.path.isfile(path):
+            return None
+        with open(path, "rb") as f:
+            budget = _SNIFF_BYTES
+            while budget > 0:
+                line = f.readline(budget)
+                if not line:
+                    return None
+                budget -= len(line)
+                line = line.strip().removeprefix(b"\xef\xbb\xbf")
+                if line:
+                    if not line.startswith(b"{") or (budget <= 0 and not line.endswith(b"}")):
+                        return None  # not an object, or longer than the budget
+                    rec = json.loads(line)
+                    return rec if isinstance(rec, dict) else None
+    except (OSError, ValueError, RecursionError):  # RecursionError: nesting deeper than json decodes
+        return None
+    return None
+
+
+def file_kind(path: str) -> str | None:
+    """``"tasks"`` when the first line of ``path`` is a task (``gt``, ``start_pose``, ``goal_pose``), ``"answers"``
+    when it is an answer (``task_id`` and ``response``) or an lmms-eval sample (``doc_id``), else None."""
+    rec = _first_record(path)
+    if rec is None:
+        return None
+    if {"gt", "start_pose", "goal_pose"} <= rec.keys():
+        return "tasks"
+    if ("task_id" in rec and "response" in rec) or "doc_id" in rec:
+        return "answers"
+    return None
+
+
+def check_argument_order(answers: str, tasks: str) -> str | None:
+    """One line when ANSWERS is a task file or TASKS an answers file (the two arguments swapped, or one given
+    twice), saying which file is which; else None."""
+    a, t = file_kind(answers), file_kind(tasks)
+    if a == "tasks" and t == "answers":
+        return (f"the arguments are swapped: {answers} is a task file and {tasks} an answers file; the order is "
+                f"ANSWERS TASKS: spatialact score {tasks} {answers}")
+    if a == "tasks":
+        return f"{answers} is a task file, not an answers file: the order is ANSWERS TASKS"
+    if t == "answers":
+        return f"{tasks} is an answers file, not a task file: the order is ANSWERS TASKS"
+    return None
+
+
 def default_out(answers: str):
     from spatialact.scorers.offline import default_out as _default_out
 
@@ -107,6 +165,9 @@ def _run(args: argparse.Namespace) -> int:
         raise CLIError(f"{args.answers}: no such answers file")
     if not src.is_file() and not args.out:  # a pipe or a device: nowhere beside it to write the scores
         raise CLIError(f"{args.answers}: not a regular file (a pipe or a device); name the output with --out")
+    swapped = check_argument_order(args.answers, args.tasks)
+    if swapped:
+        raise CLIError(swapped)
     for opt, v, least in (("--chunk", args.chunk, 1), ("--workers", args.workers, 1), ("--n-boot", args.n_boot, 0),
                           ("--max-groups", args.max_groups, 0)):
         if v < least:
