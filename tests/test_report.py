@@ -16,7 +16,7 @@ from PIL import Image
 
 from _fabricate import fabricate_run
 from spatialact.cli.main import main
-from spatialact.evaluation.report import make_report
+from spatialact.report import make_report
 from spatialact.evaluation.stats import bootstrap_ci
 
 EVIL = '<script>alert("pwned")</script> {"actions": ["W"], "step_nums": [1]} <img src=x onerror=alert(1)>'

@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
 
     from spatialact.agents import AgentConfigError
     from spatialact.evaluation.episode import EpisodeConfig
-    from spatialact.evaluation.report import make_report
+    from spatialact.report import make_report
     from spatialact.evaluation.results import RunStoreError, read_records
     from spatialact.evaluation.runner import AgentSpec, EndpointUnreachable, run_eval
     from spatialact.evaluation.suites import builtin_suite

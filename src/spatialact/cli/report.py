@@ -45,7 +45,7 @@ def expand_runs(args_runs: list[str]) -> list:
 
 
 def run(args: argparse.Namespace) -> int:
-    from spatialact.evaluation.report import make_report, overall_json
+    from spatialact.report import make_report, overall_json
     from spatialact.evaluation.results import RunStoreError
 
     from .main import CLIError, check_out

@@ -1,4 +1,5 @@
-"""Evaluation: episodes, the runner, built-in suites, the results store and reports (SPEC §8).
+"""Evaluation: episodes, the runner, built-in suites and the results store (SPEC §8); reports are
+:mod:`spatialact.report`.
 
 Imports are lazy so that ``from spatialact.evaluation import load_run`` in a notebook does not start a
 simulator.
@@ -17,13 +18,20 @@ _EXPORTS = {
     "builtin_suite": "suites", "SUITES": "suites",
     "RunStore": "results", "load_run": "results", "read_records": "results", "export_parquet": "results",
     "provenance": "results", "find_runs": "results", "RunStoreError": "results", "RunConfigError": "results",
-    "make_report": "report",
 }
 
 __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str):
+    if name == "make_report":  # deprecated alias: the report is a package above evaluation
+        import warnings
+
+        warnings.warn("spatialact.evaluation.make_report moved: import it from spatialact.report", DeprecationWarning,
+                      stacklevel=2)
+        from ..report import make_report
+
+        return make_report
     if name in _EXPORTS:
         return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
     raise AttributeError(f"module 'spatialact.evaluation' has no attribute {name!r}")
