@@ -32,11 +32,19 @@ from ..vocab import RUN_BACKENDS
 from .episode import EpisodeConfig, check_runnable, env_name, episode_seed, observation_supplies, run_episode
 
 __all__ = ["AgentSpec", "RunSummary", "run_eval", "run_config", "TaskNotRunnable", "EndpointUnreachable",
-           "failure_line", "CONNECTION_FAILURES_TO_STOP"]
+           "failure_line", "CONNECTION_FAILURES_TO_STOP", "choose_workers", "usable_cpus", "MAX_WORKERS",
+           "EPISODES_PER_WORKER"]
 
 BACKENDS = RUN_BACKENDS
 # Connection failures in a row, before any episode got through, that stop a run.
 CONNECTION_FAILURES_TO_STOP = 3
+#: The most worker processes a run may ask for (each runs a simulator: about 0.2-0.5 GB of memory).
+MAX_WORKERS = 64
+#: ``workers="auto"``: one worker per this many episodes to run (at most one per usable CPU). A worker costs about
+#: 1.5 s before its first episode (a fresh interpreter, 0.5 s of imports, then a cold first episode: the GL
+#: context, shaders and texture mipmaps), about 2-6 episodes' worth (benchmarks/bench_workers.py), which a
+#: worker given 16 episodes earns back; fewer, and one process is as fast or faster.
+EPISODES_PER_WORKER = 16
 
 
 class TaskNotRunnable(ValueError):
@@ -116,6 +124,7 @@ class RunSummary:
     n_new: int
     n_errors: int  # failures among the episodes run now
     failures: dict = field(default_factory=dict)  # reason -> count, over the latest records of the run's tasks
+    workers: int = 1  # the worker processes (or Ray CPUs) the episodes ran on (choose_workers)
 
     @property
     def n_failed(self) -> int:
@@ -146,8 +155,35 @@ def _run_one(task_record: dict, agent: AgentSpec, cfg: EpisodeConfig) -> tuple[d
     return record, dict(frames.items())
 
 
-def _worker_init(parent_pid: int) -> None:
-    """Runs first in every worker process: die with the parent, even when it is killed with SIGKILL."""
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask where the system has one, else the CPU count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def choose_workers(requested, n_episodes: int, cpus: int | None = None) -> int:
+    """How many worker processes run ``n_episodes`` episodes: ``requested`` is a count (1 to :data:`MAX_WORKERS`;
+    never more workers than episodes, so none starts idle) or ``"auto"``: one worker per
+    :data:`EPISODES_PER_WORKER` episodes, at most one per usable CPU (:func:`usable_cpus`), at least one. A count
+    outside 1…MAX_WORKERS or another text raises ValueError (one line)."""
+    n = max(0, int(n_episodes))
+    if requested == "auto":
+        c = usable_cpus() if cpus is None else max(1, int(cpus))
+        return max(1, min(c, n // EPISODES_PER_WORKER))
+    if isinstance(requested, bool) or not isinstance(requested, int) or not 1 <= requested <= MAX_WORKERS:
+        raise ValueError(f"workers must be 'auto' or a whole number from 1 to {MAX_WORKERS} (MAX_WORKERS), got "
+                         f"{str(requested)[:40]!r}")
+    return max(1, min(requested, n))
+
+
+def _worker_init(parent_pid: int, render_threads: int = 0) -> None:
+    """Runs first in every worker process: die with the parent, even when it is killed with SIGKILL; and give the
+    software renderer (Mesa's llvmpipe, which starts a thread per CPU in every process) its share of the CPUs,
+    ``render_threads``, unless ``LP_NUM_THREADS`` is set already (the images are the same for any thread count)."""
+    if render_threads > 0:
+        os.environ.setdefault("LP_NUM_THREADS", str(render_threads))
     if sys.platform.startswith("linux"):
         try:
             import ctypes
@@ -205,7 +241,7 @@ def _local(jobs: list[tuple[dict, AgentSpec, EpisodeConfig]], workers: int) -> I
 
     # "spawn": a forked PyBullet or Ray client is not safe to reuse.
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"), initializer=_worker_init,
-                               initargs=(os.getpid(),))
+                               initargs=(os.getpid(), max(1, usable_cpus() // workers)))
     finished = False
     try:
         it = iter(jobs)
@@ -279,7 +315,7 @@ def check_tasks(tasks: list[Task], cfg: EpisodeConfig, agent=None) -> None:
 
 def run_eval(tasks: Iterable[Task], agent: AgentSpec, cfg: EpisodeConfig, run_dir: str | os.PathLike, *,
              task_source: str, task_hash: str | None = None, task_file: str | None = None,
-             limit: int | None = None, workers: int = 1, backend: str = "local", progress: bool = True,
+             limit: int | None = None, workers: int | str = 1, backend: str = "local", progress: bool = True,
              retry_errors: bool = False, echo: bool = True,
              on_record: Callable[[dict], None] | None = None,
              variants: Sequence[str] | None = None) -> RunSummary:
@@ -289,6 +325,9 @@ def run_eval(tasks: Iterable[Task], agent: AgentSpec, cfg: EpisodeConfig, run_di
     ``variants`` runs every task once per variant (``("", "mirror")``: plain and mirrored, FlipEval —
     ``spatialact eval --flip``); the records are told apart by their ``variant`` field and key. Default: the one
     variant of ``cfg``. Several variants are part of the run's configuration (``"variants"``).
+
+    ``workers``: a count or ``"auto"`` (:func:`choose_workers`: never more workers than episodes to run; auto, one
+    per :data:`EPISODES_PER_WORKER` episodes and usable CPU); ``RunSummary.workers`` says how many ran them.
 
     Checked before anything is written: the backend and workers, the agent (built once: ``AgentConfigError``)
     and every task (:class:`TaskNotRunnable`). Episodes already in the run directory are skipped, except those
@@ -301,8 +340,7 @@ def run_eval(tasks: Iterable[Task], agent: AgentSpec, cfg: EpisodeConfig, run_di
 
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-    if int(workers) < 1:
-        raise ValueError(f"workers must be at least 1, got {workers!r}")
+    choose_workers(workers, 1)  # a bad count or text: refused before anything is built
     if not isinstance(agent, AgentSpec):
         raise TypeError(f"run_eval takes an AgentSpec, got {type(agent).__name__}")
     tasks = list(tasks)
@@ -342,6 +380,7 @@ def run_eval(tasks: Iterable[Task], agent: AgentSpec, cfg: EpisodeConfig, run_di
         jobs = [(t.to_record(), agent, cfgs[v]) for t, v in todo]
         total = len(keys)
         runner = _ray if backend == "ray" else _local
+        n_workers = choose_workers(workers, len(jobs))
         n_new = n_err = 0
         conn_streak, got_through = 0, False
         bar = None
@@ -350,7 +389,7 @@ def run_eval(tasks: Iterable[Task], agent: AgentSpec, cfg: EpisodeConfig, run_di
 
             bar = tqdm(total=total, initial=total - len(todo), desc=f"{label} {cfg.mode}", unit="ep",
                        dynamic_ncols=True)
-        results = runner(jobs, workers)
+        results = runner(jobs, n_workers)
         try:
             for record, frames in results:
                 paths = {name: store.write_frame(record["key"], name, rgb) for name, rgb in frames.items()}
@@ -385,4 +424,5 @@ def run_eval(tasks: Iterable[Task], agent: AgentSpec, cfg: EpisodeConfig, run_di
                            if r is not None and is_failure(r))
     finally:
         store.close()
-    return RunSummary(Path(run_dir), len(tasks), total - len(todo), n_new, n_err, dict(sorted(failures.items())))
+    return RunSummary(Path(run_dir), len(tasks), total - len(todo), n_new, n_err, dict(sorted(failures.items())),
+                      n_workers)
