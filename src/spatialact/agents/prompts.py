@@ -12,8 +12,9 @@ images they carry (in order). Four templates, picked by the task:
 
 Every prompt states the frame (camera / end-effector OpenCV axes: +X right, +Y down, +Z forward; motions in the
 frame at the start of each step, translate then rotate), the units (the task's step sizes), the cap and the
-answer format, and describes roll visually. Closed-loop prompts show the current and goal views and ask for the
-next single step only. Poses are never sent.
+answer format, and describes roll visually; a game task's prompt adds the game's key–mouse mapping
+(:data:`GAME_CONTROLS`). Closed-loop prompts show the current and goal views and ask for the next single step only.
+Poses are never sent.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from .cues import cue_content, cue_problem, parse_cues
 from .images import PromptImage, png_bytes, png_data_url
 
 __all__ = ["PROMPT_VERSION", "PromptImage", "PromptedAgent", "build_prompt", "png_bytes", "png_data_url", "prompt_text",
-           "SYSTEM_PROMPT", "prompt_version"]
+           "SYSTEM_PROMPT", "prompt_version", "GAME_CONTROLS"]
 
 # Bump when any template text changes: it is part of every cached request and every result's provenance.
 PROMPT_VERSION = "spatialact-l4-v1"
@@ -101,6 +102,18 @@ def _frame_text(kind: str) -> str:
             "(the image frame of its view): +X points right, +Y points down, +Z points forward (into the image). "
             "Within one step the translation happens first, then the rotation. Pan Right, Tilt Up and Roll CCW are "
             "the positive rotations. Roll CCW: the image turns counter-clockwise; the camera's right side dips.")
+
+
+#: What a game task's prompt adds to the frame rule: the paper's key–mouse mapping (docs/game.md).
+GAME_CONTROLS = ("Game controls: this task is played in a first-person game (Doom); the camera is the player's "
+                 "view. Dolly In / Out = keys W / S (walk forward / back), Truck Right / Left = keys D / A (strafe), "
+                 "Pan Right / Left = mouse x (turn), Tilt Up / Down = mouse y (look up / down: the game shifts the "
+                 "image vertically, at most 32 degrees up and 56 degrees down), Pedestal Up / Down = fly up / down. "
+                 "The player cannot roll: Roll is not executed. Walls stop the player.")
+
+
+def _is_game(task) -> bool:
+    return task.source == "game" or (isinstance(task.scene, dict) and task.scene.get("type") == "game")
 
 
 def _sizes_text(task, cap: int) -> str:
@@ -233,7 +246,7 @@ def build_prompt(task, observation: dict, mode: str = "one-shot", cues=()) -> tu
 
     rules = ["1. Action Space\nYou must choose from the following elementary actions. In your output, use the "
              "action name or its symbol.\n" + _action_table(kind),
-             "2. " + _frame_text(kind),
+             "2. " + _frame_text(kind) + ("\n" + GAME_CONTROLS if _is_game(task) else ""),
              "3. " + _sizes_text(task, cap),
              "4. Required Output Format\n" + _format_text(task, one_step=closed)]
 

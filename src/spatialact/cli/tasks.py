@@ -4,7 +4,8 @@
       start/goal frame pairs from one trajectory, with exact ground truth (SPEC §5.3); start/goal PNGs are
       written next to the task file (folder <out stem>_images/) when the trajectory's frames decode. Every task
       gets a replay scene (DROID → GripperManip, EgoDex hands → HandManip, camera paths → CameraNav in --scene or
-      a room around the segment), so it runs closed-loop; DROID pairs out of the Panda's reach are skipped.
+      a room around the segment, game recordings → GameNav in the recorded level), so it runs closed-loop; DROID
+      pairs out of the Panda's reach and game pairs the game does not execute to the goal are skipped.
   spatialact tasks procedural --kind nav --out tasks.jsonl [--n 10] [--seed 0]
       random reachable goals in procedural simulator scenes.
 
@@ -46,6 +47,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     t.add_argument("--extrinsics", metavar="FILE", default=None,
                    help="DROID: JSON file with the exterior camera's pose in the robot base frame, [x, y, z, rx, ry,"
                         " rz] (metres, extrinsic xyz Euler in radians), overriding camera_extrinsics.<camera>")
+    t.add_argument("--wad", metavar="FILE", default=None,
+                   help="game recordings: the WAD the level was recorded in (default: the bundled WAD the recording "
+                        "names; its SHA-256 must match)")
     t.add_argument("--no-scene", action="store_true",
                    help="write no replay scene (tasks then run one-shot only; no simulator needed)")
     _common(t)
@@ -78,7 +82,7 @@ def _from_trajectory(args: argparse.Namespace):
         n=args.n, seed=args.seed, min_motion=args.min_motion, max_motion=args.max_motion,
         max_seconds=args.max_seconds, kind=args.kind, answer_format=args.answer_format, images=not args.no_images,
         scene=scenes, mesh=scene_file(args.scene) if scenes else None,
-        extrinsics=_extrinsics_file(args.extrinsics) if scenes else None)
+        extrinsics=_extrinsics_file(args.extrinsics) if scenes else None, wad=args.wad)
     for why, k in built.skipped.items():
         print(f"spatialact tasks: skipped {k} task{'s' * (k != 1)}: {why}", file=sys.stderr)
     return built.tasks, built.path

@@ -43,8 +43,11 @@ game completes (no wall, reached within 1 cm) makes a task, so its goal is reach
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import math
+import os
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,7 +65,8 @@ from .sampling import sample_signed_counts
 from .world import World
 
 __all__ = ["GameWorld", "GameScene", "GameRecording", "GAME_SCENE_TYPE", "is_game_scene", "game_scene",
-           "check_game_scene", "engine_resolution", "START_TOLERANCE", "GAME_AXIS_WEIGHTS", "GAME_MAX_COUNTS"]
+           "check_game_scene", "game_scene_problem", "engine_resolution", "close_parked_engines", "POOL_SIZE",
+           "START_TOLERANCE", "GAME_AXIS_WEIGHTS", "GAME_MAX_COUNTS"]
 
 GAME_SCENE_TYPE = "game"
 #: A task's start must agree with its scene's ``start`` within (map units, degrees).
@@ -76,6 +80,45 @@ REACHED_M = 0.01              # a random ground truth counts as executed when it
 _RECORDED_POSITION_SCALE = 0.2               # "recorded" observation: nearest frame by pos/0.2 m ...
 _RECORDED_ROTATION_SCALE = math.radians(10)  # ... + rot/10° (as replay scenes)
 _RECORDED_POSE_TOL = (1e-3, 1e-3)            # m, rad: a recorded task starts and ends on recorded poses
+
+
+# Game processes kept for the next world of the same level (GameWorld.close parks its engine here): an evaluation
+# makes one environment per episode, and starting vizdoom costs more than an episode's start. Keyed by the level and
+# the screen; only this process's (a forked child never reuses its parent's game process).
+POOL_SIZE = 2
+_POOL_LOCK = threading.Lock()
+_PARKED: OrderedDict = OrderedDict()
+
+
+def _take_engine(key) -> DoomEngine | None:
+    with _POOL_LOCK:
+        entry = _PARKED.pop(key, None)
+    if entry is None or entry[0] != os.getpid():
+        return None
+    return entry[1]
+
+
+def _park_engine(key, engine: DoomEngine) -> None:
+    closing = []
+    with _POOL_LOCK:
+        if key in _PARKED:
+            closing.append(_PARKED.pop(key)[1])
+        _PARKED[key] = (os.getpid(), engine)
+        while len(_PARKED) > POOL_SIZE:
+            closing.append(_PARKED.popitem(last=False)[1][1])
+    for e in closing:
+        e.close()
+
+
+@atexit.register
+def close_parked_engines() -> None:
+    """Close the game processes kept for reuse (at exit, or to free them now)."""
+    with _POOL_LOCK:
+        entries = list(_PARKED.values())
+        _PARKED.clear()
+    for pid, engine in entries:
+        if pid == os.getpid():
+            engine.close()
 
 
 def is_game_scene(scene) -> bool:
@@ -177,6 +220,24 @@ def check_game_scene(spec, where: str = "scene") -> dict:
         raise _bad(where, "scene.keyframes" if kf is None else "scene.trajectory",
                    "a recording is named by both trajectory and keyframes")
     return {**spec, "map": name, "wad_path": str(path)}
+
+
+def game_scene_problem(task, env: str = "pybullet") -> str | None:
+    """Why a game task cannot run in the simulator ``env`` (one line naming the field or option, without the task),
+    or None: the game needs vizdoom and the default simulator (``--env pybullet``: GameNav); its scene must name an
+    existing WAD with the recorded SHA-256 and a map in it, and a ``start`` that is the task's ``start_pose``."""
+    if env != "pybullet":
+        return f"--env {env}: game tasks run in the game (GameNav), with the default --env pybullet"
+    try:
+        require_vizdoom()
+        check_game_scene(task.scene, where="scene")
+        GameWorld.check_start(task.scene["start"], task.start_pose, where="scene")
+    except ImportError as e:
+        return str(e)
+    except ValueError as e:
+        msg = str(e)
+        return msg[len("scene: "):] if msg.startswith("scene: ") else msg
+    return None
 
 
 @dataclass
@@ -335,9 +396,9 @@ class GameWorld(World):
         level = (str(path), name, monsters, self.resolution)
         if level != self._level:
             if self.engine is not None:
-                self.engine.close()
+                _park_engine(self._level, self.engine)
                 self.engine = None
-            self.engine = DoomEngine(path, name, self.resolution, monsters=monsters)
+            self.engine = _take_engine(level) or DoomEngine(path, name, self.resolution, monsters=monsters)
             self._level = level
             self._goal_cache.clear()
         if self.scene is None or self.scene.spec != spec:
@@ -362,13 +423,15 @@ class GameWorld(World):
                                         f"({TILT_UP_LIMIT_DEG:g}° up, {TILT_DOWN_LIMIT_DEG:g}° down)")
         scene = task.scene if is_game_scene(task.scene) else None
         if scene is not None:
-            self._check_start(scene["start"], task.start_pose, where)
+            self.check_start(scene["start"], task.start_pose, where)
         self._recording = None
         if observation != "sim" and scene is not None and self.replays_recording(scene):
             self._recording = self._load_recording(scene, task, where)
 
     @staticmethod
-    def _check_start(start: dict, T: np.ndarray, where: str) -> None:
+    def check_start(start: dict, T: np.ndarray, where: str) -> None:
+        """Refuse (one-line ValueError ``<where>: scene.start: ...``) a scene ``start`` that is not the pose ``T``
+        (C2W, metres) within :data:`START_TOLERANCE`."""
         yaw, _, _ = yaw_tilt_roll(np.asarray(T)[:3, :3])
         d = float(np.linalg.norm(np.asarray(start["position"], dtype=np.float64) - np.asarray(T)[:3, 3] / UNIT_M))
         a = abs((math.degrees(yaw) - float(start["yaw_deg"]) + 180.0) % 360.0 - 180.0)
@@ -496,8 +559,10 @@ class GameWorld(World):
         return f"ViZDoom {version} software renderer"
 
     def close(self) -> None:
+        """Give the game process back: it is kept (at most :data:`POOL_SIZE` of them, closed at exit or by
+        :func:`close_parked_engines`) for the next world of the same level in this process, which starts it anew."""
         if self.engine is not None:
-            self.engine.close()
+            _park_engine(self._level, self.engine)
             self.engine = None
         self._level = None
 

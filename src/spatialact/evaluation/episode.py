@@ -200,10 +200,26 @@ def check_runnable(task: Task, cfg: EpisodeConfig) -> str | None:
                 return (f"{tid}: {field} is missing, and {why} to render the view: the agent needs the task's "
                         f"start_image and goal_image")
     else:
-        problem = _scene_problem(task, env, tid)
+        problem = _game_problem(task, env, cfg, tid) if _is_game(task) else _scene_problem(task, env, tid)
         if problem:
             return problem
     return _images_problem(task, cfg, tid)
+
+
+def _is_game(task: Task) -> bool:
+    return isinstance(task.scene, dict) and task.scene.get("type") == "game"
+
+
+def _game_problem(task: Task, env: str, cfg: EpisodeConfig, tid: str) -> str | None:
+    """A game level (GameNav): FlipEval closed-loop is refused (the mirrored level does not exist), then the game's
+    own checks (vizdoom, the WAD and its SHA-256, the map, the start)."""
+    if cfg.variant == "mirror" and cfg.mode == "closed-loop":
+        return (f"{tid}: --flip closed-loop cannot run a game task: the mirrored level does not exist (run --flip "
+                f"with --mode one-shot)")
+    from ..envs.game_world import game_scene_problem
+
+    problem = game_scene_problem(task, env)
+    return f"{tid}: {problem}" if problem else None
 
 
 def _scene_problem(task: Task, env: str, tid: str) -> str | None:

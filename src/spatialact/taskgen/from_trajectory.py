@@ -3,8 +3,9 @@
 :func:`build_trajectory_tasks` loads the trajectory, builds start/goal pairs with exact ground truth
 (:func:`spatialact.tasks.from_trajectory.tasks_from_trajectory`, which writes the start / goal / example frames as
 PNGs beside the task file), gives every task the replay scene it runs in closed-loop and drops the pairs the
-simulator cannot run (:func:`~spatialact.taskgen.replay_scenes.attach_replay_scenes`), removes the PNGs of dropped
-pairs, and writes the task file. A trajectory that gives no task raises :class:`NoTasks`, one line saying why (the
+simulator cannot run (:func:`~spatialact.taskgen.replay_scenes.attach_replay_scenes`; a game recording's tasks get
+their level instead, and drop what the game does not execute: :func:`~spatialact.taskgen.game_scenes.attach_game_scenes`),
+removes the PNGs of dropped pairs, and writes the task file. A trajectory that gives no task raises :class:`NoTasks`, one line saying why (the
 distance range asked for and the path's span, or the reasons every pair was dropped), and leaves no folder it made
 behind. Poses are the trajectory's C2W (4, 4), metres.
 """
@@ -48,7 +49,7 @@ def build_trajectory_tasks(traj_path, out, *, format: str | None = None, episode
                            min_motion: float | None = None, max_motion: float | None = None,
                            max_seconds: float | None = None, kind: str | None = None,
                            answer_format: str = "stepped", images: bool = True, scene: bool = True,
-                           mesh: str | None = None, extrinsics=None) -> TrajectoryTasks:
+                           mesh: str | None = None, extrinsics=None, wad=None) -> TrajectoryTasks:
     """Build up to ``n`` tasks from the trajectory at ``traj_path`` and write them to the task file ``out``.
 
     ``format``, ``episode``, ``entity``, ``camera``: how to read the trajectory (``load_trajectory``). ``n``,
@@ -56,11 +57,23 @@ def build_trajectory_tasks(traj_path, out, *, format: str | None = None, episode
     (:func:`~spatialact.tasks.from_trajectory.tasks_from_trajectory`). ``images``: write the frames as PNGs
     (:func:`image_dir_for`). ``scene``: give each task its replay scene (needs the simulator) — ``mesh``: a mesh
     file for a camera path (absolute path), ``extrinsics``: DROID's exterior camera [x, y, z, rx, ry, rz] overriding
-    the recorded one. Deterministic in ``seed``. Raises :class:`NoTasks` when no task is left."""
+    the recorded one, ``wad``: a game recording's WAD file (default: the bundled WAD it names; its SHA-256 must be
+    the recording's). Deterministic in ``seed``. Raises :class:`NoTasks` when no task is left."""
     from ..trajectories import load_trajectory
 
     opts = {} if camera is None else {"camera": camera}
     traj = load_trajectory(traj_path, format, episode=episode, entity=entity, **opts)
+    game = traj.meta.get("source") == "game"
+    if game and scene and (mesh is not None or extrinsics is not None):
+        raise ValueError(f"{traj_path}: a game recording's tasks run in their own level; a mesh scene or camera "
+                         "extrinsics do not apply")
+    if wad is not None and not game:
+        raise ValueError(f"{traj_path}: a WAD applies to game recordings only (this is a {traj.meta.get('source')} "
+                         "trajectory)")
+    if game and scene:  # the recording's WAD, checked before any file is written
+        from .game_scenes import recorded_wad
+
+        wad = recorded_wad(traj, wad)
     image_dir = image_dir_for(out) if images else None
     parent = Path(out).parent
     made = [d for d in (parent, *parent.parents) if not d.exists()]  # folders a refusal must not leave
@@ -71,7 +84,8 @@ def build_trajectory_tasks(traj_path, out, *, format: str | None = None, episode
     skipped: dict = {}
     if scene:
         built = tasks
-        tasks, skipped = _with_replay_scenes(tasks, traj, mesh, extrinsics)
+        tasks, skipped = _with_game_scenes(tasks, traj, wad) if game else _with_replay_scenes(tasks, traj, mesh,
+                                                                                                extrinsics)
         _remove_unused_images(built, tasks, image_dir)
         if not tasks:
             _remove_made(made)
@@ -97,6 +111,17 @@ def _with_replay_scenes(tasks, traj, mesh, extrinsics):
         raise ValueError(f"replay scenes need the simulator (pip install 'spatialact[sim]'), or pass --no-scene: "
                          f"{e}") from None
     return attach_replay_scenes(tasks, traj, mesh=mesh, extrinsics=extrinsics)
+
+
+def _with_game_scenes(tasks, traj, wad):
+    from ..envs.doom import GameUnavailable
+
+    try:
+        from .game_scenes import attach_game_scenes
+
+        return attach_game_scenes(tasks, traj, wad=wad)
+    except GameUnavailable as e:
+        raise ValueError(f"{e} (or pass --no-scene: the tasks then run one-shot only)") from None
 
 
 def _images(t: Task) -> set:

@@ -354,7 +354,8 @@ class DoomEngine:
         """Move by ``delta`` (4, 4), a rigid motion in the camera's frame (the target is ``T @ Δ``, T =
         :meth:`pose`) through the game's physics: walk to the target position (speed capped at the walking speed,
         braking with reverse thrust), fly its height when the step commands one the floor did not give, then turn
-        and look exactly (roll dropped, tilt clamped to the look limits). Ends at rest."""
+        and look exactly (roll dropped, tilt clamped to the look limits). Ends at rest, the view back at its height
+        after a step up or down."""
         D = geometry.as_pose(delta)
         if D.shape != (4, 4) or not np.isfinite(D).all():
             raise ValueError(f"execute needs one finite (4, 4) rigid motion, got shape {D.shape}")
@@ -369,6 +370,9 @@ class DoomEngine:
                 flew = True
                 ok, stopped = self._fly_to(goal[2])
                 reached, blocked = reached and ok, blocked or stopped
+        # At rest includes the view height: after a step up or down Doom moves the eye back to 41 units over a few
+        # tics, and a pose measured before that would not be the pose the player keeps.
+        self._settle()
         yaw, tilt, roll = yaw_tilt_roll(target[:3, :3])
         self._turn_to(math.degrees(yaw))
         tilt_deg = math.degrees(tilt)

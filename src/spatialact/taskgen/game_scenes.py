@@ -1,0 +1,82 @@
+"""Game scenes for tasks cut from a game recording: the task builder's last step for source ``game`` (SPEC §5.3).
+
+Each task built from a game trajectory (``spatialact game record``) gets the level it was recorded in as its scene —
+``{"type": "game", "wad", "map", "wad_sha256", "start", "trajectory", "keyframes"}``, a reference, never arrays
+(:func:`~spatialact.envs.game_world.game_scene`) — so that it runs closed-loop in GameNav. As for DROID, what the
+game cannot run is dropped and counted, never clamped: a pair whose start or goal the game cannot reach from the
+map's start state (the recorded walk moved a lift or raised stairs first), and a pair whose ground truth the game,
+executing it from the start as the oracle does, does not follow to the goal (the straight line between two
+keyframes cuts a corner into a wall). Poses are the recording's C2W (4, 4), metres, world +Z up, OpenCV axes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from ..envs.doom.wad import WadError, resolve_wad, wad_sha256
+from ..envs.executor import execute_sequence
+from ..envs.game_world import game_scene
+from ..envs.registry import make_env
+
+__all__ = ["attach_game_scenes", "recorded_wad", "UNREACHABLE", "NOT_EXECUTED"]
+
+#: The reasons a pair is dropped (the keys of the skipped counts).
+UNREACHABLE = "start or goal not reachable in the level as at the map's start (the recorded walk changed the level)"
+NOT_EXECUTED = "the game does not execute the ground truth to the goal (a wall in the way: a corner cut)"
+
+
+def recorded_wad(traj, wad=None) -> Path:
+    """The WAD file a game recording was made in: ``wad`` (a path or a bundled name) when given, else the bundled
+    WAD the recording names; its SHA-256 must be the recording's (``meta.json`` ``wad.sha256``). One-line ValueError
+    naming what is wrong."""
+    where = traj.meta.get("path", "<trajectory>")
+    name = wad if wad is not None else traj.meta.get("wad")
+    try:
+        path = resolve_wad(name)
+    except WadError as e:
+        hint = "" if wad is not None else " (give the WAD it was recorded in: --wad FILE)"
+        raise ValueError(f"{where}: wad: {e}{hint}") from None
+    sha = traj.meta.get("wad_sha256")
+    actual = wad_sha256(path)
+    if sha != actual:
+        raise ValueError(f"{where}: wad.sha256: the recording was made in a WAD with SHA-256 {str(sha)[:12]}…, and "
+                         f"{path} is {actual[:12]}… (another version of the WAD)")
+    return path
+
+
+def attach_game_scenes(tasks, traj, *, wad=None, recording: bool = True, limit: int | None = None):
+    """The builder's last step for a game recording: each task (from ``tasks_from_trajectory``, whose
+    ``meta["keyframes"]`` are its ground truth's frame indices) gets its level as scene — with the recording's
+    ``trajectory`` path and ``keyframes`` when ``recording`` — and the tag ``map``, and is run in GameNav from
+    its start with its ground truth (what the oracle does); tasks whose start or goal the game cannot reach, or
+    whose ground truth does not end within the task's success thresholds, are dropped and counted; ``limit``: stop
+    once that many are kept. Returns (tasks with scenes, {reason: number of tasks skipped})."""
+    path = recorded_wad(traj, wad)
+    level = traj.meta.get("map")
+    out, skipped = [], {}
+    env = make_env("nav", backend="game", wad=path, map=level, width=160, height=120, wrap=False)
+    try:
+        for t in tasks:
+            if limit is not None and len(out) >= limit:
+                break
+            kf = (t.meta or {}).get("keyframes")
+            if not kf:
+                raise ValueError(f"task {t.id!r}: meta.keyframes is missing (build it with tasks_from_trajectory)")
+            ref = {"trajectory": str(traj.meta.get("path")), "keyframes": kf} if recording else {}
+            t = replace(t, scene=game_scene(path, level, t.start_pose, **ref), tags={**t.tags, "map": level})
+            why = None
+            try:
+                if not execute_sequence(env, t.gt, t, render=False).success:
+                    why = NOT_EXECUTED
+            except ValueError as e:
+                if "not reached" not in str(e):
+                    raise
+                why = UNREACHABLE
+            if why is not None:
+                skipped[why] = skipped.get(why, 0) + 1
+                continue
+            out.append(t)
+    finally:
+        env.close()
+    return out, skipped
