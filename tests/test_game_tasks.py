@@ -1,8 +1,8 @@
 """Game tasks end to end on real Freedoom levels (no fabricated level): a recorded walk → `spatialact tasks
 from-trajectory` (nav tasks, source game, the level as scene, recorded frames for one-shot) → `spatialact eval`
 closed-loop in the game (the oracle succeeds, random and stay do not) and one-shot (with --flip); closed-loop --flip
-refused in one line; pairs the game does not execute (a straight line through a wall) or cannot start (a pose inside a
-wall) skipped and counted.
+refused in one line; pairs the game does not execute (a straight line through a wall) or cannot start (a pose above the
+ceiling) skipped and counted.
 
 Known answers: the WAD's own line segments (the wall between two rooms of MAP01) and the game itself."""
 

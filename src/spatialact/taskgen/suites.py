@@ -11,13 +11,18 @@ Diagnostic suites (``docs/diagnostics.md``), navigation and manipulation:
 * ``viewpoint`` — pairs of tasks sharing scene and goal, from a common and an uncommon viewpoint (N: pairs per
   kind; default 4);
 * ``diagnostics`` — one task per ladder level and one viewpoint pair per kind (N of each): the demo's subset.
+
+Fixed suites, shipped as task files (the same tasks whatever the seed):
+
+* ``game`` — navigation in real Doom levels (freedoom2.wad MAP01–MAP03, 10 tasks each, version 1; GameNav, needs
+  the ``game`` extra): :mod:`spatialact.taskgen.game_suite` (N: the first N tasks of each map).
 """
 
 from __future__ import annotations
 
 from ..tasks import Task
 
-__all__ = ["SUITES", "DIAGNOSTIC_SUITES", "MAX_PER_KIND", "builtin_suite", "is_suite"]
+__all__ = ["SUITES", "DIAGNOSTIC_SUITES", "FILE_SUITES", "MAX_PER_KIND", "builtin_suite", "is_suite"]
 
 # name -> tasks per kind
 SUITES: dict[str, dict[str, int]] = {
@@ -34,6 +39,9 @@ DIAGNOSTIC_SUITES: dict[str, dict[str, dict[str, int]]] = {
     "diagnostics": {"ladder": {"nav": 1, "manip": 1}, "viewpoint": {"nav": 1, "manip": 1}},
 }
 
+#: name -> what the shipped task file holds (fixed suites: the seed does not change them)
+FILE_SUITES: dict[str, str] = {"game": "navigation in freedoom2.wad MAP01-MAP03 (GameNav), version 1"}
+
 
 MAX_PER_KIND = 100_000  # a typo of a few more digits is refused, not generated for hours
 
@@ -41,21 +49,26 @@ MAX_PER_KIND = 100_000  # a typo of a few more digits is refused, not generated 
 def is_suite(spec: str) -> bool:
     """Whether ``spec`` (``NAME`` or ``NAME:N``) names a built-in suite."""
     name = spec.split(":", 1)[0]
-    return name in SUITES or name in DIAGNOSTIC_SUITES
+    return name in SUITES or name in DIAGNOSTIC_SUITES or name in FILE_SUITES
 
 
 def builtin_suite(spec: str = "default", seed: int = 0) -> list[Task]:
     """The tasks of a built-in suite: ``"default"``, ``"nav:20"`` (20 navigation tasks), ``"ladder:3"`` (3 tasks
     per level and kind), ...
 
-    Deterministic: the same spec and seed give the same tasks (scenes, poses, ground truth)."""
+    Deterministic: the same spec and seed give the same tasks (scenes, poses, ground truth); a fixed suite
+    (``game``, ``game:N``: the first N tasks of each map) is the same whatever the seed."""
     name, _, n = spec.partition(":")
-    if name not in SUITES and name not in DIAGNOSTIC_SUITES:
-        known = ", ".join(list(SUITES) + list(DIAGNOSTIC_SUITES))
+    if name not in SUITES and name not in DIAGNOSTIC_SUITES and name not in FILE_SUITES:
+        known = ", ".join(list(SUITES) + list(DIAGNOSTIC_SUITES) + list(FILE_SUITES))
         raise ValueError(f"unknown suite {name!r}; built-in suites: {known}")
     if n and (not n.isdigit() or not 1 <= int(n) <= MAX_PER_KIND):
         raise ValueError(f"suite {spec[:60]!r}: the part after ':' must be a number of tasks per kind from 1 to "
                          f"{MAX_PER_KIND:,}")
+    if name in FILE_SUITES:
+        from .game_suite import game_suite_tasks
+
+        return game_suite_tasks(int(n) if n else None)
     if name in DIAGNOSTIC_SUITES:
         from .ladder import ladder_tasks, viewpoint_pairs
 
