@@ -148,7 +148,7 @@ def results_schema() -> dict:
 
 @lru_cache(maxsize=None)
 def _variant_checker(rtype: str):
-    from .tasks.schema_check import compile_schema  # the project's JSON-Schema checker
+    from .schema_compiler import compile_schema  # the project's JSON-Schema checker
 
     schema = results_schema()
     return compile_schema({"$defs": schema["$defs"], "$ref": f"#/$defs/{rtype}"})
@@ -158,7 +158,7 @@ def validate_result(record) -> list[str]:
     """Every problem of one result record against the schema variant of its type (:func:`record_type`), as
     ``<type> record: field 'x': what`` strings; empty when it conforms. A record the schema accepts is accepted by
     the variant named here and by no other (the variants exclude each other)."""
-    from .tasks.schema_check import format_path
+    from .schema_compiler import format_path
 
     if not isinstance(record, dict):
         return [f"result record: expected a JSON object, got {type(record).__name__}"]

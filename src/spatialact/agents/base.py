@@ -23,14 +23,13 @@ import numpy as np
 
 from .. import geometry
 from ..action_space import ActionSequence, ParseResult, Step, StepSizes
+from ..vocab import ERROR_KINDS, MODES
 
 __all__ = ["Agent", "AgentTurn", "AgentConfigError", "MODES", "ERROR_KINDS", "observation_mode", "observation_step",
            "quantise_motion", "split_counts", "answer_text", "turn_from_sequence", "task_rng"]
 
-MODES = ("one-shot", "closed-loop")
 # Why an agent call failed: no connection; no answer in time; an HTTP error status; a reply that is not a
 # chat completion. (Text that does not parse is not a failure: it is an answer that scores 0.)
-ERROR_KINDS = ("connection", "timeout", "http", "malformed")
 
 
 class AgentConfigError(ValueError):

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..action_space import ActionSequence, parse_object, parse_response
 from ..action_space.primitives import MOTION_PRIMITIVES, Primitive
+from ..vocab import MODES
 from .base import observation_mode
 from .cues import cue_content, cue_problem, parse_cues
 from .images import PromptImage, png_bytes, png_data_url
@@ -196,7 +197,7 @@ def build_prompt(task, observation: dict, mode: str = "one-shot", cues=()) -> tu
     placed after the views, before the rules; see :func:`spatialact.agents.cues.cue_content`.
     Images travel as base64 PNG data URLs; the pose is never sent.
     """
-    if mode not in ("one-shot", "closed-loop"):
+    if mode not in MODES:
         raise ValueError(f"mode must be 'one-shot' or 'closed-loop', got {mode!r}")
     kind = task.kind
     _, title, intro = _SUBJECT[kind]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..vocab import KINDS
 from .main import print_json
 
 
@@ -26,7 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--camera", default=None, help="DROID camera whose video/extrinsics to attach (exterior_1_left)")
     p.add_argument("--frame", choices=["body", "camera"], default="body",
                    help="express motion in the moving body's frame (default) or the observing camera's")
-    p.add_argument("--kind", choices=["nav", "manip", "hand"], default=None,
+    p.add_argument("--kind", choices=KINDS, default=None,
                    help="picks the default unit step sizes (default: the trajectory's kind)")
     p.add_argument("--translation", type=float, default=None, metavar="M", help="unit translation step, metres")
     p.add_argument("--rotation", type=float, default=None, metavar="RAD", help="unit rotation step, radians")
@@ -39,7 +40,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from spatialact.action_space import StepSizes
-    from spatialact.trajectories import extract_actions, load_trajectory
+    from spatialact.tasks import extract_actions
+    from spatialact.trajectories import load_trajectory
 
     from .table import format_table
 
@@ -48,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     sizes = None
     kind = args.kind or traj.meta.get("kind")
     if args.kind or args.translation or args.rotation:
-        base = StepSizes.for_kind(kind) if kind in ("nav", "manip", "hand") else StepSizes.navigation()
+        base = StepSizes.for_kind(kind) if kind in KINDS else StepSizes.navigation()
         sizes = StepSizes(args.translation or base.translation, args.rotation or base.rotation)
     ex = extract_actions(traj, sizes=sizes, mode=args.mode, cap=args.cap, frame=args.frame)
     answer = ex.to_json(args.answer_format)

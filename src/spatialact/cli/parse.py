@@ -12,13 +12,14 @@ import os
 import re
 import sys
 
+from ..vocab import KINDS
 from .main import print_json
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("answer", metavar="ANSWER", help="answer file, '-' for stdin, or the answer text")
     p.add_argument("--strict", action="store_true", help="reject anything that would need a repair")
-    p.add_argument("--kind", choices=["nav", "manip", "hand"], default="nav",
+    p.add_argument("--kind", choices=KINDS, default="nav",
                    help="task kind: picks the default unit step sizes (default: nav)")
     p.add_argument("--translation", type=float, default=None, metavar="M",
                    help="unit translation step in metres (default: the kind's)")

@@ -20,9 +20,10 @@ from .metrics import (LEFT_PRIMITIVES, RIGHT_PRIMITIVES, SIGN_LABELS, chance_nor
 from .mirror import (VARIANTS, MirroredAgent, flip_image, mirror_inconsistency, mirror_instruction,
                      mirror_observation, mirror_task, mirror_turn, variant_agent)
 from .summaries import bias_summary, flip_summary, ladder_summary, run_diagnostics, viewpoint_summary
-from .circular import circular_eval  # noqa: F401 - SPEC §10 (CircularEval, diagnostics/circular.py)
+from .circular import circular_eval
 
-__all__ = ["rpdr", "chance_normalised", "viewpoint_delta", "label_counts", "label_cv", "normalised_label_cv",
+__all__ = ["rpdr", "circular_eval", "chance_normalised", "viewpoint_delta", "label_counts", "label_cv",
+           "normalised_label_cv",
            "lr_units", "lr_bias", "step_signs", "sign_confusion", "LEFT_PRIMITIVES", "RIGHT_PRIMITIVES",
            "SIGN_LABELS", "VARIANTS", "MirroredAgent", "MirrorWrapper", "flip_image", "mirror_inconsistency",
            "mirror_instruction", "mirror_observation", "mirror_task", "mirror_turn", "variant_agent",

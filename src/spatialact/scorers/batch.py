@@ -16,7 +16,9 @@ import math
 
 import numpy as np
 
-from .step import EPS, KINDS, PROFILES, normalise_weights
+from ..records import STEP_SCORE_FIELDS
+from ..vocab import KINDS, PROFILES
+from .step import EPS, normalise_weights
 
 __all__ = ["score_steps_batch", "step_totals_batch", "score_episodes_batch", "sequence_arrays", "rotations_from_motions",
            "BLOCK", "KIND_CODES"]
@@ -26,7 +28,7 @@ BLOCK = 16384
 #: Integer codes for task kinds in array form.
 KIND_CODES = {k: i for i, k in enumerate(KINDS)}
 
-_KEYS = ("s_d", "s_theta", "s_step", "s_rot", "s_grip")
+_KEYS = STEP_SCORE_FIELDS
 
 
 def rotations_from_motions(motions) -> np.ndarray:

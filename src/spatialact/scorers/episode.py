@@ -20,13 +20,15 @@ import numpy as np
 
 from .. import geometry
 from ..action_space import ActionSequence, parse_response
-from .step import KINDS, PROFILES, normalise_weights, score_step, step_total
+from ..records import STEP_SCORE_FIELDS
+from ..vocab import KINDS, PROFILES
+from .step import normalise_weights, score_step, step_total
 
 __all__ = ["EpisodeScore", "score_episode", "score_answer", "net_errors", "ANSWER_PROFILES"]
 
 #: Profiles :func:`score_answer` accepts.
 ANSWER_PROFILES = PROFILES + ("lmms-eval",)
-_SCORE_KEYS = ("s_d", "s_theta", "s_step", "s_rot", "s_grip")
+_SCORE_KEYS = STEP_SCORE_FIELDS
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ from typing import Sequence
 import numpy as np
 
 from ..jsonline import fast_loads, open_input, strict_json
+from ..vocab import PROFILES
 from .aggregate import KIND_LEAVES, MAX_GROUPS, aggregate_coded, hierarchical_scores, leaf_of, load_tree, tag_label
 from .batch import KIND_CODES, score_episodes_batch
 from .step import normalise_weights
@@ -49,7 +50,7 @@ from .step import normalise_weights
 __all__ = ["score_file", "OFFLINE_PROFILES", "REASONS", "CHUNK", "default_out"]
 
 #: Profiles of :func:`score_file`.
-OFFLINE_PROFILES = ("paper", "paper+rot", "lmms-eval")
+OFFLINE_PROFILES = (*PROFILES, "lmms-eval")
 #: Reasons a line scores 0 (its ``reason`` field).
 REASONS = ("parse_error", "invalid_json", "invalid_line", "unknown_task", "lmms_error")
 #: Default answer lines per chunk: bounds memory whatever the file size.

@@ -29,6 +29,8 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
+from ..vocab import KINDS, PROFILES
+
 __all__ = ["EPS", "DEFAULT_WEIGHTS", "PROFILES", "KINDS", "score_step", "step_total", "normalise_weights",
            "parse_weights"]
 
@@ -37,8 +39,6 @@ EPS = 1e-9
 #: Manipulation / hand step weights (translation, rotation, gripper): the spec's default, equal thirds.
 DEFAULT_WEIGHTS = (1.0 / 3.0, 1.0 / 3.0, 1.0 / 3.0)
 #: Step-score profiles handled here (``lmms-eval`` is a whole-answer profile, see :mod:`.lmms_eval`).
-PROFILES = ("paper", "paper+rot")
-KINDS = ("nav", "manip", "hand")
 
 _I3 = ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
 

@@ -37,6 +37,7 @@ from .. import geometry
 from ..action_space import ActionSequence, Step, StepSizes
 from ..action_space.sequence import DEFAULT_CAP
 from ..trajectories.trajectory import Trajectory
+from ..vocab import KINDS
 
 __all__ = ["Extraction", "extract_actions", "keyframe_indices", "replay", "quantisation_bound",
            "DEFAULT_THRESHOLDS", "frame_motions"]
@@ -245,7 +246,7 @@ def replay(sequence: ActionSequence, T0, *, camera_poses=None) -> np.ndarray:
 # ----- extraction ---------------------------------------------------------------------------------------------
 def _default_sizes(traj: Trajectory) -> StepSizes:
     kind = traj.meta.get("kind")
-    return StepSizes.for_kind(kind) if kind in ("nav", "manip", "hand") else StepSizes.navigation()
+    return StepSizes.for_kind(kind) if kind in KINDS else StepSizes.navigation()
 
 
 def _thresholds(thresholds) -> tuple[float, float]:

@@ -24,6 +24,7 @@ from .task import Task, default_success
 from .tags import motion_tags, steps_tag
 from .extraction import extract_actions, quantisation_bound, replay
 from ..trajectories.trajectory import Trajectory
+from ..vocab import ANSWER_FORMATS
 
 __all__ = ["tasks_from_trajectory", "default_motion_range", "motion_range", "task_kind", "check_bound_fits"]
 
@@ -121,7 +122,7 @@ def tasks_from_trajectory(traj: Trajectory, n: int = 10, seed: int = 0, min_moti
         lo = max(lo, 2 * sizes.translation)  # ‖g‖ ≥ 2·u_t for navigation
     if not 0 <= lo <= hi:
         raise ValueError(f"need 0 ≤ min_motion ≤ max_motion, got {lo:g} and {hi:g}")
-    if answer_format not in ("flat", "stepped", "vector"):
+    if answer_format not in ANSWER_FORMATS:
         raise ValueError(f"answer_format must be flat, stepped or vector, got {answer_format!r}")
     rng = np.random.default_rng([int(seed), 4])
     P = traj.positions

@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from .. import geometry
+from ..vocab import LEVELS
 
 __all__ = ["DISTANCE_EDGES_M", "TURN_EDGES_DEG", "STEPS_EDGES", "bin_label", "motion_tags", "steps_tag",
            "camera_attitude", "viewpoint_tag", "VIEWPOINT_COMMON", "VIEWPOINT_UNCOMMON", "VIEWPOINTS", "LEVELS"]
@@ -73,7 +74,6 @@ VIEWPOINT_UNCOMMON = {"min_roll_deg": 20.0, "min_pitch_deg": 40.0, "below_m": 0.
 #: The ``viewpoint`` tag's values; a view that is neither common nor uncommon is ``intermediate``.
 VIEWPOINTS = ("common", "uncommon", "intermediate")
 #: The ``level`` tag's values: the difficulty ladder (``spatialact.envs.procedural.LEVEL_FACTORS``).
-LEVELS = ("L1", "L2", "L3", "L4", "L5")
 
 
 def camera_attitude(T, floor_z: float = 0.0) -> tuple[float, float, float]:
