@@ -2,7 +2,7 @@
 from-trajectory` (nav tasks, source game, the level as scene, recorded frames for one-shot) → `spatialact eval`
 closed-loop in the game (the oracle succeeds, random and stay do not) and one-shot (with --flip); closed-loop --flip
 refused in one line; pairs the game does not execute (a straight line through a wall) or cannot start (a pose above the
-ceiling) skipped and counted.
+ceiling) skipped and counted; the built-in `game` suite: shipped, small, reproducible, and run by the oracle in the game.
 
 Known answers: the WAD's own line segments (the wall between two rooms of MAP01) and the game itself."""
 
@@ -25,6 +25,8 @@ from spatialact.envs.doom.record import record_level  # noqa: E402
 from spatialact.envs.doom.wad import map_lines, resolve_wad, wad_sha256  # noqa: E402
 from spatialact.evaluation.results import read_records  # noqa: E402
 from spatialact.taskgen.game_scenes import NOT_EXECUTED, UNREACHABLE, attach_game_scenes  # noqa: E402
+from spatialact.taskgen.game_suite import SUITE_MAPS, build_game_suite, game_suite_tasks, suite_path  # noqa: E402
+from spatialact.taskgen.suites import builtin_suite, is_suite  # noqa: E402
 from spatialact.tasks import Task, load_tasks  # noqa: E402
 from spatialact.trajectories.trajectory import Trajectory  # noqa: E402
 
@@ -111,3 +113,28 @@ def test_pairs_the_game_cannot_run_are_skipped_and_counted():
     kept, skipped = attach_game_scenes(tasks, traj)
     assert [t.id for t in kept] == ["open"] and kept[0].scene["keyframes"] == [0, 1]
     assert skipped == {NOT_EXECUTED: 1, UNREACHABLE: 1}
+
+
+def test_the_game_suite_is_shipped_small_and_runs_in_the_game(tmp_path, capsys):
+    path = suite_path()
+    assert path.is_file() and path.stat().st_size < 200_000  # no images inside
+    tasks = builtin_suite("game")
+    assert is_suite("game") and is_suite("game:2") and len(tasks) == 30
+    assert sorted({t.scene["map"] for t in tasks}) == list(SUITE_MAPS)
+    assert all(t.source == "game" and t.start_image is None and "trajectory" not in t.scene for t in tasks)
+    assert len({t.id for t in tasks}) == 30 and all(t.id.startswith("game-v1-") for t in tasks)
+    assert [t.id for t in builtin_suite("game", seed=5)] == [t.id for t in tasks]  # fixed: the seed changes nothing
+    two = builtin_suite("game:2")
+    assert len(two) == 6 and [t.id for t in two] == [t.id for t in game_suite_tasks(2)]
+    for mode in ("closed-loop", "one-shot"):
+        code, records = _eval(["--suite", "game:2", "--mode", mode, "--agent", "oracle"], tmp_path / mode, capsys)
+        assert code == 0 and len(records) == 6
+        assert all(r["success"] and r["simulated"] and r["gl_renderer"].startswith("ViZDoom") for r in records)
+        assert sorted({r["tags"]["map"] for r in records}) == list(SUITE_MAPS)
+
+
+@pytest.mark.slow
+def test_the_shipped_suite_is_reproduced_by_its_builder():
+    tasks, _ = build_game_suite(maps=("MAP01",), per_map=3)
+    shipped = [t for t in game_suite_tasks() if t.scene["map"] == "MAP01"][:3]
+    assert [t.to_record() for t in tasks] == [t.to_record() for t in shipped]
