@@ -12,6 +12,7 @@ what they show and how long they take, and the README links each one.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import sys
@@ -107,7 +108,10 @@ def test_readme_links_every_notebook():
 
 
 def _run(path: Path):
+    """Execute a notebook; a recomputation cell (``RECOMPUTE``) runs before its last cell (which removes its files)."""
     nb = nbformat.read(path, as_version=4)
+    if path.stem in RECOMPUTE:
+        nb.cells.insert(len(nb.cells) - 1, nbformat.v4.new_code_cell(RECOMPUTE[path.stem]))
     client = nbclient.NotebookClient(nb, kernel_name=KERNEL, timeout=600, startup_timeout=120,
                                      resources={"metadata": {"path": str(path.parent)}})
     t0 = time.perf_counter()
@@ -145,3 +149,99 @@ def test_notebook_runs(path, kernel_env):
     elif path.stem == "03_trajectories_to_tasks":
         assert re.search(r"oracle\s+one-shot\s+success: True", text)
         assert re.search(r"oracle\s+closed-loop\s+success: True", text)
+        _check_03(text)
+    elif path.stem == "04_compare_runs":
+        _check_04(text)
+
+
+def _number(pattern: str, text: str, count: int | None = 1) -> list[tuple[float, ...]]:
+    """Every match of ``pattern`` in ``text`` as a tuple of floats (``count`` matches expected unless None)."""
+    found = [tuple(float(g) for g in m.groups()) for m in re.finditer(pattern, text, re.M)]
+    assert found and (count is None or len(found) == count), (pattern, found)
+    return found
+
+
+def _check_03(text: str) -> None:
+    """What notebook 03 shows: the joint positions it writes are read back, the simulated Panda starts each task at
+    the recorded joints, and the replays stay within the quantisation bound (plus the Panda's 2 mm / 1° IK)."""
+    (dq,), = _number(r"joint positions read back: \(\d+, 7\) max \|Δ\| vs written: ([0-9.e+-]+)", text)
+    assert dq < 1e-6  # float32 storage
+    (pe, re_),  = _number(r"joint positions solved for \d+ frames: pose error ≤ ([0-9.]+) mm, ([0-9.]+)°", text)
+    assert pe < 0.2 and re_ < 0.05
+    resets = _number(r"joints at reset − recorded at frame \d+: max ([0-9.e+-]+) rad", text, None)
+    tasks = _number(r"^(\d+) tasks → droid_tasks\.jsonl", text)
+    assert len(resets) == tasks[0][0] >= 1 and max(r[0] for r in resets) < 2e-3
+    (et, bt, er, br), = _number(r"at the keyframes: position error ≤ ([0-9.]+) cm \(bound ([0-9.]+) cm\), rotation "
+                                r"error ≤ ([0-9.]+)° \(bound ([0-9.]+)°\)", text)
+    assert et <= bt and er <= br
+    (st, sr, bt2, br2), = _number(r"simulated vs recorded: ≤ ([0-9.]+) cm, ≤ ([0-9.]+)° \(bound ([0-9.]+) cm, "
+                                  r"([0-9.]+)°\)", text)
+    assert (bt2, br2) == (bt, br) and st <= bt + 0.2 and sr <= br + 1.0
+
+
+# Recomputed inside the kernel of notebook 04 from the raw records (results.jsonl read line by line, no load_run, no
+# pandas), before its last cell removes them; printed as one JSON line for _check_04 to compare with what it shows.
+RECOMPUTE = {"04_compare_runs": """
+import json as _json
+import numpy as _np
+
+def _records(run_dir):
+    with open(run_dir / "results.jsonl", encoding="utf-8") as f:
+        return [_json.loads(line) for line in f if line.strip()]
+
+_main = {name: _records(RUNS / name) for name in AGENTS}
+_out = {"runs": {}, "paired": {}, "diag": {}}
+for _name, _recs in _main.items():
+    _out["runs"][_name] = {"n": len(_recs), "score": float(_np.mean([r["score"] for r in _recs])),
+                           "success": float(_np.mean([bool(r["success"]) for r in _recs]))}
+_a, _b = ({(r["task_id"], r["kind"]): r["score"] for r in _main[k]} for k in ("noisy-oracle", "geometric"))
+for _kind in ("all", "nav", "manip", "hand"):
+    _d = [_a[k] - _b[k] for k in _a if _kind in ("all", k[1])]
+    _out["paired"][_kind] = {"n": len(_d), "mean": float(_np.mean(_d))}
+for _name in DIAG_AGENTS:
+    _recs = _records(DIAG / _name)
+    _plain = [r["score"] for r in _recs if not r.get("variant")]
+    _mirror = [r["score"] for r in _recs if r.get("variant") == "mirror"]
+    _out["diag"][_name] = {"n": len(_recs), "plain": float(_np.mean(_plain)), "mirrored": float(_np.mean(_mirror))}
+print("RECOMPUTED " + _json.dumps(_out))
+"""}
+
+
+def _check_04(text: str) -> None:
+    """Notebook 04's numbers against the recomputation from the raw records, and the diagnostics' known values."""
+    line = next(x for x in text.splitlines() if x.startswith("RECOMPUTED "))
+    ref = json.loads(line[len("RECOMPUTED "):])
+    runs = ref["runs"]
+    assert sorted(runs) == ["geometric", "noisy-oracle"] and all(r["n"] == 18 for r in runs.values())
+    for name, r in runs.items():
+        assert re.search(rf"^{re.escape(name)}\s+18 episodes, 0 errors", text, re.M)
+    _number(rf"^({sum(r['n'] for r in runs.values())}) episodes, \d+ columns", text)  # load_run: every record
+    # the side-by-side table (overall row: noisy-oracle's n, score, success, then geometric's n) and the report
+    no, geo = runs["noisy-oracle"], runs["geometric"]
+    assert re.search(rf"^overall\s+18\s+{no['score']:.3f} \[[0-9.]+, [0-9.]+\]\s+{no['success']:.3f} \[[0-9.]+, "
+                     rf"[0-9.]+\]\s+18\s*$", text, re.M), "side-by-side: overall row"
+    assert re.search(rf"^overall\s+{geo['score']:.3f} \[[0-9.]+, [0-9.]+\]\s+{geo['success']:.3f} \[", text, re.M)
+    for name, r in runs.items():
+        assert re.search(rf"^\| {re.escape(name)} \| 18 \| {r['score']:.3f} \[[0-9.]+, [0-9.]+\] \| "
+                         rf"{r['success']:.3f} \[", text, re.M), f"report: {name}"
+    # the paired difference, overall and per kind, with its interval around it
+    (n, mean, lo, hi), = _number(r"noisy-oracle − geometric, paired over (\d+) tasks: ([+-][0-9.]+) "
+                                 r"\[([+-][0-9.]+), ([+-][0-9.]+)\]", text)
+    assert n == ref["paired"]["all"]["n"] and abs(mean - ref["paired"]["all"]["mean"]) <= 5e-4 and lo <= mean <= hi
+    for kind in ("nav", "manip", "hand"):
+        (k_n, k_mean), = _number(rf"^  {kind}\s+\((\d+) tasks\): ([+-][0-9.]+) \[", text.replace("\r", ""))
+        assert k_n == ref["paired"][kind]["n"] and abs(k_mean - ref["paired"][kind]["mean"]) <= 5e-4
+    # diagnostics: plain and mirrored means per agent in the notebook's table and in the report's
+    for name, d in ref["diag"].items():
+        assert d["n"] == 18 and re.search(rf"^{re.escape(name)}\s+18 episodes \(plain and mirrored\), 0 errors",
+                                           text, re.M)
+        plain, mirrored = rf"{d['plain']:.3f} \[[0-9.]+, [0-9.]+\]", rf"{d['mirrored']:.3f} \["
+        assert re.search(rf"^{re.escape(name)}\s+9\s+{plain}\s+{mirrored}", text, re.M), f"FlipEval table: {name}"
+        assert re.search(rf"^\| {re.escape(name)} \| 9 \| {plain} \| {mirrored}", text, re.M), f"report: {name}"
+    # known by construction: "Truck Left" every time is all left (bias +1), a constant translation is half
+    # inconsistent under the mirror, one label of 12 has label CV √11, and each task is asked once mirrored
+    # (the report's FlipEval rows: pairs, plain, mirrored, paired, inconsistency, unparsed, bias, bias of the truth)
+    assert re.search(r"^\| constant \| 9 \|( [0-9.]+ \[[0-9., ]+\] \|){3} 0\.500 \[0\.500, 0\.500\] \| 0 \| \+1\.000 \| "
+                     r"\+0\.000 \|$", text, re.M)
+    assert len(re.findall(r"^\| \S+ \| 9 \| .* \| [+-][0-9.]+ \| \+0\.000 \|$", text, re.M)) == 3
+    assert re.search(rf"^constant\s+9\s+{math.sqrt(11):.3f}\s", text, re.M)  # the prediction-bias table

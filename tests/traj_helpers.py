@@ -129,11 +129,53 @@ def _droid_features(cams, fixed: bool, video: bool):
     return f
 
 
-def droid_table(cart, grip, ext, instruction, ep, start_index, fps=15.0, fixed=False):
-    """One episode's rows as a pyarrow table with the DROID LeRobot column names and dtypes."""
+_JOINT_CACHE: dict = {}
+
+
+def panda_joint_positions(cart) -> np.ndarray:
+    """(N, 7) float64 joint positions (radians) that the simulated Panda (pybullet_data's ``panda.urdf``, base at
+    the origin of DROID's robot-base frame) has at DROID end-effector poses ``cart`` (N, 6: xyz in metres + extrinsic
+    "xyz" Euler in radians, the flange, as stored in ``observation.state.cartesian_position``).
+
+    What a real arm records as ``observation.state.joint_position``: one continuous posture per frame. Frame 0 is
+    solved by IK from the Panda's home posture, every later frame from the frame before (as the arm moves), for the
+    grasp frame ``T @ DROID_TOOL_OFFSET`` the replay drives; the poses are read back from float32 first, as the
+    reader reads them. Where the Panda cannot reach a pose (fixtures that test refusals), the posture is the closest
+    IK finds, within the joint limits. Cached per ``cart`` (the IK costs about 10 ms a frame).
+    """
+    c32 = np.asarray(cart, dtype=np.float32)
+    key = (c32.shape, c32.tobytes())
+    if key not in _JOINT_CACHE:
+        from spatialact.envs.panda import ARM_JOINTS, FINGER_OPEN, PANDA_HOME, PandaArm, solve_panda_ik
+        from spatialact.envs.rendering import BulletWorld
+        from spatialact.envs.replay import DROID_TOOL_OFFSET
+
+        world = BulletWorld("tiny")
+        try:
+            arm = PandaArm(world, np.eye(4))
+            p, cid, robot = arm.p, arm.cid, arm.robot
+            q = list(PANDA_HOME)
+            out = np.empty((len(c32), 7))
+            for i, T in enumerate(geometry.pose_from_droid(c32.astype(np.float64))):
+                for j, qj in zip(ARM_JOINTS, q):
+                    p.resetJointState(robot, j, float(qj), physicsClientId=cid)
+                solve_panda_ik(p, cid, robot, T @ DROID_TOOL_OFFSET, arm.lower, arm.upper, arm.ranges,
+                               q + [FINGER_OPEN, FINGER_OPEN], refine=True)
+                q = [p.getJointState(robot, j, physicsClientId=cid)[0] for j in ARM_JOINTS]
+                out[i] = q
+        finally:
+            world.close()
+        _JOINT_CACHE[key] = out
+    return _JOINT_CACHE[key].copy()
+
+
+def droid_table(cart, grip, ext, instruction, ep, start_index, fps=15.0, fixed=False, joints=None):
+    """One episode's rows as a pyarrow table with the DROID LeRobot column names and dtypes. ``joints`` (N, 7):
+    the recorded joint positions (radians); default :func:`panda_joint_positions` of ``cart``."""
     import pyarrow as pa
 
     n = len(cart)
+    joints = panda_joint_positions(cart) if joints is None else np.asarray(joints, dtype=np.float64)
 
     def vec(a, k):
         a = np.asarray(a, dtype=np.float32).reshape(n, k)
@@ -146,7 +188,7 @@ def droid_table(cart, grip, ext, instruction, ep, start_index, fps=15.0, fixed=F
         "language_instruction": pa.array([instruction] * n, type=pa.string()),
         "observation.state.gripper_position": vec(grip, 1),
         "observation.state.cartesian_position": vec(cart, 6),
-        "observation.state.joint_position": vec(np.zeros((n, 7)), 7),
+        "observation.state.joint_position": vec(joints, 7),
         "camera_extrinsics.exterior_1_left": vec(np.repeat(np.asarray(ext)[None], n, 0), 6),
         "timestamp": pa.array((np.arange(n) / fps).astype(np.float32)),
         "frame_index": pa.array(np.arange(n, dtype=np.int64)),
@@ -160,7 +202,9 @@ def write_droid(root, episodes, version="v2.1", cams="short", video=True, fps=15
     """Write a DROID LeRobot dataset under ``root``.
 
     ``episodes``: list of dicts with ``cart`` (N, 6) xyz + extrinsic xyz Euler, ``grip`` (N,) in [0, 1],
-    ``ext`` (6,) exterior camera extrinsics, ``instruction``. ``drop``: a column name to leave out.
+    ``ext`` (6,) exterior camera extrinsics, ``instruction`` and optionally ``joints`` (N, 7) radians (default: the
+    posture the simulated Panda has at ``cart``, :func:`panda_joint_positions`). ``drop``: a column name to leave
+    out.
     v2.1: data/chunk-000/episode_{i:06d}.parquet, meta/episodes.jsonl, meta/tasks.jsonl,
     videos/chunk-000/observation.images.<cam>/episode_{i:06d}.mp4.
     v3.0: data/chunk-000/file-000.parquet (all episodes, ``episode_index`` column),
@@ -180,7 +224,7 @@ def write_droid(root, episodes, version="v2.1", cams="short", video=True, fps=15
     tasks = sorted({e["instruction"] for e in episodes})
     tables, start = [], 0
     for i, e in enumerate(episodes):
-        tb = droid_table(e["cart"], e["grip"], e["ext"], e["instruction"], i, start, fps, fixed)
+        tb = droid_table(e["cart"], e["grip"], e["ext"], e["instruction"], i, start, fps, fixed, e.get("joints"))
         if drop:
             tb = tb.drop_columns([drop])
         tables.append(tb)
