@@ -116,6 +116,7 @@ def test_the_same_calls_give_markdown_and_html_that_agree(tmp_path):
     doc.heading(1, "report <b>one</b>")
     doc.heading(3, EVIL)
     doc.paragraph("a note & " + EVIL)
+    doc.note("runs differ: " + EVIL)
     doc.table(["run", "score <i>"], [[EVIL, 0.5], ["a|b", "two\nlines"], ["plain", None]])
     doc.image(plot, "plot of <script>x</script> & y")
     doc.image(None, "nothing to draw")  # a plot with nothing to draw adds nothing
@@ -134,7 +135,8 @@ def test_the_same_calls_give_markdown_and_html_that_agree(tmp_path):
     assert p.tables == [[["run", "score <i>"], [EVIL, "0.5"], ["a|b", "two\nlines"], ["plain", "None"]]]
     # images: the plot and the frame, in order; Markdown by relative path, HTML inlined with the same bytes
     md_imgs = re.findall(r"!\[([^\]]*)\]\(([^)]+)\)", md)
-    assert [_md_text(a) for a, _ in md_imgs] == [img["alt"] for img in p.images] == ["plot of <script>x</script> & y", "start"]
+    alts = ["plot of <script>x</script> & y", "start"]
+    assert [_md_text(a) for a, _ in md_imgs] == [img["alt"] for img in p.images] == alts
     for (_, rel), img, src in zip(md_imgs, p.images, (plot, frame)):
         assert (tmp_path / rel).resolve() == src.resolve()
         assert img["src"] == "data:image/png;base64," + base64.b64encode(src.read_bytes()).decode()
@@ -142,6 +144,8 @@ def test_the_same_calls_give_markdown_and_html_that_agree(tmp_path):
     fence = fence_for(answer)
     assert fence == "````" and f"Model answer:\n\n{fence}text\n{answer}\n{fence}\n" in md
     assert p.pres == [answer]
+    # a note: a quoted block in Markdown, a paragraph in HTML, the same text
+    assert f"> **Note:** {markdown_text('runs differ: ' + EVIL)}\n" in md and "Note: runs differ: " + EVIL in p.paras
     # the card's title in bold in both
     assert f"**{markdown_text('best: task ' + EVIL)}**" in md and "best: task " + EVIL in p.paras
     # model text never becomes markup: no script or foreign img tag in HTML, none outside code in Markdown

@@ -18,6 +18,7 @@ Model answers, task ids, tags and every other string from a run are untrusted: e
 
 from __future__ import annotations
 
+from .compare import RunsDifferWarning, compare_runs
 from .diagnostics import diagnostics_section
 from .examples import MAX_RESPONSE_CHARS, N_PATH_EXAMPLES
 from .load import RunData, load_runs
@@ -28,4 +29,5 @@ from .tool_use import MAX_TOOL_TEXT, tool_use_section
 
 __all__ = ["make_report", "overall_json", "load_runs", "RunData", "error_distance_layout", "diagnostics_section",
            "questions_section", "tool_use_section", "question_summaries", "MAX_RESPONSE_CHARS", "N_PATH_EXAMPLES",
-           "MAX_TOOL_TEXT", "SPREAD_FOR_LOG", "DECADES_FOR_LOG", "LOG_LINEAR_BELOW_M"]
+           "MAX_TOOL_TEXT", "SPREAD_FOR_LOG", "DECADES_FOR_LOG", "LOG_LINEAR_BELOW_M", "compare_runs",
+           "RunsDifferWarning"]

@@ -1,6 +1,6 @@
 """The report's one document writer: each call adds the same piece to a Markdown and an HTML document.
 
-``Document(out_dir)`` takes headings, paragraphs, tables, images (PNG files under ``out_dir``), code blocks and
+``Document(out_dir)`` takes headings, paragraphs, notes, tables, images (PNG files under ``out_dir``), code blocks and
 example cards (a bold title, a strip of captioned frames, a code block); :meth:`Document.write` writes
 ``report.md`` (images referred to by their path relative to ``out_dir``) and ``report.html`` (a self-contained page:
 images inlined as base64 data URLs, inline CSS, a Content-Security-Policy that allows no scripts or remote loads).
@@ -32,6 +32,10 @@ max-height:260px;overflow:auto}
 .plot{max-width:100%;border:1px solid #eee}.meta{color:#555;font-size:13px}
 .ep{border-left:4px solid #2b6cb0;padding-left:12px;margin:16px 0}
 """
+
+
+# A note's look, inline so that the page's style sheet (and every report without a note) stays as it was.
+_NOTE_STYLE = "border-left:4px solid #c53030;background:#fff5f5;padding:6px 12px"
 
 
 def markdown_text(v) -> str:
@@ -82,6 +86,11 @@ class Document:
     def paragraph(self, text: str) -> None:
         self.md.append(markdown_text(text) + "\n")
         self._emit_html(f"<p class='meta'>{html.escape(text)}</p>")
+
+    def note(self, text: str) -> None:
+        """A paragraph set apart as a warning to the reader (Markdown: a quoted block)."""
+        self.md.append(f"> **Note:** {markdown_text(text)}\n")
+        self._emit_html(f"<p class='note' style='{_NOTE_STYLE}'><b>Note:</b> {html.escape(text)}</p>")
 
     def table(self, headers, rows) -> None:
         """A table: ``headers`` (column names) and ``rows`` (lists of cells, any values, shown as text)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import shutil
+import warnings
 from pathlib import Path
 
 from .. import __version__
@@ -12,6 +13,7 @@ from ..diagnostics.summaries import run_diagnostics
 from ..evaluation.stats import bootstrap_ci
 from ..questions.scoring import summarise_answers
 from ..records import is_failure
+from .compare import RunsDifferWarning, compare_runs
 from .diagnostics import diagnostics_section
 from .document import Document
 from .examples import examples_section, path_plots
@@ -26,7 +28,9 @@ def make_report(run_dirs, out_dir) -> tuple[Path, Path]:
     """Write ``out_dir/report.md`` and ``out_dir/report.html`` for the given run directories; returns their paths.
 
     ``report.md`` refers to PNG files under ``out_dir/figures`` and ``out_dir/frames``; ``report.html`` inlines
-    them and needs nothing else.
+    them and needs nothing else. When the runs with episodes differ in their tasks or their mode, a
+    :class:`~.compare.RunsDifferWarning` names the runs and what differs, the report opens with the same note, and
+    the Overall section adds a table on the tasks all runs share (:func:`~.compare.compare_runs`).
     """
     run_dirs = [Path(d) for d in (run_dirs if isinstance(run_dirs, (list, tuple)) else [run_dirs])]
     if not run_dirs:
@@ -41,9 +45,13 @@ def make_report(run_dirs, out_dir) -> tuple[Path, Path]:
     doc.heading(1, "spatialact report")
     doc.paragraph(f"Generated {now} by spatialact {__version__}. Scores are episode step scores (SPEC §4); intervals "
                   f"are percentile-bootstrap 95% intervals of the mean (1000 resamples, seed 0).")
+    comparison = compare_runs(ep_runs)
+    if not comparison.like_for_like:
+        warnings.warn(comparison.note(), RunsDifferWarning, stacklevel=2)
+        doc.note(comparison.note())
     runs_section(doc, runs)
     tool_use_section(doc, ep_runs)
-    overall_section(doc, ep_runs)
+    overall_section(doc, ep_runs, comparison.shared if "tasks" in comparison.differs else None)
     api_usage_section(doc, runs)
     diagnostics_section(doc, runs, figdir)
     score_plots_section(doc, ep_runs, figdir)

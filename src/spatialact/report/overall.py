@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ..diagnostics.summaries import calibration_levels
+from .compare import on_tasks
 from .document import Document
 from .load import RunData, as_float, usage
 from .plots import plot_error_distance, plot_scores
@@ -48,9 +49,10 @@ def runs_section(doc: Document, runs: list[RunData]) -> None:
                       "under Diagnostics).")
 
 
-def overall_section(doc: Document, runs: list[RunData]) -> None:
-    """Overall (and, for runs that mix diagnostic-suite tasks with others, the others alone), Per kind, Per source
-    (when records name one) and Per tag (when records carry tags), one column or row per run."""
+def overall_section(doc: Document, runs: list[RunData], shared_tasks=None) -> None:
+    """Overall (and, for runs that mix diagnostic-suite tasks with others, the others alone; with ``shared_tasks``,
+    the task ids all runs share when their task sets differ, the runs on those only), Per kind, Per source (when
+    records name one) and Per tag (when records carry tags), one column or row per run."""
     if runs:
         doc.heading(2, "Overall")
         doc.table(*overall_rows(runs))
@@ -60,6 +62,12 @@ def overall_section(doc: Document, runs: list[RunData]) -> None:
                           "Diagnostics): the table above covers every plain episode, the one below the other tasks "
                           "only (the table `spatialact demo` prints).")
             doc.table(*overall_rows([c for c in core if c.records]))
+        if shared_tasks:
+            n = len(shared_tasks)
+            doc.heading(3, f"Overall on the {n} task{'s' * (n != 1)} all runs share")
+            doc.paragraph("The runs were not run on the same tasks (see the note at the top): this table compares "
+                          "them like for like, on the tasks every run has, and leaves the others out.")
+            doc.table(*overall_rows(on_tasks(runs, shared_tasks)))
         doc.heading(2, "Per kind")
         doc.table(*group_rows(runs, by_kind))
     if any(by_source(r) != ["None"] for run in runs for r in run.records):
