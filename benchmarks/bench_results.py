@@ -15,7 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from _fabricate import fabricate_run, fake_record, make_task  # noqa: E402
-from spatialact.evaluation.report import make_report  # noqa: E402
+from spatialact.report import make_report  # noqa: E402
 from spatialact.evaluation.results import RunStore, load_run, export_parquet  # noqa: E402
 
 

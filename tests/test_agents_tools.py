@@ -263,7 +263,7 @@ def test_a_scripted_server_reaches_the_oracles_score_on_the_default_suite(server
     pytest.importorskip("pybullet")
     from spatialact.agents.base import answer_text
     from spatialact.cli.main import main
-    from spatialact.evaluation.report import make_report
+    from spatialact.report import make_report
     from spatialact.evaluation.suites import builtin_suite
 
     monkeypatch.setenv("SPATIALACT_TEST_KEY", SECRET)
@@ -316,7 +316,7 @@ def test_the_tool_use_table_leaves_failed_episodes_out_of_the_call_rate(server, 
     pytest.importorskip("pybullet")
     from spatialact.agents.base import answer_text
     from spatialact.cli.main import main
-    from spatialact.evaluation.report import make_report
+    from spatialact.report import make_report
     from spatialact.evaluation.suites import builtin_suite
 
     monkeypatch.setenv("SPATIALACT_TEST_KEY", SECRET)
@@ -341,7 +341,7 @@ def test_the_tool_use_table_leaves_failed_episodes_out_of_the_call_rate(server, 
 def test_privileged_tools_are_marked_in_every_record_and_the_report(server, tmp_path, monkeypatch, capsys):
     pytest.importorskip("pybullet")
     from spatialact.cli.main import main
-    from spatialact.evaluation.report import make_report
+    from spatialact.report import make_report
 
     monkeypatch.setenv("SPATIALACT_TEST_KEY", SECRET)
 

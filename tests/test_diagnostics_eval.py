@@ -182,7 +182,7 @@ def test_ladder_chance_normalised_with_the_calibration_rows(runs):
 
 
 def test_report_has_the_diagnostics_section(runs, tmp_path):
-    from spatialact.evaluation.report import make_report, overall_json
+    from spatialact.report import make_report, overall_json
 
     dirs = [runs[a][0] for a in AGENTS]
     md, html_path = make_report(dirs, tmp_path / "rep")

@@ -144,7 +144,7 @@ def test_oracle_scores_one_and_always_a_scores_at_most_chance(questions, qfile, 
 
 
 def test_a_report_of_question_runs_has_no_empty_episode_sections(questions, qfile, tmp_path, capsys):
-    from spatialact.evaluation.report import make_report
+    from spatialact.report import make_report
 
     run_questions(questions, make_answerer("oracle"), tmp_path / "q", question_file=qfile)
     n = len(records(tmp_path / "q"))
@@ -262,7 +262,7 @@ def test_openai_agent_answers_through_endpoint_cache_and_records(server, questio
     assert len(server.requests) == n
     assert all(r["cached"] and r["usage"]["cost_usd"] == 0 for r in records(out2))
     # the report shows the questions in its Diagnostics section, with the tokens in API usage
-    from spatialact.evaluation.report import make_report
+    from spatialact.report import make_report
 
     md, html = make_report([out], tmp_path / "report")
     text = md.read_text()

@@ -334,7 +334,7 @@ def test_retry_errors_retries_episodes_that_failed_inside_the_simulator(tmp_path
 # ----- costs, cache hits, the key scrubbed --------------------------------------------------------------------
 def test_costs_and_cache_hits_are_recorded_by_the_runner(tmp_path, server, api_env):
     pytest.importorskip("pybullet")
-    from spatialact.evaluation.report import overall_json
+    from spatialact.report import overall_json
     from spatialact.evaluation.suites import builtin_suite
 
     tasks = builtin_suite("nav:2", seed=0)
@@ -501,7 +501,7 @@ def test_load_run_and_report_accept_a_folder_of_runs(tmp_path, capsys):
 
 def test_the_report_leaves_failed_episodes_out_of_the_parse_rate(tmp_path, capsys, server, api_env):
     """A failed call has no answer: the report's "parse ok" counts the two answered episodes only (1 of 2 parsed)."""
-    from spatialact.evaluation.report import make_report
+    from spatialact.report import make_report
 
     _, tf = _image_tasks(tmp_path / "tasks", 3)
     out = tmp_path / "run"
