@@ -204,3 +204,11 @@ def test_telling_the_files_apart_reads_at_most_a_line_and_survives_any_first_lin
     os.mkfifo(fifo)
     assert file_kind(fifo) is None  # a pipe is never read here (it would block, and its lines are the answers)
     assert check_argument_order(str(answers), str(tasks)) is None
+
+
+def test_spatialact_agents_is_a_command(capsys):
+    assert main(["agents", "noisy"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("noisy-oracle (also: noisy, noisyoracle)") and "grip_flip" in out and "seed" not in out
+    assert main(["agents", "gpt-magic"]) == 2
+    assert "unknown agent 'gpt-magic'" in capsys.readouterr().err

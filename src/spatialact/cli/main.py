@@ -23,6 +23,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "extract": ("spatialact.cli.extract", "turn a trajectory file into the paper's action sequence"),
     "replay": ("spatialact.cli.replay", "replay a trajectory in its simulated scene: recorded | simulated video"),
     "parse": ("spatialact.cli.parse", "show what a model answer parses to: steps, rigid motions, repairs"),
+    "agents": ("spatialact.cli.agents", "list the agents and the options each takes (--agent-arg)"),
     "questions": ("spatialact.cli.questions", "generated questions with exact answers: build a question file, score "
                                               "answers (CircularEval)"),
     "game": ("spatialact.cli.game", "Doom levels: record a deterministic walk as a game trajectory (needs the game "
