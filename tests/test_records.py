@@ -125,7 +125,8 @@ def test_an_api_agent_writes_an_episode_a_parse_error_and_a_failure_the_schema_a
 
 
 def test_an_exception_inside_the_episode_writes_a_failure_the_schema_accepts(tmp_path, capsys, reference):
-    """A replay scene whose recording is damaged after the task file was built: reason error, no gl_renderer."""
+    """A replay scene whose recording is moved 1 m after the task file was built (it still loads, so the pre-run
+    check passes; the episode finds the task's poses off the recording): reason error, no gl_renderer."""
     from traj_helpers import smooth_poses, write_tum
 
     from spatialact.cli.main import main
@@ -140,7 +141,9 @@ def test_an_exception_inside_the_episode_writes_a_failure_the_schema_accepts(tmp
     tf = tmp_path / "tasks.jsonl"
     assert main(["tasks", "from-trajectory", str(cam), "--out", str(tf), "--n", "1", "--no-images"]) == 0
     capsys.readouterr()
-    cam.write_text("this is not a trajectory\n")
+    moved = P.copy()
+    moved[:, 0, 3] += 1.0
+    write_tum(cam, t, moved)
     run_eval(load_tasks(tf), AgentSpec("oracle"), EpisodeConfig(width=SIZE, height=SIZE), tmp_path / "run",
              task_source="test", progress=False, echo=False)
     (rec,) = read_records(tmp_path / "run")
