@@ -24,6 +24,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("geometry",),
     ("cache",),
     ("jsonline",),
+    ("outputs",),
     ("image_files",),
     ("schema_compiler",),
     ("records",),
@@ -41,7 +42,7 @@ LAYERS: list[tuple[str, ...]] = [
 ]
 
 # The light core: what a user who only scores a file installs (numpy, scipy, jsonschema, tqdm, orjson).
-LIGHT_CORE = ("", "vocab", "geometry", "cache", "jsonline", "image_files", "schema_compiler", "records", "trajectories",
+LIGHT_CORE = ("", "vocab", "geometry", "cache", "jsonline", "outputs", "image_files", "schema_compiler", "records", "trajectories",
               "action_space", "tasks", "scorers")
 HEAVY = ("pybullet", "pybullet_data", "torch", "gymnasium", "moderngl", "glcontext", "openai", "transformers",
          "ray", "habitat_sim", "vizdoom", "trimesh", "cv2", "matplotlib", "pandas", "stable_baselines3")

@@ -78,20 +78,18 @@ def print_json(obj, **kwargs) -> None:
     print(json.dumps(strict_json(obj), allow_nan=False, **kwargs))
 
 
-def check_out(path, option: str = "--out", folder: bool = True) -> Path:
-    """``path`` as a Path, or CLIError naming ``option`` when it cannot be written as asked: a file where a folder
-    is wanted (``folder``), a folder where a file is wanted, or a path under a file. Checked before any work."""
-    p = Path(path)
-    if p.exists() and folder and not p.is_dir():
-        raise CLIError(f"{option} {p}: is a file; name a folder")
-    if p.is_dir() and not folder:
-        raise CLIError(f"{option} {p}: is a folder; name a file")
-    for parent in p.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise CLIError(f"{option} {p}: {parent} is a file, not a folder")
-            break
-    return p
+def check_out(path, option: str = "--out", folder: bool = True, stdout: bool = False) -> Path:
+    """``path`` as a Path, or CLIError (one line naming ``option``) when the output rule of
+    :mod:`spatialact.outputs` refuses it as a folder (``folder``) or a file: a FIFO, a socket, a block device, a
+    file where a folder is wanted or the reverse, a path under a file, a read-only file or folder, a folder that
+    cannot be written in. ``stdout``: ``-`` names standard output (a command that writes a single file). Checked
+    before any work; nothing is created."""
+    from spatialact.outputs import OutputError, check_output
+
+    try:
+        return check_output(path, option, "folder" if folder else "file", stdout=stdout)
+    except OutputError as e:
+        raise CLIError(str(e)) from None
 
 
 class _Parser(argparse.ArgumentParser):

@@ -17,6 +17,8 @@ import html
 from contextlib import contextmanager
 from pathlib import Path
 
+from ..outputs import write_text
+
 __all__ = ["Document", "markdown_text", "fence_for", "data_url", "CSS"]
 
 CSS = """
@@ -141,13 +143,15 @@ class Document:
             self.html[-1] += "</div>"
 
     def write(self, title: str) -> tuple[Path, Path]:
-        """Write ``report.md`` and ``report.html`` (titled ``title``) into the output folder; returns their paths."""
+        """Write ``report.md`` and ``report.html`` (titled ``title``) into the output folder, each replaced
+        atomically by the output rule (:mod:`spatialact.outputs`: a link followed, a device written through, a FIFO
+        or read-only file refused); returns their paths."""
         md_path, html_path = self.out / "report.md", self.out / "report.html"
-        md_path.write_text("\n".join(self.md), encoding="utf-8")
+        write_text(md_path, "\n".join(self.md))
         page = ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
                 "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; img-src data:; "
                 "style-src 'unsafe-inline'\">"
                 f"<title>{html.escape(title)}</title><style>{CSS}</style></head><body>\n" + "\n".join(self.html)
                 + "\n</body></html>\n")
-        html_path.write_text(page, encoding="utf-8")
+        write_text(html_path, page)
         return md_path, html_path

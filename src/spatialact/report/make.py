@@ -11,6 +11,7 @@ from pathlib import Path
 from .. import __version__
 from ..diagnostics.summaries import run_diagnostics
 from ..evaluation.stats import bootstrap_ci
+from ..outputs import OutputError
 from ..questions.scoring import summarise_answers
 from ..records import is_failure
 from .compare import RunsDifferWarning, compare_runs
@@ -61,6 +62,11 @@ def make_report(run_dirs, out_dir) -> tuple[Path, Path]:
 
 
 def _empty_dir(d: Path) -> Path:
+    """The report's own sub-folder ``d`` (figures, frames), emptied: only a plain folder is emptied — a link or any
+    other node there is refused in one line (:class:`~spatialact.outputs.OutputError`), never followed or removed."""
+    if d.is_symlink() or (d.exists() and not d.is_dir()):
+        raise OutputError(f"{d}: is not a plain folder; the report empties its {d.name}/ folder and will not "
+                          f"replace or follow this (move it away)")
     if d.exists():
         shutil.rmtree(d)
     d.mkdir(parents=True)

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..cache import cache_dir, trusted
 from ..jsonline import fast_loads, open_input, stored_path
+from ..outputs import OutputFile
 from .task import Task
 from .validation import (ORTHO_TOL, VALIDATOR_VERSION, pose_problems, record_label, record_poses, schema_problems,
                          schema_validator, semantic_problems, task_schema, validate_record)
@@ -344,23 +345,28 @@ def save_tasks(tasks: Iterable[Task], path: str | os.PathLike, *, relative_to: s
                                                              "not load)"))
 
 
-def write_jsonl_atomic(path: Path, records: Iterable[dict], empty: Exception) -> Path:
-    """Write JSON records one a line (strict JSON: NaN refused; UTF-8, non-ASCII kept) to ``path`` atomically:
-    into ``<path>.tmp``, renamed over ``path`` only when every record was written, removed on any error (an error
-    ``records`` raises while it is iterated included), ``path`` left as it was. No record at all raises ``empty``."""
-    tmp = path.with_name(path.name + ".tmp")
-    n = 0
+def write_jsonl_atomic(path: Path, records: Iterable[dict], empty: Exception, *, option: str | None = None,
+                       stdout: bool = False) -> Path:
+    """Write JSON records one a line (strict JSON: NaN refused; UTF-8, non-ASCII kept) to ``path`` by the output
+    rule of :mod:`spatialact.outputs`: a regular file is replaced atomically (a temporary beside it, fsynced,
+    renamed over ``path`` only when every record was written, removed on any error — an error ``records`` raises
+    while it is iterated included — ``path`` left as it was); a link is followed; a character device is written
+    through; ``-`` is standard output where ``stdout``; anything else is refused in one line naming ``option``
+    (:class:`~spatialact.outputs.OutputError`). No record at all raises ``empty``."""
+    out = OutputFile(path, option, stdout=stdout)
+    f = None  # opened at the first record: no record, nothing made
     try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            for rec in records:
-                f.write(json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n")
-                n += 1
-        if n == 0:
+        for rec in records:
+            line = json.dumps(rec, ensure_ascii=False, allow_nan=False) + "\n"
+            if f is None:
+                f = out.open()
+            f.write(line)
+        if f is None:
             raise empty
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        out.discard()
         raise
-    os.replace(tmp, path)
+    out.commit()
     return path
 
 
