@@ -3,10 +3,13 @@
 Prints, for CameraNav at 128×128 and 256×256: environment steps per second with rendering against the raw renderer's
 frames per second on the same scene and poses (the overhead of the environment over ``getCameraImage``); the speed-up
 of ``gymnasium.vector.AsyncVectorEnv`` from 1 to 2 workers; peak memory per environment; and, for reference, the step
-rates of GripperManip and HandManip (IK and physics included) and of the EGL renderer when it loads.
-Aims: stepping costs ≤ 10% over the raw renderer; 2 workers give ≥ 1.8× (needs 2 free cores).
+rates of GripperManip and HandManip (IK and physics included) and of the EGL renderer when it loads; and GameNav
+(a Doom level through ViZDoom, when the game extra is installed) beside CameraNav at 160×120 with depth, one unit of
+one primitive per step, with where its time goes (game tics per step, drawn and not, per primitive).
+Aims: stepping costs ≤ 10% over the raw renderer; 2 workers give ≥ 1.8× (needs 2 free cores); GameNav ≥ 500
+steps/s on one core.
 
-Usage: .venv/bin/python benchmarks/bench_envs.py [--steps 200] [--quick]
+Usage: .venv/bin/python benchmarks/bench_envs.py [--steps 200] [--quick] [--game-only]
 """
 
 from __future__ import annotations
@@ -144,13 +147,132 @@ def manip_rates(steps: int) -> list[dict]:
     return rows
 
 
+_PRIMITIVES = ("Truck", "Pedestal", "Dolly", "Tilt", "Pan", "Roll")
+
+
+def _game_start_task():
+    """A GameNav task at freedoom2 MAP01's player start (room to move by single units in every direction)."""
+    from spatialact import geometry
+    from spatialact.action_space import ActionSequence, StepSizes
+    from spatialact.envs.doom.engine import level_rotation
+    from spatialact.envs.game_world import game_scene
+    from spatialact.tasks import Task
+
+    sizes = StepSizes.navigation()
+    start = geometry.make_pose(level_rotation(0.0), np.array([-192.0, -192.0, 41.0]) / 32.0)
+    gt = ActionSequence.from_signed_counts(np.array([[0, 0, 4, 0, 0, 0]]), sizes, cap=10)
+    return Task(id="bench-game", kind="nav", source="game", start_pose=start, goal_pose=gt.to_poses(start)[-1],
+                gt=gt, sizes=sizes, scene=game_scene("freedoom2.wad", "MAP01", start))
+
+
+def game_rates(steps: int) -> dict:
+    """GameNav at 160×120 with depth: env steps/s (one unit of one primitive per step, as CameraNav's figure; best
+    of 3 rounds from the same start), without Pedestal too; CameraNav at the same size with depth; the engine's raw
+    rates (a drawn tic, an undrawn one); and per primitive the game tics per step, drawn tics per step and ms."""
+    from spatialact.envs import make_env
+
+    task = _game_start_task()
+    env = make_env("nav", task=task, width=160, height=120, depth=True, action_mode="step",
+                   terminate_on_success=False, max_steps=10 ** 9, wrap=False)
+    env.reset(options={"task": task})
+    eng = env.world.engine
+    drawn = [0]
+    tic = eng.tic
+
+    def counting_tic(*a, **k):
+        drawn[0] += 1
+        return tic(*a, **k)
+
+    eng.tic = counting_tic
+    out = {}
+    for label, axes in (("all", range(6)), ("no_pedestal", (0, 2, 3, 4, 5))):
+        rng = np.random.default_rng(0)
+        acts = np.full((steps, 7), 10, dtype=np.int64)
+        ax = rng.choice(list(axes), steps)
+        acts[np.arange(steps), ax] += rng.choice([-1, 1], steps)
+        acts[:, 6] = 2
+        best = None
+        for _ in range(3):
+            env.reset(options={"task": task})
+            t = time.perf_counter()
+            for a in acts:
+                env.step(a)
+            dt = time.perf_counter() - t
+            best = dt if best is None else min(best, dt)
+        out[f"steps_per_s_{label}"] = steps / best
+        if label == "all":  # one more round, timed per step
+            env.reset(options={"task": task})
+            per = {}
+            for a, k in zip(acts, ax):
+                t0, n0, d0 = time.perf_counter(), eng.tics, drawn[0]
+                env.step(a)
+                r = per.setdefault(_PRIMITIVES[k], [0, 0, 0, 0.0])
+                r[0] += 1
+                r[1] += eng.tics - n0
+                r[2] += drawn[0] - d0
+                r[3] += time.perf_counter() - t0
+            out["per_primitive"] = {p: {"tics": v[1] / v[0], "drawn": v[2] / v[0], "ms": 1000 * v[3] / v[0]}
+                                    for p, v in per.items()}
+    g = eng._game  # noqa: SLF001 - the raw engine, for its own rates
+    n = max(100, steps)
+    t = time.perf_counter()
+    for _ in range(n):
+        g.make_action([0.0] * 5, 1)
+    out["drawn_tics_per_s"] = n / (time.perf_counter() - t)
+    t = time.perf_counter()
+    for _ in range(n):
+        g.set_action([0.0] * 5)
+        g.advance_action(1, False)
+    out["undrawn_tics_per_s"] = n / (time.perf_counter() - t)
+    env.close()
+    nav = make_env("nav", width=160, height=120, depth=True, scene=SCENE, terminate_on_success=False,
+                   max_steps=10 ** 9, action_mode="step")
+    nav.reset(seed=0)
+    acts = _small_actions(steps)
+    best = None
+    for _ in range(3):
+        nav.reset(seed=0)
+        t = time.perf_counter()
+        for a in acts:
+            nav.step(a)
+        dt = time.perf_counter() - t
+        best = dt if best is None else min(best, dt)
+    out["cameranav_steps_per_s"] = steps / best
+    nav.close()
+    return out
+
+
+def print_game(r: dict) -> None:
+    print(f"GameNav {r['steps_per_s_all']:.1f} steps/s ({r['steps_per_s_no_pedestal']:.1f} without Pedestal); "
+          f"CameraNav {r['cameranav_steps_per_s']:.1f} steps/s (tiny renderer); the game alone: "
+          f"{r['drawn_tics_per_s']:.0f} drawn tics/s, {r['undrawn_tics_per_s']:.0f} undrawn tics/s")
+    print(f"{'primitive':>9} {'tics/step':>9} {'drawn':>6} {'ms/step':>8}")
+    for p in _PRIMITIVES:
+        v = r["per_primitive"].get(p)
+        if v:
+            print(f"{p:>9} {v['tics']:>9.1f} {v['drawn']:>6.2f} {v['ms']:>8.2f}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--quick", action="store_true", help="fewer steps, for a smoke run")
+    ap.add_argument("--game-only", action="store_true", help="only GameNav beside CameraNav")
     args = ap.parse_args(argv)
     steps = 40 if args.quick else args.steps
-    print(f"machine: {os.cpu_count()} CPUs; pid {os.getpid()}")
+    print(f"machine: {os.cpu_count()} CPUs; pid {os.getpid()}; 1-min load average {os.getloadavg()[0]:.2f}")
+    game = None
+    try:
+        import vizdoom  # noqa: F401
+        game = True
+    except ImportError:
+        print("(GameNav skipped: vizdoom is not installed)")
+    if game:
+        print("\nGameNav (freedoom2 MAP01) vs CameraNav, 160×120 with depth, one unit of one primitive per step, "
+              "best of 3")
+        print_game(game_rates(max(steps, 200)))
+    if args.game_only:
+        return 0
     print("\nCameraNav step vs raw renderer (same scene, same poses; best of 3)")
     print(f"{'size':>5} {'renderer':>8} {'env steps/s':>12} {'raw fps':>9} {'overhead':>9}  GL")
     rows = [env_vs_raw(128, steps), env_vs_raw(256, steps)]

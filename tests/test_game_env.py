@@ -204,6 +204,42 @@ def test_random_tasks_are_executed_by_the_game_and_the_same_seed_gives_the_same_
     assert not np.array_equal(a[0], a[-1])  # the steps moved the view
 
 
+def test_a_start_is_the_same_whatever_came_before(env):
+    """start(pose) after different histories (walks, flying, looks, other starts) reaches the same pose and draws the
+    same image: the level starts anew and the teleport acts before the player is read again (a pose 9 m from the
+    map's start, where a walk planned from before the teleport went astray)."""
+    from spatialact.taskgen.game_suite import game_suite_tasks
+
+    far = next(t for t in game_suite_tasks() if t.id == "game-v1-map01-000934-000942")
+    env.reset(options={"task": _task(_pose(*START_XY, 0.0), [0, 0, 4, 0, 0, 0], "history")})
+    eng = env.world.engine
+    seen = []
+    for history in ([], [[0, 0, 10, 0, 3, 0]], [[0, -4, 0, 2, 0, 0], [5, 0, 10, 0, 0, 0]], "start", []):
+        eng.start(far.start_pose if history == "start" else None)
+        for counts in ([] if history == "start" else history):
+            eng.execute(Step.from_signed(counts).as_delta(SIZES))
+        eng.start(far.goal_pose)
+        seen.append((eng.pose(), eng.render_raw()[0]))
+    assert all(np.array_equal(T, seen[0][0]) and np.array_equal(im, seen[0][1]) for T, im in seen)
+    assert np.linalg.norm(seen[0][0][:3, 3] - far.goal_pose[:3, 3]) <= 1.0 / 32
+    # every start and goal of the suite's MAP01 tasks is reached within a quarter map unit (a far teleport included)
+    for t in game_suite_tasks():
+        if t.scene["map"] == "MAP01":
+            for P in (t.start_pose, t.goal_pose):
+                eng.start(P)
+                assert np.linalg.norm(eng.pose()[:3, 3] - P[:3, 3]) * 32 <= 0.25, t.id
+    # and a task's ground truth, executed again and again from its start, ends at the same pose each time
+    task = next(t for t in game_suite_tasks() if t.id == "game-v1-map01-001048-001200")
+    ends = []
+    for _ in range(3):
+        eng.start(task.start_pose)
+        for step in task.gt.steps:
+            eng.execute(step.as_delta(task.gt.sizes))
+        ends.append(eng.pose())
+    assert all(np.array_equal(T, ends[0]) for T in ends)
+    assert np.linalg.norm(ends[0][:3, 3] - task.goal_pose[:3, 3]) <= task.success["position"]
+
+
 @pytest.mark.slow
 def test_ppo_trains_on_gamenav_unchanged(tmp_path, monkeypatch):
     monkeypatch.setenv("SB3_LOGDIR", str(tmp_path))

@@ -66,6 +66,17 @@ RESOLUTIONS = ((160, 120), (320, 240), (640, 480))
 DEPTH_STEP_UNITS = 7.14
 DEPTH_CALIBRATION = {120: 2.57, 240: 5.39, 480: 10.95}
 
+# Doom's ground movement, modelled to plan a walk without drawing every tic (DoomEngine._planned_walk): in 16.16
+# fixed point, a thrust of u input units adds FixedMul(u·2048, sine table) along the view (side thrust: 90° to the
+# right), the player moves by its velocity, then the velocity is zeroed when both components are below STOPSPEED and
+# there was no input, else multiplied by the friction (the ground's, or the fly cheat's 0xEB00: measured 0.91797 a
+# tic). The sine table here is the ideal one (8192 fine angles, half-step offset); the game's differs by up to 4e-4
+# in magnitude, so a plan is checked against the game when it ends.
+_FINE_SINE = np.round(65536.0 * np.sin((np.arange(8192) + 0.5) * (2.0 * np.pi / 8192))).astype(np.int64).tolist()
+_STOPSPEED = 0x1000
+_FRICTION_FIXED = 0xE800
+_FRICTION_FLY_FIXED = 0xEB00
+
 VARIABLES = _VARS = ("POSITION_X", "POSITION_Y", "POSITION_Z", "VELOCITY_X", "VELOCITY_Y", "VELOCITY_Z", "ANGLE", "PITCH",
          "VIEW_HEIGHT", "CAMERA_POSITION_X", "CAMERA_POSITION_Y", "CAMERA_POSITION_Z", "CAMERA_FOV")
 _BUTTONS = ("MOVE_FORWARD_BACKWARD_DELTA", "MOVE_LEFT_RIGHT_DELTA", "TURN_LEFT_RIGHT_DELTA", "LOOK_UP_DOWN_DELTA",
@@ -159,6 +170,7 @@ class DoomEngine:
         self._game = self._build(vzd, depth)
         self._var = [getattr(vzd.GameVariable, v) for v in _VARS]
         self._v = None          # the game variables of the current tic, read once (see variables())
+        self._pose, self._pose_of = None, None  # pose() of those variables
         self.tics = 0
         self.flying = False
         self.start()
@@ -225,10 +237,14 @@ class DoomEngine:
     def variables(self) -> np.ndarray:
         """The game variables (13,) float64 in :data:`VARIABLES` order: the player's position (map units) and
         velocity (units/tic), ANGLE and PITCH (degrees), VIEW_HEIGHT, the camera's position, CAMERA_FOV."""
-        if self._v is None:  # read once a tic: the game's variables change only when it advances
+        return self._vars().copy()
+
+    def _vars(self) -> np.ndarray:
+        """The game variables, read once a tic (they change only when the game advances); not a copy."""
+        if self._v is None:
             g = self._game
             self._v = np.array([g.get_game_variable(v) for v in self._var], dtype=np.float64)
-        return self._v.copy()
+        return self._v
 
     def tic(self, forward: int = 0, side: int = 0, turn: float = 0.0, look: float = 0.0, up: int = 0) -> None:
         """Advance one game tic with raw inputs: ``forward``/``side`` thrust (integers; 1 = 1/32 unit/tic of
@@ -257,8 +273,11 @@ class DoomEngine:
 
     def pose(self) -> np.ndarray:
         """C2W (4, 4) float64 in metres of the camera, tilt as a rotation about its +X (world +Z up, OpenCV)."""
-        v = self.variables()
-        return geometry.make_pose(level_rotation(math.radians(v[6]), -math.radians(v[7])), v[9:12] * UNIT_M)
+        v = self._vars()
+        if self._pose_of is not v:  # computed once a tic
+            self._pose = geometry.make_pose(level_rotation(math.radians(v[6]), -math.radians(v[7])), v[9:12] * UNIT_M)
+            self._pose_of = v
+        return self._pose.copy()
 
     def view_pose(self) -> np.ndarray:
         """The level C2W (4, 4) of the rendered image: :meth:`pose` without the tilt (see :meth:`intrinsics`)."""
@@ -300,6 +319,7 @@ class DoomEngine:
         player teleported there (``warp`` to the nearest whole unit), walked to the exact position, turned and
         looked exactly. Same call, same state: deterministic. Raises ValueError when the pose cannot be reached
         within 1 map unit and 0.5° (outside the level, in a wall)."""
+        self._game.set_seed(0)  # the game's random numbers (flickering lights) as at the first episode, every episode
         self._game.new_episode()
         self._v = None
         self.tics = 0
@@ -316,6 +336,7 @@ class DoomEngine:
         if abs(roll) > math.radians(0.5):
             raise ValueError(f"start pose rolled by {math.degrees(roll):.3g}°: the game camera cannot roll")
         self._game.send_game_command(f"warp {int(round(target[0]))} {int(round(target[1]))}")
+        self.tic()  # the command acts on the next tic: until then the variables still show the player before it
         self._settle()
         self._walk_to(target[:2])
         if abs(self.position_units()[2] - target[2]) > HEIGHT_TOL_UNITS:
@@ -363,7 +384,13 @@ class DoomEngine:
         target = T @ D
         goal = target[:3, 3] / UNIT_M
         start_tics = self.tics
-        reached, blocked = self._walk_to(goal[:2])
+        yaw, tilt, roll = yaw_tilt_roll(target[:3, :3])
+        tilt_deg = math.degrees(tilt)
+        clamped = not (-TILT_DOWN_LIMIT_DEG <= tilt_deg <= TILT_UP_LIMIT_DEG)
+        tilt_deg = min(max(tilt_deg, -TILT_DOWN_LIMIT_DEG), TILT_UP_LIMIT_DEG)
+        # the turn and the look ride on the walk's last tic when it is planned (one drawn tic for the whole step)
+        rotate = (self._turn_input(math.degrees(yaw)), self._look_input(tilt_deg))
+        reached, blocked = self._walk_to(goal[:2], rotate=rotate)
         flew = False
         if abs(float(target[2, 3] - T[2, 3])) > HEIGHT_TOL_UNITS * UNIT_M:
             if abs(self.position_units()[2] - goal[2]) > HEIGHT_TOL_UNITS:
@@ -373,11 +400,8 @@ class DoomEngine:
         # At rest includes the view height: after a step up or down Doom moves the eye back to 41 units over a few
         # tics, and a pose measured before that would not be the pose the player keeps.
         self._settle()
-        yaw, tilt, roll = yaw_tilt_roll(target[:3, :3])
         self._turn_to(math.degrees(yaw))
-        tilt_deg = math.degrees(tilt)
-        clamped = not (-TILT_DOWN_LIMIT_DEG <= tilt_deg <= TILT_UP_LIMIT_DEG)
-        self._look_to(min(max(tilt_deg, -TILT_DOWN_LIMIT_DEG), TILT_UP_LIMIT_DEG))
+        self._look_to(tilt_deg)
         pos = self.position_units()
         err = float(np.linalg.norm(pos - goal)) * UNIT_M
         return Execution(pose=self.pose(), target=target, reached=bool(reached), blocked=bool(blocked),
@@ -385,13 +409,81 @@ class DoomEngine:
                          yaw_error_rad=math.radians(abs(_wrap_deg(self.yaw_deg() - math.degrees(yaw)))),
                          roll_dropped=roll, tilt_clamped=clamped, flew=flew)
 
-    def _walk_to(self, xy, tol: float = POSITION_TOL_UNITS) -> tuple[bool, bool]:
+    def _walk_input(self, e: np.ndarray, dist: float, vel: np.ndarray, yaw_deg: float) -> tuple[int, int]:
+        """The (forward, side) thrust of one tic toward the remaining error ``e`` (map units, ``dist`` its length):
+        a displacement of the error capped at the walking speed, less the current velocity ``vel``."""
+        s = e if dist <= self.speed_units else e * (self.speed_units / dist)
+        a = s - vel
+        yaw = math.radians(yaw_deg)
+        fwd = round(32.0 * (a[0] * math.cos(yaw) + a[1] * math.sin(yaw)))
+        side = round(32.0 * (a[0] * math.sin(yaw) - a[1] * math.cos(yaw)))
+        return max(-MAX_THRUST, min(MAX_THRUST, fwd)), max(-MAX_THRUST, min(MAX_THRUST, side))
+
+    def _planned_walk(self, xy: np.ndarray, tol: float, rotate: tuple[float, float] = (0.0, 0.0)) -> bool:
+        """Walk to ``xy`` by a plan made on a model of Doom's ground movement (the same control law as
+        :meth:`_walk_to`, run on the model), advancing the game without drawing but for the last tic. True when the
+        game ended where the plan did — at rest within ``tol`` — so nothing more is needed; False when it did not (a
+        wall, a ledge, a slope, another friction) or no plan was made (falling): the caller goes on tic by tic from
+        where the player is. Drawing a frame costs ~10× a tic; a unit step is 4 tics. ``rotate`` (turn, look
+        inputs of :meth:`_turn_input`, :meth:`_look_input`): given, the plan runs undrawn and one more tic turns and
+        looks at rest (a turn in a tic of thrust would turn the thrust too), drawn."""
+        v = self.variables()
+        fixed = v[[0, 1, 3, 4]] * 65536.0
+        if (not self.flying and v[5] != 0.0) or np.any(np.abs(fixed - np.round(fixed)) > 1e-6):
+            return False
+        friction = _FRICTION_FLY_FIXED if self.flying else _FRICTION_FIXED
+        x, y, vx, vy = (int(round(c)) for c in fixed)
+        fine = (int(round(v[6] / 360.0 * 2 ** 32)) & 0xFFFFFFFF) >> 19
+        right = (fine - 2048) & 8191
+        cf, sf = _FINE_SINE[(fine + 2048) & 8191], _FINE_SINE[fine]
+        cs, ss = _FINE_SINE[(right + 2048) & 8191], _FINE_SINE[right]
+        dist0 = float(np.hypot(*(xy - v[:2])))
+        plan = []
+        for _ in range(int(2 * dist0 / self.speed_units) + 3 * TICRATE):
+            e = xy - np.array([x, y]) / 65536.0
+            dist = float(np.hypot(*e))
+            if dist <= tol and vx == 0 and vy == 0:
+                break
+            f, s = self._walk_input(e, dist, np.array([vx, vy]) / 65536.0, v[6])
+            if f:
+                vx, vy = vx + ((f * 2048 * cf) >> 16), vy + ((f * 2048 * sf) >> 16)
+            if s:
+                vx, vy = vx + ((s * 2048 * cs) >> 16), vy + ((s * 2048 * ss) >> 16)
+            x, y = x + vx, y + vy
+            if abs(vx) < _STOPSPEED and abs(vy) < _STOPSPEED and not (f or s):
+                vx = vy = 0
+            else:
+                vx, vy = (vx * friction) >> 16, (vy * friction) >> 16
+            plan.append((f, s))
+        else:
+            return False
+        turn, look = rotate
+        if turn or look:
+            plan.append((0, 0))
+        if not plan:
+            return True
+        g = self._game
+        for f, s in plan[:-1]:
+            g.set_action([float(f), float(s), 0.0, 0.0, 0.0])
+            g.advance_action(1, False)
+        self.tics += len(plan) - 1
+        self._v = None
+        self.tic(forward=plan[-1][0], side=plan[-1][1], turn=turn, look=look)
+        v = self.variables()
+        return bool(np.hypot(*(xy - v[:2])) <= tol and not np.any(v[3:5]))
+
+    def _walk_to(self, xy, tol: float = POSITION_TOL_UNITS, rotate=(0.0, 0.0)) -> tuple[bool, bool]:
         """Drive the player's (x, y) to ``xy`` (map units) with forward/side thrust; returns (reached, blocked).
 
         Each tic the thrust asks for a displacement of the remaining error capped at the walking speed, less the
         current velocity (Doom moves by the velocity, then applies friction), so the player brakes onto the target.
-        No progress for :data:`STALL_TICS` tics is a block; the player then coasts to rest."""
+        On the ground the walk is first planned on a model of the game's movement and run without drawing
+        (:meth:`_planned_walk`); where the game did not end as planned, it goes on tic by tic from where the player
+        is. No progress for :data:`STALL_TICS` tics is a block; the player then coasts to rest. ``rotate``: see
+        :meth:`_planned_walk` (the caller finishes any turn or look left)."""
         xy = np.asarray(xy, dtype=np.float64)
+        if self._planned_walk(xy, tol, rotate):
+            return True, False
         v = self.variables()
         dist0 = float(np.hypot(*(xy - v[:2])))
         max_tics = int(2 * dist0 / self.speed_units) + 3 * TICRATE
@@ -409,12 +501,8 @@ class DoomEngine:
                 stall += 1
                 if stall >= STALL_TICS and dist > tol:
                     break
-            s = e if dist <= self.speed_units else e * (self.speed_units / dist)
-            a = s - vel
-            yaw = math.radians(v[6])
-            fwd = round(32.0 * (a[0] * math.cos(yaw) + a[1] * math.sin(yaw)))
-            side = round(32.0 * (a[0] * math.sin(yaw) - a[1] * math.cos(yaw)))
-            self.tic(forward=max(-MAX_THRUST, min(MAX_THRUST, fwd)), side=max(-MAX_THRUST, min(MAX_THRUST, side)))
+            fwd, side = self._walk_input(e, dist, vel, v[6])
+            self.tic(forward=fwd, side=side)
         self._settle()
         v = self.variables()
         return bool(np.hypot(*(xy - v[:2])) <= tol), True
@@ -426,6 +514,41 @@ class DoomEngine:
             self.tic()
             self.flying = bool(on)
 
+    def _planned_fly(self, z_player: float, z_camera: float, tol: float) -> bool:
+        """Fly to ``z_player`` by a plan made on a model of the fly cheat's vertical movement (the thrust sets the
+        vertical velocity to ``up``·512 in 16.16 fixed point, the player moves by it, then it is multiplied by
+        0xEB00; the same control law as :meth:`_fly_to`), advancing the game without drawing but for the last tic.
+        True when the game ended within ``tol`` of ``z_camera`` with the vertical velocity under 0.05 units a tic;
+        False otherwise (a floor or ceiling, the fly bob's drift): the caller goes on tic by tic."""
+        v = self.variables()
+        z, vz = int(round(v[2] * 65536.0)), int(round(v[5] * 65536.0))
+        plan = []
+        for _ in range(int(2 * abs(z_player - v[2]) / self.speed_units) + TICRATE):
+            e = z_player - z / 65536.0
+            if abs(e) <= tol / 2 and abs(vz) < 0.05 * 65536:
+                break
+            u = round(128.0 * max(-self.speed_units, min(self.speed_units, e)))
+            if u == 0 and abs(vz) > 512:
+                u = -1 if vz > 0 else 1
+            if u:
+                vz = u * 512
+            z += vz
+            vz = (vz * _FRICTION_FLY_FIXED) >> 16
+            plan.append(u)
+        else:
+            return False
+        if not plan:
+            return True
+        g = self._game
+        for u in plan[:-1]:
+            g.set_action([0.0, 0.0, 0.0, 0.0, float(u)])
+            g.advance_action(1, False)
+        self.tics += len(plan) - 1
+        self._v = None
+        self.tic(up=plan[-1])
+        v = self.variables()
+        return abs(z_camera - v[11]) <= tol and abs(v[5]) < 0.05
+
     def _fly_to(self, z_camera: float, tol: float = HEIGHT_TOL_UNITS) -> tuple[bool, bool]:
         """Fly the camera's height to ``z_camera`` (map units); returns (reached, blocked). The fly thrust sets the
         vertical velocity (then friction 0.918 a tic): each tic asks for the remaining error of the player's z
@@ -433,6 +556,9 @@ class DoomEngine:
         speed; a residual velocity is cancelled with the smallest thrust. Ends at rest."""
         self.set_flying(True)
         z_player = z_camera - EYE_HEIGHT_UNITS
+        if self._planned_fly(z_player, z_camera, tol):
+            self._settle()
+            return True, False
         best, stall = math.inf, 0
         dist0 = abs(z_player - self.variables()[2])
         for _ in range(int(2 * dist0 / self.speed_units) + 3 * TICRATE):
@@ -455,22 +581,36 @@ class DoomEngine:
         self._settle()
         return abs(z_camera - self.position_units()[2]) <= tol, False
 
+    def _turn_input(self, yaw_deg: float) -> float:
+        """The turn input (degrees, + right) of one tic toward ``yaw_deg``: at most 90°, 0.0 when there."""
+        units = round(_wrap_deg(yaw_deg - self.yaw_deg()) / 360.0 * ANGLE_UNITS)
+        if units == 0:
+            return 0.0
+        step = max(-ANGLE_UNITS // 4, min(ANGLE_UNITS // 4, units))
+        # + turn input turns right (clockwise, the yaw decreases); the game floors value/180*32768.
+        return (-step + 1e-3) * 360.0 / ANGLE_UNITS
+
+    def _look_input(self, tilt_deg: float) -> float:
+        """The look input (degrees, + up) of one tic toward ``tilt_deg``: at most 45°, 0.0 when there."""
+        tilt_deg = min(max(tilt_deg, -TILT_DOWN_LIMIT_DEG), TILT_UP_LIMIT_DEG)
+        units = round((tilt_deg - self.tilt_deg()) / 360.0 * ANGLE_UNITS)
+        if units == 0:
+            return 0.0
+        step = max(-ANGLE_UNITS // 8, min(ANGLE_UNITS // 8, units))
+        return (step + 1e-3) * 360.0 / ANGLE_UNITS
+
     def _turn_to(self, yaw_deg: float) -> None:
         """Turn to ``yaw_deg`` exactly (to the game's 360/65536° resolution), at most 90° a tic."""
         for _ in range(4):
-            units = round(_wrap_deg(yaw_deg - self.yaw_deg()) / 360.0 * ANGLE_UNITS)
-            if units == 0:
+            turn = self._turn_input(yaw_deg)
+            if not turn:
                 return
-            step = max(-ANGLE_UNITS // 4, min(ANGLE_UNITS // 4, units))
-            # + turn input turns right (clockwise, the yaw decreases); the game floors value/180*32768.
-            self.tic(turn=(-step + 1e-3) * 360.0 / ANGLE_UNITS)
+            self.tic(turn=turn)
 
     def _look_to(self, tilt_deg: float) -> None:
         """Look to ``tilt_deg`` (+ up) exactly (360/65536° resolution), within the engine's limits."""
-        tilt_deg = min(max(tilt_deg, -TILT_DOWN_LIMIT_DEG), TILT_UP_LIMIT_DEG)
         for _ in range(4):
-            units = round((tilt_deg - self.tilt_deg()) / 360.0 * ANGLE_UNITS)
-            if units == 0:
+            look = self._look_input(tilt_deg)
+            if not look:
                 return
-            step = max(-ANGLE_UNITS // 8, min(ANGLE_UNITS // 8, units))
-            self.tic(look=(step + 1e-3) * 360.0 / ANGLE_UNITS)
+            self.tic(look=look)
