@@ -206,30 +206,32 @@ def test_random_tasks_are_executed_by_the_game_and_the_same_seed_gives_the_same_
 
 def test_a_start_is_the_same_whatever_came_before(env):
     """start(pose) after different histories (walks, flying, looks, other starts) reaches the same pose and draws the
-    same image: the level starts anew and the teleport acts before the player is read again (a pose 9 m from the
-    map's start, where a walk planned from before the teleport went astray)."""
+    same image: the level starts anew, its random numbers too (flickering lights), and the teleport acts before the
+    player is read again (a walk planned from before it went astray, farther from the map's start)."""
     from spatialact.taskgen.game_suite import game_suite_tasks
 
-    far = next(t for t in game_suite_tasks() if t.id == "game-v1-map01-000934-000942")
+    map01 = [t for t in game_suite_tasks() if t.scene["map"] == "MAP01"]
+    far = max(map01, key=lambda t: np.linalg.norm(t.goal_pose[:3, 3] - np.r_[START_XY, 41.0] / 32))
+    flicker = _pose(424.68, -4.17, 122.72, z_units=-23.0)  # 13 m from the start, a flickering light in view
     env.reset(options={"task": _task(_pose(*START_XY, 0.0), [0, 0, 4, 0, 0, 0], "history")})
     eng = env.world.engine
-    seen = []
-    for history in ([], [[0, 0, 10, 0, 3, 0]], [[0, -4, 0, 2, 0, 0], [5, 0, 10, 0, 0, 0]], "start", []):
-        eng.start(far.start_pose if history == "start" else None)
-        for counts in ([] if history == "start" else history):
-            eng.execute(Step.from_signed(counts).as_delta(SIZES))
-        eng.start(far.goal_pose)
-        seen.append((eng.pose(), eng.render_raw()[0]))
-    assert all(np.array_equal(T, seen[0][0]) and np.array_equal(im, seen[0][1]) for T, im in seen)
-    assert np.linalg.norm(seen[0][0][:3, 3] - far.goal_pose[:3, 3]) <= 1.0 / 32
+    for P in (far.goal_pose, flicker):
+        seen = []
+        for history in ([], [[0, 0, 10, 0, 3, 0]], [[0, -4, 0, 2, 0, 0], [5, 0, 10, 0, 0, 0]], "start", []):
+            eng.start(far.start_pose if history == "start" else None)
+            for counts in ([] if history == "start" else history):
+                eng.execute(Step.from_signed(counts).as_delta(SIZES))
+            eng.start(P)
+            seen.append((eng.pose(), eng.render_raw()[0]))
+        assert all(np.array_equal(T, seen[0][0]) and np.array_equal(im, seen[0][1]) for T, im in seen)
+        assert np.linalg.norm(seen[0][0][:3, 3] - P[:3, 3]) <= 1.0 / 32
     # every start and goal of the suite's MAP01 tasks is reached within a quarter map unit (a far teleport included)
-    for t in game_suite_tasks():
-        if t.scene["map"] == "MAP01":
-            for P in (t.start_pose, t.goal_pose):
-                eng.start(P)
-                assert np.linalg.norm(eng.pose()[:3, 3] - P[:3, 3]) * 32 <= 0.25, t.id
+    for t in map01:
+        for P in (t.start_pose, t.goal_pose):
+            eng.start(P)
+            assert np.linalg.norm(eng.pose()[:3, 3] - P[:3, 3]) * 32 <= 0.25, t.id
     # and a task's ground truth, executed again and again from its start, ends at the same pose each time
-    task = next(t for t in game_suite_tasks() if t.id == "game-v1-map01-001048-001200")
+    task = max(map01, key=lambda t: len(t.gt))
     ends = []
     for _ in range(3):
         eng.start(task.start_pose)
