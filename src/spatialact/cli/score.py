@@ -36,6 +36,10 @@ from .main import print_json, seed_arg
 
 PROFILES = ("paper", "paper+rot", "lmms-eval")
 CHUNK = 20000  # answer lines per chunk: bounds memory whatever the file size (spatialact.scorers.offline.CHUNK)
+# The bounds of --workers and --n-boot (spatialact.scorers.offline.MAX_WORKERS, MAX_N_BOOT; a test keeps them equal):
+# here so that building the parser imports no numpy.
+MAX_WORKERS = 64
+MAX_N_BOOT = 100_000
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -51,14 +55,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--per-step", action="store_true", help="also write per-step scores (slower)")
     p.add_argument("--missing-as-zero", action="store_true",
                    help="count tasks without an answer as 0 in the summary (default: only report them)")
-    p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    p.add_argument("--n-boot", type=int, default=1000,
+                   help=f"bootstrap resamples (default 1000, at most {MAX_N_BOOT:,})")
     p.add_argument("--seed", type=seed_arg, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--max-groups", type=int, default=100, metavar="N",
                    help="break a summary column (kind, source, a tag key) down only if it has at most N values "
                         "(default 100; more is a measurement, not a category; 0: no limit)")
     p.add_argument("--chunk", type=int, default=CHUNK, help=f"answer lines per chunk (default {CHUNK})")
     p.add_argument("--workers", type=int, default=1,
-                   help="processes that score answers in parallel (default 1: no extra processes)")
+                   help=f"processes that score answers in parallel (default 1: no extra processes; at most "
+                        f"{MAX_WORKERS}, and never more than the pieces of 2,048 answer lines to score)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
 
@@ -168,10 +174,12 @@ def _run(args: argparse.Namespace) -> int:
     swapped = check_argument_order(args.answers, args.tasks)
     if swapped:
         raise CLIError(swapped)
-    for opt, v, least in (("--chunk", args.chunk, 1), ("--workers", args.workers, 1), ("--n-boot", args.n_boot, 0),
-                          ("--max-groups", args.max_groups, 0)):
+    for opt, v, least, most in (("--chunk", args.chunk, 1, None), ("--workers", args.workers, 1, MAX_WORKERS),
+                                ("--n-boot", args.n_boot, 0, MAX_N_BOOT), ("--max-groups", args.max_groups, 0, None)):
         if v < least:
             raise CLIError(f"{opt} must be at least {least}, got {v}")
+        if most is not None and v > most:
+            raise CLIError(f"{opt} must be at most {most:,}, got {v:,}")
     weights = parse_weights(args.weights) if args.weights else None
     out = check_out(args.out, folder=False) if args.out else default_out(args.answers)
     if out.resolve() in (Path(args.answers).resolve(), Path(args.tasks).resolve()):

@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import itertools
 import json
 import os
 import stat
@@ -47,7 +48,7 @@ from .aggregate import KIND_LEAVES, MAX_GROUPS, aggregate_coded, hierarchical_sc
 from .batch import KIND_CODES, score_episodes_batch
 from .step import normalise_weights
 
-__all__ = ["score_file", "OFFLINE_PROFILES", "REASONS", "CHUNK", "default_out"]
+__all__ = ["score_file", "OFFLINE_PROFILES", "REASONS", "CHUNK", "default_out", "MAX_WORKERS", "MAX_N_BOOT"]
 
 #: Profiles of :func:`score_file`.
 OFFLINE_PROFILES = (*PROFILES, "lmms-eval")
@@ -57,6 +58,10 @@ REASONS = ("parse_error", "invalid_json", "invalid_line", "unknown_task", "lmms_
 CHUNK = 20_000
 #: Lines per piece handed to a worker process (``workers > 1``).
 PIECE = 2_048
+#: The most worker processes ``score_file`` takes (``workers``); it starts no more than there are pieces of work.
+MAX_WORKERS = 64
+#: The most bootstrap resamples ``score_file`` takes (``n_boot``; the default is 1000).
+MAX_N_BOOT = 100_000
 #: Bytes of output held in memory, before a line has named a task, beyond which they spill to a temporary file.
 HOLD = 32 << 20
 
@@ -672,6 +677,10 @@ def score_file(answers, tasks, *, profile: str = "paper", weights=None, workers:
                            ("max_groups", 1 if max_groups is None else max_groups, 1)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < least:
             raise ValueError(f"{name} must be an integer of at least {least}, got {v!r}")
+    for name, v, most, const in (("workers", workers, MAX_WORKERS, "MAX_WORKERS"),
+                                 ("n_boot", n_boot, MAX_N_BOOT, "MAX_N_BOOT")):
+        if v > most:
+            raise ValueError(f"{name} must be at most {most:,} ({const}), got {v:,}")
     tree = load_tree(tree)
     lines, size, close, answers_label = _answer_lines(answers)
     with _gc_paused():
@@ -681,27 +690,21 @@ def score_file(answers, tasks, *, profile: str = "paper", weights=None, workers:
 
 def _score_file(lines, size, close, answers_label, tasks, profile, weights, workers, out, tree, per_step,
                 missing_as_zero, n_boot, seed, chunk, max_groups, progress) -> dict:
-    pool = None
+    pool = _Pool()
     try:
         table, tasks_label = _load_table(tasks, keep=(profile == "lmms-eval" or per_step))
         out_path = None if out is None else Path(out)
         if out_path is not None:
             _check_out(out_path, answers_label, tasks_label)
         cfg = _Config(table, profile, weights, per_step, out_path is not None)
-        if workers > 1:
-            # Started before any progress-bar thread exists (fork with threads is unsafe); kept for the summary.
-            from concurrent.futures import ProcessPoolExecutor
-
-            pool = ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(cfg,))
         refuse = functools.partial(_refusal, answers_label, tasks_label)
         scores, tix, counts = _run(lines, size, cfg, pool, workers, chunk, out_path, progress, refuse)
         close()
         summary = _summarise(scores, tix, counts, table, tree, missing_as_zero, n_boot, seed, max_groups,
-                             None if pool is None else pool.map)
+                             None if pool.executor is None else pool.executor.map)
     finally:
         close()
-        if pool is not None:
-            pool.shutdown(cancel_futures=True)
+        pool.shutdown()
     return {"answers": answers_label, "tasks": tasks_label, "out": None if out_path is None else str(out_path),
             "profile": profile, "weights": list(weights), **summary}
 
@@ -740,9 +743,32 @@ def _refusal(answers_label, tasks_label, counts: dict, matched: int) -> str | No
     return f"{what}: no line names a task of {tf} ({n} line{'s' if n != 1 else ''}: {why}){hint}"
 
 
-def _run(lines, size, cfg: _Config, pool, workers: int, chunk: int, out_path, progress: bool, refuse=None):
-    """Stream the lines through :func:`_score_lines` (here, or in the ``pool``'s ``workers`` processes); write the
-    output text in line order; return the scores and task indices of all non-blank lines and the summed counts.
+class _Pool:
+    """The worker processes of one run, started only once there is work for more than one of them (see
+    :func:`_run`); ``executor`` stays None when none were started. Kept for the summary's bootstraps."""
+
+    def __init__(self):
+        self.executor = None
+
+    def start(self, n: int, cfg: _Config) -> None:
+        from concurrent.futures import ProcessPoolExecutor
+
+        self.executor = ProcessPoolExecutor(n, initializer=_init_worker, initargs=(cfg,))
+
+    def shutdown(self) -> None:
+        if self.executor is not None:
+            self.executor.shutdown(cancel_futures=True)
+
+
+def _run(lines, size, cfg: _Config, pool: _Pool, workers: int, chunk: int, out_path, progress: bool, refuse=None):
+    """Stream the lines through :func:`_score_lines` (here, or in at most ``workers`` processes of ``pool``);
+    write the output text in line order; return the scores and task indices of all non-blank lines and the summed
+    counts.
+
+    With ``workers > 1`` the first ``workers`` pieces (:data:`PIECE` lines each) are read before any process is
+    started, and one process is started per piece read, at most ``workers``: a file of one piece starts none, a
+    file of three pieces three. They are started before the progress bar, whose thread must not exist when a
+    process forks.
 
     ``refuse(counts, matched)`` is asked at the end, before the output is renamed into place: a message means the
     answers are no result and it is raised as ValueError with nothing written (an existing ``out_path`` as it
@@ -788,23 +814,37 @@ def _run(lines, size, cfg: _Config, pool, workers: int, chunk: int, out_path, pr
         for k, v in c.items():
             counts[k] = counts.get(k, 0) + v
 
+    read = [0, 0]  # bytes and lines read before the bar exists
+
+    def tick(nb: int, nl: int) -> None:
+        if bar is None:
+            read[0] += nb
+            read[1] += nl
+        else:
+            bar.update(nb if size is not None else nl)
+
     try:
+        pieces = _chunks(lines, chunk if workers == 1 else max(1, min(chunk, PIECE)), tick)
+        if workers > 1:
+            ahead = list(itertools.islice(pieces, workers))
+            if len(ahead) > 1:
+                pool.start(len(ahead), cfg)
+            pieces = itertools.chain(ahead, pieces)
         if progress:
             from tqdm import tqdm
 
             bar = tqdm(total=size, unit="B" if size is not None else "line", unit_scale=True, desc="score",
                        leave=False)
-        tick = (lambda nb, nl: bar.update(nb if size is not None else nl)) if bar is not None else (lambda nb, nl: None)
-        if pool is None:
-            for first, lines_ in _chunks(lines, chunk, tick):
+            bar.update(read[0] if size is not None else read[1])
+        if pool.executor is None:
+            for first, lines_ in pieces:
                 keep(_score_lines(lines_, first, cfg))
         else:
             import collections
 
-            piece = max(1, min(chunk, PIECE))
             pending: collections.deque = collections.deque()
-            for first, lines_ in _chunks(lines, piece, tick):
-                pending.append(pool.submit(_work, lines_, first))
+            for first, lines_ in pieces:
+                pending.append(pool.executor.submit(_work, lines_, first))
                 while len(pending) > 2 * workers:
                     keep(pending.popleft().result())
             while pending:
