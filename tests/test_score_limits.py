@@ -102,3 +102,115 @@ def test_the_command_starts_no_more_workers_than_pieces(tmp_path, task_file, sta
                  "--chunk", "5", "--json", "--no-progress"]) == 0
     assert len(started) == 3  # pieces of 5, 5 and 2 lines
     assert json.loads(capsys.readouterr().out)["counts"]["scored"] == 12
+
+
+# ----- one limit per input line (P 5) ----------------------------------------------------------------------------
+class _Endless:
+    """A binary stream of ``byte`` without end that counts the bytes it gave (a pipe from /dev/zero, or worse)."""
+
+    def __init__(self, byte: bytes = b"\0"):
+        self.byte, self.given = byte, 0
+
+    def read(self, n: int = -1) -> bytes:
+        assert n > 0, "an endless stream read whole"
+        self.given += n
+        return self.byte * n
+
+
+def _split(data: bytes, limit: int) -> list:
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    return [("long", len(x)) if len(x) > limit else x for x in lines]
+
+
+def test_lines_are_read_as_split_and_longer_ones_are_marked(monkeypatch):
+    """iter_lines against bytes.split on random files read in random small pieces (lines across pieces, long lines
+    of every length around the limit); read_bounded returns the file or names the first long line."""
+    import io
+    import random
+
+    from spatialact.jsonline import LineTooLong, LongLine, iter_lines, read_bounded
+
+    rng = random.Random(0)
+
+    class Trickle(io.RawIOBase):
+        def __init__(self, data):
+            self.data, self.pos = data, 0
+
+        def read(self, n=-1):
+            r = self.data[self.pos:self.pos + min(n, rng.randint(1, 5))]
+            self.pos += len(r)
+            return r
+
+    for _ in range(2000):
+        parts = [bytes(rng.choice(b"ab \r{}") for _ in range(rng.choice([0, 1, 3, 6, 7, 8, 15])))
+                 for _ in range(rng.randint(0, 10))]
+        data = b"\n".join(parts) + (b"\n" if rng.random() < 0.5 else b"")
+        limit = rng.randint(1, 9)
+        got = [("long", x.nbytes) if type(x) is LongLine else x for x in iter_lines(Trickle(data), limit)]
+        want = _split(data, limit)
+        assert got == want, (data, limit)
+        long = [k for k, x in enumerate(want) if type(x) is tuple]
+        if long:
+            with pytest.raises(LineTooLong) as e:
+                read_bounded(Trickle(data), limit)
+            assert e.value.lineno == long[0] + 1
+        else:
+            assert read_bounded(Trickle(data), limit) == data
+
+
+def test_an_endless_line_is_read_in_bounded_memory():
+    """/dev/zero or worse: read_bounded stops within the limit plus one block; iter_lines skips at most
+    MAX_SKIP_BYTES of one line (never holding more than a block of it) and then refuses the stream."""
+    from spatialact.jsonline import MAX_LINE_BYTES, MAX_SKIP_BYTES, LineTooLong, iter_lines, read_bounded
+
+    assert (MAX_LINE_BYTES, MAX_SKIP_BYTES) == (16 << 20, 1 << 30)
+    s = _Endless()
+    with pytest.raises(LineTooLong, match="line 1: longer than 16 MiB"):
+        read_bounded(s)
+    assert s.given <= 2 * MAX_LINE_BYTES
+    s = _Endless(b"x")
+    lines = iter_lines(s, limit=1000)
+    with pytest.raises(LineTooLong, match="line 1: no line end within 1024 MiB"):
+        next(lines)
+    assert MAX_SKIP_BYTES < s.given <= MAX_SKIP_BYTES + (2 << 20)
+
+
+def test_a_long_answer_line_is_an_invalid_line_and_the_others_are_scored(tmp_path, task_file):
+    from spatialact.jsonline import MAX_LINE_BYTES
+
+    answers = tmp_path / "a.jsonl"
+    ok = json.dumps({"task_id": "t0", "response": '{"actions": ["W"], "step_nums": [1]}'}).encode()
+    long = json.dumps({"task_id": "t1", "response": "W" * MAX_LINE_BYTES}).encode()
+    answers.write_bytes(ok + b"\n" + long + b"\n" + ok + b"\n")
+    s = score_file(answers, task_file, out=tmp_path / "s.jsonl")
+    lines = [json.loads(x) for x in (tmp_path / "s.jsonl").read_text().splitlines()]
+    assert [(r["line"], r["reason"]) for r in lines] == [(1, None), (2, "invalid_line"), (3, None)]
+    assert lines[1]["error"] == (f"line of {len(long):,} bytes, longer than the limit (16,777,216 bytes, "
+                                 "MAX_LINE_BYTES); not read")
+    assert s["counts"]["invalid_line"] == 1 and s["counts"]["scored"] == 3
+    assert (tmp_path / "s.jsonl").stat().st_size < 4000  # nothing of the long line is stored
+
+
+def test_score_dev_zero_is_refused_in_one_line(tmp_path, task_file, capsys):
+    """`score /dev/zero TASKS` ended in MemoryError; `score ANSWERS /dev/zero` hashed /dev/zero for ever."""
+    answers = _answers(tmp_path / "a.jsonl", 3)
+    out = tmp_path / "s.jsonl"
+    assert main(["score", "/dev/zero", str(task_file), "--out", str(out)]) == 2
+    assert "answers file /dev/zero: line 1: no line end within 1024 MiB: not a JSON Lines file" in _one_line(capsys)
+    assert not out.exists()
+    assert main(["score", str(answers), "/dev/zero", "--out", str(out)]) == 2
+    assert "/dev/zero:1: line longer than 16 MiB (the longest line a file may have)" in _one_line(capsys)
+    assert not out.exists()
+
+
+def test_a_task_file_with_a_long_line_is_refused_naming_file_and_line(tmp_path, task_file, capsys):
+    from spatialact.tasks import TaskFileError, load_tasks
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(task_file.read_bytes() + b'{"id": "' + b"x" * (17 << 20) + b'"}\n')
+    with pytest.raises(TaskFileError, match=r"bad.jsonl:5: line longer than 16 MiB"):
+        load_tasks(bad, cache=False)
+    assert main(["score", str(_answers(tmp_path / "a.jsonl", 3)), str(bad), "--out", str(tmp_path / "s")]) == 2
+    assert "bad.jsonl:5: line longer than 16 MiB" in _one_line(capsys)

@@ -42,7 +42,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..jsonline import fast_loads, open_input, strict_json
+from ..jsonline import MAX_LINE_BYTES, LineTooLong, LongLine, fast_loads, iter_lines, open_input, strict_json
 from ..vocab import PROFILES
 from .aggregate import KIND_LEAVES, MAX_GROUPS, aggregate_coded, hierarchical_scores, leaf_of, load_tree, tag_label
 from .batch import KIND_CODES, score_episodes_batch
@@ -367,6 +367,11 @@ def _read_piece(lines: list, first: int, cfg: _Config) -> _Piece:
     sizes, size_id, caps = table.sizes, table.size_id, table.caps
     piece = _Piece()
     for off, raw in enumerate(lines):
+        if type(raw) is LongLine:
+            piece.lineno.append(first + off)
+            piece.refuse(None, "invalid_line", f"line of {raw.nbytes:,} bytes, longer than the limit "
+                                               f"({MAX_LINE_BYTES:,} bytes, MAX_LINE_BYTES); not read")
+            continue
         if not raw.strip():
             piece.blank += 1
             continue
@@ -530,7 +535,7 @@ def _answer_lines(answers):
         p = Path(answers)
         f = open_input(p, "answers file")
         st = os.fstat(f.fileno())
-        return f, (st.st_size if stat.S_ISREG(st.st_mode) else None), f.close, str(p)
+        return _bounded_lines(f, str(p)), (st.st_size if stat.S_ISREG(st.st_mode) else None), f.close, str(p)
 
     def enc(r):
         if isinstance(r, bytes):
@@ -542,6 +547,15 @@ def _answer_lines(answers):
     return (enc(r) for r in answers), None, (lambda: None), None
 
 
+def _bounded_lines(f, label: str):
+    """The lines of the answers file ``f``, each at most MAX_LINE_BYTES long (a longer one comes as a LongLine,
+    scored ``invalid_line``); one with no line end in sight is refused in one line naming the file."""
+    try:
+        yield from iter_lines(f)
+    except LineTooLong as e:
+        raise ValueError(f"answers file {label}: {e}") from None
+
+
 def _chunks(lines, size: int, bar):
     """Lists of at most ``size`` raw lines, with the 1-based number of each list's first line."""
     first = 1
@@ -549,7 +563,7 @@ def _chunks(lines, size: int, bar):
     nbytes = 0
     for raw in lines:
         chunk.append(raw)
-        nbytes += len(raw)
+        nbytes += len(raw) + 1  # the line end iter_lines took off (a LongLine: its bytes are not counted)
         if len(chunk) >= size:
             bar(nbytes, len(chunk))
             yield first, chunk
@@ -619,6 +633,8 @@ def _load_table(tasks, keep: bool) -> tuple[_TaskTable, str | None]:
         # Scoring needs only the table: cached by the SHA-256 of the file's bytes, written after the file was
         # validated, so scoring several models against one task file validates and decodes it once.
         try:
+            if not stat.S_ISREG(os.stat(tasks).st_mode):  # a pipe or a device: read once, by the loader
+                return _TaskTable(load_task_file(tasks).tasks, keep), str(tasks)
             sha = file_sha256(tasks)
         except OSError:  # missing or unreadable: load_task_file says so in one line
             return _TaskTable(load_task_file(tasks).tasks, keep), str(tasks)

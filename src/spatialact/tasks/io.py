@@ -26,7 +26,7 @@ from typing import Iterable
 import numpy as np
 
 from ..cache import cache_dir, trusted
-from ..jsonline import fast_loads, open_input, stored_path
+from ..jsonline import LineTooLong, fast_loads, open_input, read_bounded, stored_path
 from ..outputs import OutputFile
 from .task import Task
 from .validation import (ORTHO_TOL, VALIDATOR_VERSION, pose_problems, record_label, record_poses, schema_problems,
@@ -105,7 +105,10 @@ def load_task_file(path: str | os.PathLike, *, cache: bool = True) -> TaskFile:
     """
     path = Path(path)
     with open_input(path, "task file", TaskFileError) as f:
-        data = f.read()
+        try:
+            data = read_bounded(f)  # no line over MAX_LINE_BYTES (16 MiB) is ever held
+        except LineTooLong as e:
+            raise TaskFileError(f"{path}:{e.lineno}: line {e.what}") from None
     sha = hashlib.sha256(data).hexdigest()
     folder = os.path.abspath(path.parent)
     key = (sha, folder)
