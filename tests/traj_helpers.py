@@ -132,40 +132,31 @@ def _droid_features(cams, fixed: bool, video: bool):
 _JOINT_CACHE: dict = {}
 
 
-def panda_joint_positions(cart) -> np.ndarray:
-    """(N, 7) float64 joint positions (radians) that the simulated Panda (pybullet_data's ``panda.urdf``, base at
-    the origin of DROID's robot-base frame) has at DROID end-effector poses ``cart`` (N, 6: xyz in metres + extrinsic
-    "xyz" Euler in radians, the flange, as stored in ``observation.state.cartesian_position``).
+def make_samples_module():
+    """examples/make_samples.py as a module: the samples' writer, whose Panda kinematics the fixtures share."""
+    import importlib.util
+    import sys
 
-    What a real arm records as ``observation.state.joint_position``: one continuous posture per frame. Frame 0 is
-    solved by IK from the Panda's home posture, every later frame from the frame before (as the arm moves), for the
-    grasp frame ``T @ DROID_TOOL_OFFSET`` the replay drives; the poses are read back from float32 first, as the
-    reader reads them. Where the Panda cannot reach a pose (fixtures that test refusals), the posture is the closest
-    IK finds, within the joint limits. Cached per ``cart`` (the IK costs about 10 ms a frame).
-    """
+    name = "spatialact_make_samples"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[1] / "examples" /
+                                                      "make_samples.py")
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        sys.modules[name] = mod
+    return sys.modules[name]
+
+
+def panda_joint_positions(cart) -> np.ndarray:
+    """(N, 7) joint positions (radians) the simulated Panda has at DROID end-effector poses ``cart`` (N, 6: xyz in
+    metres + extrinsic "xyz" Euler in radians, the flange): what a real arm records as
+    ``observation.state.joint_position`` — IK from the home posture for frame 0, then frame to frame as the arm
+    moves; where a pose is out of reach (fixtures that test refusals), the closest posture IK finds. The samples'
+    solver (``examples/make_samples.py``), cached per ``cart`` (about 10 ms a frame)."""
     c32 = np.asarray(cart, dtype=np.float32)
     key = (c32.shape, c32.tobytes())
     if key not in _JOINT_CACHE:
-        from spatialact.envs.panda import ARM_JOINTS, FINGER_OPEN, PANDA_HOME, PandaArm, solve_panda_ik
-        from spatialact.envs.rendering import BulletWorld
-        from spatialact.envs.replay import DROID_TOOL_OFFSET
-
-        world = BulletWorld("tiny")
-        try:
-            arm = PandaArm(world, np.eye(4))
-            p, cid, robot = arm.p, arm.cid, arm.robot
-            q = list(PANDA_HOME)
-            out = np.empty((len(c32), 7))
-            for i, T in enumerate(geometry.pose_from_droid(c32.astype(np.float64))):
-                for j, qj in zip(ARM_JOINTS, q):
-                    p.resetJointState(robot, j, float(qj), physicsClientId=cid)
-                solve_panda_ik(p, cid, robot, T @ DROID_TOOL_OFFSET, arm.lower, arm.upper, arm.ranges,
-                               q + [FINGER_OPEN, FINGER_OPEN], refine=True)
-                q = [p.getJointState(robot, j, physicsClientId=cid)[0] for j in ARM_JOINTS]
-                out[i] = q
-        finally:
-            world.close()
-        _JOINT_CACHE[key] = out
+        _JOINT_CACHE[key] = make_samples_module().panda_joint_positions(c32)
     return _JOINT_CACHE[key].copy()
 
 
