@@ -214,3 +214,37 @@ def test_a_task_file_with_a_long_line_is_refused_naming_file_and_line(tmp_path, 
         load_tasks(bad, cache=False)
     assert main(["score", str(_answers(tmp_path / "a.jsonl", 3)), str(bad), "--out", str(tmp_path / "s")]) == 2
     assert "bad.jsonl:5: line longer than 16 MiB" in _one_line(capsys)
+
+
+# ----- repair notes (P 6) ----------------------------------------------------------------------------------------
+WORST = "[" + ",".join(['["W"]'] * 166_666) + "]"  # 1 MB: 166 666 one-name steps, one repair each
+
+
+def test_the_worst_answer_keeps_twenty_notes_and_counts_them_all():
+    from spatialact.action_space import parse_response
+    from spatialact.action_space.parsing import MAX_REPAIR_NOTES
+
+    assert len(WORST) == 999_997 and MAX_REPAIR_NOTES == 20
+    r = parse_response(WORST)
+    assert r.ok and len(r.sequence.steps) == 166_666 and r.n_repairs == 166_666
+    assert r.repairs == (*(f"steps[{i}].actions[0]: missing step_num becomes 1" for i in range(20)),
+                         "$: 166,646 more repairs not listed (166,666 in all)")
+    assert r.to_dict()["n_repairs"] == 166_666
+    few = parse_response("[" + ",".join(['["W"]'] * 20) + "]")  # at the cap: every note, no count note
+    assert few.n_repairs == 20 and len(few.repairs) == 20
+
+
+def test_the_worst_answer_writes_a_short_score_line(tmp_path, task_file):
+    """It wrote a 9.2 MB line of 166 666 repair notes; now 21 notes and the count."""
+    from spatialact.scorers import score_answer
+    from spatialact.tasks import load_tasks
+
+    answers = tmp_path / "a.jsonl"
+    answers.write_text(json.dumps({"task_id": "t0", "response": WORST}) + "\n", encoding="utf-8")
+    score_file(answers, task_file, out=tmp_path / "s.jsonl")
+    data = (tmp_path / "s.jsonl").read_bytes()
+    assert len(data) < 3000
+    rec = json.loads(data)
+    assert rec["n_repairs"] == 166_666 and len(rec["repairs"]) == 21 and rec["ok"]
+    ref = score_answer(WORST, load_tasks(task_file)[0])
+    assert ref["n_repairs"] == 166_666 and ref["repairs"] == rec["repairs"] and ref["score"] == rec["score"]

@@ -31,7 +31,7 @@ from .sequence import DEFAULT_CAP, ActionSequence, Step, StepSizes, install_json
 
 __all__ = ["ParseError", "ParseResult", "parse_response", "parse_response_reference", "parse_response_fast",
            "parse_object", "sequence_from_json", "extract_json_text", "load_json", "find_fences", "open_fence_body",
-           "outermost_spans", "HUGE_DIGITS"]
+           "outermost_spans", "HUGE_DIGITS", "MAX_REPAIR_NOTES"]
 
 
 class ParseError(ValueError):
@@ -45,6 +45,9 @@ class ParseResult:
     ``sequence`` is always an ActionSequence (empty when nothing was usable), ``repairs`` the lenient repairs
     made (one string each, ``where: what``), ``ok`` whether at least one step was usable, ``error`` why not.
     ``format`` is the answer format found (``flat``, ``stepped`` or ``vector``), ``json_text`` the JSON read.
+    ``n_repairs`` is the number of repairs made; ``repairs`` keeps the notes of the first
+    :data:`MAX_REPAIR_NOTES` (20) only, then one note saying how many more there were (a 1 MB answer of 166 666
+    one-name steps makes as many repairs: their notes would be 9 MB).
     """
 
     sequence: ActionSequence
@@ -53,10 +56,15 @@ class ParseResult:
     error: str | None = None
     format: str | None = None
     json_text: str | None = field(default=None, repr=False)
+    n_repairs: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.n_repairs is None:
+            object.__setattr__(self, "n_repairs", len(self.repairs))
 
     def to_dict(self) -> dict:
         return {"ok": self.ok, "error": self.error, "format": self.format, "repairs": list(self.repairs),
-                "sequence": self.sequence.to_dict()}
+                "n_repairs": self.n_repairs, "sequence": self.sequence.to_dict()}
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -373,15 +381,31 @@ _GRIPPER_KEYS = ("gripper", "gripper_state", "grip")
 _VECTOR_KEYS = ("vector", "delta", "action_vector")
 
 
+#: The repair notes a ParseResult keeps (the first ones made); ``n_repairs`` counts them all.
+MAX_REPAIR_NOTES = 20
+
+
 class _Ctx:
     def __init__(self, strict: bool, sizes: StepSizes, cap: int):
         self.strict, self.sizes, self.cap = strict, sizes, cap
-        self.repairs: list[str] = []
+        self.repairs: list[str] = []  # the first MAX_REPAIR_NOTES notes
+        self.n_repairs = 0
+        self.last: tuple[str, str] | None = None  # the last repair made, (where, what)
 
     def repair(self, where: str, what: str) -> None:
         if self.strict:
             raise ParseError(f"{where}: {what}")
-        self.repairs.append(f"{where}: {what}")
+        self.n_repairs += 1
+        self.last = (where, what)
+        if self.n_repairs <= MAX_REPAIR_NOTES:
+            self.repairs.append(f"{where}: {what}")
+
+    def notes(self) -> tuple[str, ...]:
+        """The notes kept, and one more saying how many were not when there were more than MAX_REPAIR_NOTES."""
+        more = self.n_repairs - len(self.repairs)
+        if more <= 0:
+            return tuple(self.repairs)
+        return (*self.repairs, f"$: {more:,} more repairs not listed ({self.n_repairs:,} in all)")
 
     def fail(self, where: str, what: str):
         raise ParseError(f"{where}: {what}")
@@ -814,8 +838,9 @@ def _check_cap(cap: Any) -> int:
     return cap
 
 
-def _empty(sizes: StepSizes, cap: int, repairs, error: str, json_text=None) -> ParseResult:
-    return ParseResult(ActionSequence((), sizes, cap), tuple(repairs), False, error, None, json_text)
+def _empty(sizes: StepSizes, cap: int, ctx: "_Ctx | None", error: str, json_text=None) -> ParseResult:
+    repairs, n = (ctx.notes(), ctx.n_repairs) if ctx is not None else ((), 0)
+    return ParseResult(ActionSequence((), sizes, cap), repairs, False, error, None, json_text, n)
 
 
 def parse_object(obj: Any, strict: bool = False, sizes: StepSizes | None = None,
@@ -829,21 +854,21 @@ def parse_object(obj: Any, strict: bool = False, sizes: StepSizes | None = None,
     except ParseError as e:
         if strict:
             raise
-        return _empty(sizes, cap, ctx.repairs, str(e), json_text)
+        return _empty(sizes, cap, ctx, str(e), json_text)
     except RecursionError:
         if strict:
             raise ParseError("$: answer nested too deeply") from None
-        return _empty(sizes, cap, ctx.repairs, "$: answer nested too deeply", json_text)
+        return _empty(sizes, cap, ctx, "$: answer nested too deeply", json_text)
     if not any(ok for _, ok in steps):
-        msg = "no usable step" + (f" ({ctx.repairs[-1]})" if ctx.repairs else "")
+        msg = "no usable step" + (f" ({ctx.last[0]}: {ctx.last[1]})" if ctx.last else "")
         if strict:
             raise ParseError(msg)
-        return _empty(sizes, cap, ctx.repairs, msg, json_text)
+        return _empty(sizes, cap, ctx, msg, json_text)
     for k, (_, ok) in enumerate(steps):
         if not ok:
             ctx.repair(f"step {k + 1}", "nothing usable: kept as Stay to preserve step alignment")
     seq = ActionSequence(tuple(s for s, _ in steps), sizes, cap)
-    return ParseResult(seq, tuple(ctx.repairs), True, None, fmt, json_text)
+    return ParseResult(seq, ctx.notes(), True, None, fmt, json_text, ctx.n_repairs)
 
 
 # ------------------------------------------------------------------------------------------------------
@@ -1124,11 +1149,11 @@ def parse_response_reference(text: str, strict: bool = False, sizes: StepSizes |
     if not isinstance(text, str):
         if strict:
             raise ParseError(f"$: the answer is not text but {type(text).__name__}")
-        return _empty(sizes, cap, (), f"$: the answer is not text but {type(text).__name__}")
+        return _empty(sizes, cap, None, f"$: the answer is not text but {type(text).__name__}")
     if not text.strip():
         if strict:
             raise ParseError("$: empty answer")
-        return _empty(sizes, cap, (), "$: empty answer")
+        return _empty(sizes, cap, None, "$: empty answer")
     minus = ()
     try:
         json_text, obj = extract_json_text(text)
@@ -1142,16 +1167,16 @@ def parse_response_reference(text: str, strict: bool = False, sizes: StepSizes |
             json_text, obj = extract_json_text(text.replace(_UNICODE_MINUS, "-"))
             minus = (f"$: {text.count(_UNICODE_MINUS)} minus sign(s) U+2212 read as '-'",)
         except (ValueError, RecursionError, MemoryError):
-            return _empty(sizes, cap, (), f"$: {msg}")
+            return _empty(sizes, cap, None, f"$: {msg}")
     try:
         res = parse_object(obj, strict, sizes, cap, json_text)
-        return replace(res, repairs=minus + res.repairs) if minus else res
+        return replace(res, repairs=minus + res.repairs, n_repairs=res.n_repairs + 1) if minus else res
     except ParseError:
         raise
     except Exception as e:  # lenient parsing must never crash a run; the reason is kept
         if strict:
             raise ParseError(f"$: unreadable answer ({e.__class__.__name__}: {e})") from None
-        return _empty(sizes, cap, (), f"$: unreadable answer ({e.__class__.__name__}: {e})", json_text)
+        return _empty(sizes, cap, None, f"$: unreadable answer ({e.__class__.__name__}: {e})", json_text)
 
 
 def sequence_from_json(obj: Any, sizes: StepSizes | None = None, cap: int = DEFAULT_CAP) -> ActionSequence:

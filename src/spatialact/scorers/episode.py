@@ -173,7 +173,7 @@ def score_answer(response: str, task, profile: str = "paper", weights=None) -> d
                        profile="paper" if profile == "lmms-eval" else profile, weights=weights)
     out = {"task_id": task.id, "score": float(ep.total) if pr.ok else 0.0, "ok": bool(pr.ok),
            "reason": None if pr.ok else "parse_error", "error": pr.error, "repairs": list(pr.repairs),
-           "n_repairs": len(pr.repairs), "format": pr.format, "pred": pr.sequence.to_dict()}
+           "n_repairs": pr.n_repairs, "format": pr.format, "pred": pr.sequence.to_dict()}
     out.update(ep.to_dict())
     if profile == "lmms-eval":
         from .lmms_eval import INVALID_RESPONSE, score_lmms_eval, to_lmms_extra_info

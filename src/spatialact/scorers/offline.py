@@ -67,6 +67,7 @@ HOLD = 32 << 20
 
 _EP_FLOATS = ("total", "s_d", "s_theta", "s_step", "s_rot", "s_grip", "net_translation_error", "net_rotation_error")
 _ZERO12 = (0,) * 12
+_NO_REPAIRS = (0, ())
 _LMMS_KIND = {"agenticnaveval": "nav", "manipulateeval": "manip"}
 _decode = json.JSONDecoder().decode
 
@@ -318,7 +319,8 @@ def _score_lines(lines: list, first: int, cfg: _Config):
 
 class _Piece:
     """The non-blank lines of one piece, read and parsed: per line its number (``lineno``), task index (``tix``, −1
-    for none) and ``info`` ``[task id, reason, error, ok, repairs, format, lmms result, per-step scores]``; for the
+    for none) and ``info`` ``[task id, reason, error, ok, (n_repairs, repair notes), format, lmms result, per-step
+    scores]``; for the
     lines with a task (their positions in ``info``: ``matched``) the parsed steps, flattened for the batch scorer:
     12 counts per step (``counts``, zeros for a vector step), ``grips`` (−1: not stated), ``vec`` (row, motion) of
     the vector steps and ``lengths`` (steps per answer). ``blank`` counts the blank lines."""
@@ -337,7 +339,7 @@ class _Piece:
     def refuse(self, tid, reason: str, error: str) -> None:
         """A line that scores 0 without a task: ``reason`` and ``error`` say why."""
         self.tix.append(-1)
-        self.info.append([tid, reason, error, False, (), None, None, None])
+        self.info.append([tid, reason, error, False, _NO_REPAIRS, None, None, None])
 
     def add(self, i: int, steps, item: list) -> None:
         """A line answering task ``i``: its parsed ``steps`` and its ``info`` item."""
@@ -408,7 +410,8 @@ def _locate(rec, table: _TaskTable):
 def _answer_info(tid: str, i: int, response, pr, hint, lmms_kind, cfg: _Config) -> list:
     """The ``info`` item of an answer to task ``i`` parsed as ``pr``; under profile lmms-eval its score and verdict
     are lmms-eval's, and ``per_step`` adds the per-record scorer's per-step scores."""
-    item = [tid, None if pr.ok else "parse_error", pr.error, pr.ok, pr.repairs, pr.format, None, None]
+    item = [tid, None if pr.ok else "parse_error", pr.error, pr.ok, (pr.n_repairs, pr.repairs), pr.format, None,
+            None]
     table = cfg.table
     if cfg.profile == "lmms-eval":
         from .lmms_eval import INVALID_RESPONSE, score_lmms_eval
@@ -499,7 +502,7 @@ def _format(info, lineno, tix, scores, matched, ep, cfg: _Config) -> str:
         ep_of = {}
     sc = scores.tolist()
     out = []
-    for pos, (tid, reason, error, ok, repairs, fmt, lr, per_step) in enumerate(info):
+    for pos, (tid, reason, error, ok, (n_repairs, repairs), fmt, lr, per_step) in enumerate(info):
         i = tix[pos]
         h = head(i, pj) if i >= 0 else \
             f'"task_id": {"null" if tid is None else _jstr(tid)}, "kind": null, "source": null, "tags": {{}}, ' \
@@ -509,7 +512,7 @@ def _format(info, lineno, tix, scores, matched, ep, cfg: _Config) -> str:
             f = fmts[fmt] = _jstr(fmt)
         line = (f'{{"line": {lineno[pos]}, {h}"score": {_fj(sc[pos])}, "ok": {"true" if ok else "false"}, '
                 f'"reason": {"null" if reason is None else _jstr(reason)}, '
-                f'"error": {"null" if error is None else _jstr(error)}, "n_repairs": {len(repairs)}, '
+                f'"error": {"null" if error is None else _jstr(error)}, "n_repairs": {n_repairs}, '
                 f'"repairs": {_js(list(repairs)) if repairs else "[]"}, "format": {f}, "weights": {wj}')
         e = ep_of.get(pos)
         if e is not None:
