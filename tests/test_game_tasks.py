@@ -66,6 +66,34 @@ def test_game_recording_gives_nav_tasks_in_its_level_with_recorded_frames(built)
     assert json.loads(out.read_text().splitlines()[0])["scene"]["trajectory"] == "walk"  # relative to the file
 
 
+def test_observation_recorded_shows_the_recording_of_a_game_task(built):
+    from spatialact.envs import make_env
+    from spatialact.trajectories import load_trajectory
+
+    d, out = built
+    task = load_tasks(out)[0]
+    traj = load_trajectory(task.scene["trajectory"], "game")
+    i, j = task.scene["keyframes"][0], task.scene["keyframes"][-1]
+    env = make_env("nav", task=task, observation="both", width=160, height=120, wrap=False)
+    try:
+        obs, info = env.reset(options={"task": task})
+        assert env.world.recording is not None and env.world.recording.goal_frame == j
+        assert info["recorded_frame"] == i and info["recorded_distance"] < 0.05  # the start: a recorded pose, ±1 cm
+        assert np.array_equal(obs["recorded_rgb"], traj.frame(i))  # the recorded frame (160×120, as recorded)
+        assert np.abs(obs["rgb"].astype(float) - obs["recorded_rgb"].astype(float)).mean() < 8.0  # the same view
+        for step in task.gt.steps:
+            obs, info = env.apply_step(step)
+        assert info["success"] and abs(info["recorded_frame"] - j) <= 2  # ends near the recorded goal frame
+    finally:
+        env.close()
+    env = make_env("nav", task=task, observation="recorded", width=160, height=120, wrap=False)
+    try:
+        obs, _ = env.reset(options={"task": task})
+        assert np.array_equal(obs["goal_rgb"], traj.frame(j))  # the goal is the recorded goal frame
+    finally:
+        env.close()
+
+
 def test_oracle_succeeds_closed_loop_in_the_game_random_and_stay_do_not(built, tmp_path, capsys):
     _, out = built
     rates = {}
