@@ -213,16 +213,13 @@ def game_rates(steps: int) -> dict:
                 r[3] += time.perf_counter() - t0
             out["per_primitive"] = {p: {"tics": v[1] / v[0], "drawn": v[2] / v[0], "ms": 1000 * v[3] / v[0]}
                                     for p, v in per.items()}
-    g = eng._game  # noqa: SLF001 - the raw engine, for its own rates
     n = max(100, steps)
     t = time.perf_counter()
     for _ in range(n):
-        g.make_action([0.0] * 5, 1)
+        tic()
     out["drawn_tics_per_s"] = n / (time.perf_counter() - t)
     t = time.perf_counter()
-    for _ in range(n):
-        g.set_action([0.0] * 5)
-        g.advance_action(1, False)
+    eng.run_undrawn([(0, 0, 0.0, 0.0, 0)] * n)
     out["undrawn_tics_per_s"] = n / (time.perf_counter() - t)
     env.close()
     nav = make_env("nav", width=160, height=120, depth=True, scene=SCENE, terminate_on_success=False,

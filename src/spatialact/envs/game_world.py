@@ -334,9 +334,12 @@ class GameWorld(World):
         require_vizdoom()
         try:
             self.wad_path = resolve_wad(wad)
+        except WadError as e:
+            raise ValueError(f"wad: {e}") from None
+        try:
             self.map = check_map(self.wad_path, map)
         except WadError as e:
-            raise ValueError(f"{'map' if 'no map' in str(e) else 'wad'}: {e}") from None
+            raise ValueError(f"map: {e}") from None
         self.monsters = bool(monsters)
         self.resolution = engine_resolution(camera.width, camera.height)
         self.engine: DoomEngine | None = None

@@ -254,6 +254,20 @@ class DoomEngine:
         self._v = None
         self.tics += 1
 
+    def run_undrawn(self, rows) -> None:
+        """Advance one tic per row of inputs (forward, side, turn°, look°, up; as :meth:`tic`) without drawing: about
+        ten times faster than a drawn tic. The game's variables and images stay those of the last drawn tic until
+        the next one (:meth:`tic`), so a caller ends with a drawn tic before it reads the player again."""
+        g = self._game
+        n = 0
+        for f, s, turn, look, up in rows:
+            g.set_action([float(f), float(s), float(turn), float(look), float(up)])
+            g.advance_action(1, False)
+            n += 1
+        if n:
+            self.tics += n
+            self._v = None
+
     def position_units(self) -> np.ndarray:
         """The camera's position (3,) in map units (x, y, z of the view point)."""
         v = self.variables()
@@ -462,12 +476,7 @@ class DoomEngine:
             plan.append((0, 0))
         if not plan:
             return True
-        g = self._game
-        for f, s in plan[:-1]:
-            g.set_action([float(f), float(s), 0.0, 0.0, 0.0])
-            g.advance_action(1, False)
-        self.tics += len(plan) - 1
-        self._v = None
+        self.run_undrawn([(f, s, 0.0, 0.0, 0) for f, s in plan[:-1]])
         self.tic(forward=plan[-1][0], side=plan[-1][1], turn=turn, look=look)
         v = self.variables()
         return bool(np.hypot(*(xy - v[:2])) <= tol and not np.any(v[3:5]))
@@ -539,12 +548,7 @@ class DoomEngine:
             return False
         if not plan:
             return True
-        g = self._game
-        for u in plan[:-1]:
-            g.set_action([0.0, 0.0, 0.0, 0.0, float(u)])
-            g.advance_action(1, False)
-        self.tics += len(plan) - 1
-        self._v = None
+        self.run_undrawn([(0, 0, 0.0, 0.0, u) for u in plan[:-1]])
         self.tic(up=plan[-1])
         v = self.variables()
         return abs(z_camera - v[11]) <= tol and abs(v[5]) < 0.05
