@@ -22,7 +22,8 @@ import gymnasium as gym  # noqa: E402
 from spatialact import geometry  # noqa: E402
 from spatialact.action_space import ActionSequence, Step, StepSizes  # noqa: E402
 from spatialact.envs import make_env  # noqa: E402
-from spatialact.envs.doom.engine import PIXEL_ASPECT, PLAYER_RADIUS_UNITS, TILT_UP_LIMIT_DEG, level_rotation  # noqa: E402
+from spatialact.envs.doom.engine import (PIXEL_ASPECT, PLAYER_RADIUS_UNITS, TILT_UP_LIMIT_DEG,  # noqa: E402
+                                         level_rotation)
 from spatialact.envs.doom.wad import map_lines, resolve_wad  # noqa: E402
 from spatialact.envs.game_nav import GameNavEnv  # noqa: E402
 from spatialact.envs.game_world import GameWorld, game_scene  # noqa: E402

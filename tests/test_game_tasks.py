@@ -2,7 +2,8 @@
 from-trajectory` (nav tasks, source game, the level as scene, recorded frames for one-shot) → `spatialact eval`
 closed-loop in the game (the oracle succeeds, random and stay do not) and one-shot (with --flip); closed-loop --flip
 refused in one line; pairs the game does not execute (a straight line through a wall) or cannot start (a pose above the
-ceiling) skipped and counted; the built-in `game` suite: shipped, small, reproducible, and run by the oracle in the game.
+ceiling) skipped and counted; the built-in `game` suite: shipped, small, reproducible, and run by the oracle in the
+game.
 
 Known answers: the WAD's own line segments (the wall between two rooms of MAP01) and the game itself."""
 

@@ -200,8 +200,8 @@ def check_game_scene(spec, where: str = "scene") -> dict:
         raise _bad(where, "scene.wad_sha256", f"expected 64 lower-case hex digits, got {sha!r:.80}")
     actual = wad_sha256(path)
     if sha != actual:
-        raise _bad(where, "scene.wad_sha256", f"{sha[:12]}… is not the SHA-256 of {path} ({actual[:12]}…): the task "
-                                              "was made on another version of this WAD")
+        raise _bad(where, "scene.wad_sha256", f"{sha[:12]}… is not the SHA-256 of {path} ({actual[:12]}…): the "
+                                              "task was made on another version of this WAD")
     start = spec.get("start")
     if (not isinstance(start, dict) or not _finite(start.get("position"), 3) or not _finite(start.get("yaw_deg"))
             or start.get("level", "initial") != "initial"):

@@ -4,8 +4,9 @@
 (:func:`spatialact.tasks.from_trajectory.tasks_from_trajectory`, which writes the start / goal / example frames as
 PNGs beside the task file), gives every task the replay scene it runs in closed-loop and drops the pairs the
 simulator cannot run (:func:`~spatialact.taskgen.replay_scenes.attach_replay_scenes`; a game recording's tasks get
-their level instead, and drop what the game does not execute: :func:`~spatialact.taskgen.game_scenes.attach_game_scenes`),
-removes the PNGs of dropped pairs, and writes the task file. A trajectory that gives no task raises :class:`NoTasks`, one line saying why (the
+their level instead, and drop what the game does not execute:
+:func:`~spatialact.taskgen.game_scenes.attach_game_scenes`), removes the PNGs of dropped pairs, and writes the task
+file. A trajectory that gives no task raises :class:`NoTasks`, one line saying why (the
 distance range asked for and the path's span, or the reasons every pair was dropped), and leaves no folder it made
 behind. Poses are the trajectory's C2W (4, 4), metres.
 """

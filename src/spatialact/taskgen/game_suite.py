@@ -5,7 +5,8 @@ How it is made (:func:`build_game_suite`, ``python scripts/make_game_suite.py``)
 start/goal pairs of that walk get their exact ground truth (:func:`~spatialact.tasks.from_trajectory.
 tasks_from_trajectory`, metric extraction, seeded) and their level as scene
 (:func:`~spatialact.taskgen.game_scenes.attach_game_scenes`), and the pairs the game does not execute to the goal are
-dropped; the first :data:`PER_MAP` of each map whose ground truth has at most :data:`MAX_STEPS` steps are kept. Nothing of the walk is stored: the tasks reference the level
+dropped; the first :data:`PER_MAP` of each map whose ground truth has at most :data:`MAX_STEPS` steps are kept.
+Nothing of the walk is stored: the tasks reference the level
 (WAD name, SHA-256, map, start), their start and goal views are rendered by the game when they run (one-shot
 included), so the file is small (no images) and the same on every machine. The version is in the file's name and
 in every task id (``game-v1-map01-000123-000160``); a new build of the suite is a new version, never a silent
@@ -23,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["SUITE_VERSION", "SUITE_FILE", "SUITE_WAD", "SUITE_MAPS", "SUITE_SECONDS", "PER_MAP", "SUITE_SEED", "MAX_STEPS",
-           "build_game_suite", "game_suite_tasks", "suite_path"]
+__all__ = ["SUITE_VERSION", "SUITE_FILE", "SUITE_WAD", "SUITE_MAPS", "SUITE_SECONDS", "PER_MAP", "SUITE_SEED",
+           "MAX_STEPS", "build_game_suite", "game_suite_tasks", "suite_path"]
 
 SUITE_VERSION = 1
 SUITE_FILE = f"game-v{SUITE_VERSION}.jsonl"
