@@ -53,10 +53,13 @@ def run(args: argparse.Namespace) -> int:
     from spatialact.vocab import VARIANTS
 
     from .main import CLIError, check_out
+    from .report import check_report_folder
     from .runs import failure_summary
     from .table import format_table
 
     out = check_out(args.out)
+    check_out(out / "runs")
+    check_report_folder(out / "report")  # what the report replaces there, before the runs
     names = [a.strip() for a in args.agents.split(",") if a.strip()]
     if not names:
         raise CLIError("--agents: name at least one agent")

@@ -45,7 +45,7 @@ from pathlib import Path
 from spatialact.vocab import BASELINE_AGENTS, ENVS, KINDS, MODES, PROFILES, RUN_BACKENDS, VARIANTS
 
 from .main import print_json, seed_arg
-from .runs import failure_summary, parse_agent_args
+from .runs import check_image_side, default_image_side, failure_summary, parse_agent_args, run_defaults
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -60,10 +60,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         " api_key_env=OPENAI_API_KEY); `spatialact agents` lists each agent's options with their"
                         " types, defaults and meaning; values are read as JSON when they parse, else as text;"
                         " a secret (api_key=..., token=...) is refused")
-    p.add_argument("--mode", choices=list(MODES), default="one-shot")
+    defaults = run_defaults()  # the one definition of a run's defaults (prompt reads the same)
+    p.add_argument("--mode", choices=list(MODES), default=defaults.mode,
+                   help=f"one-shot (the whole sequence from the start view) or closed-loop (default {defaults.mode})")
     p.add_argument("--env", choices=list(ENVS), default="pybullet",
                    help="simulator for tasks with a scene; 'none' scores one-shot without simulating")
-    p.add_argument("--renderer", choices=["auto", "tiny", "egl", "gl"], default="auto",
+    p.add_argument("--renderer", choices=["auto", "tiny", "egl", "gl"], default=defaults.renderer,
                    help="renderer: auto (gl when its OpenGL context starts, else tiny, saying why; default), gl (the"
                         " project's OpenGL renderer: a GPU, or Mesa on a CPU), tiny (PyBullet's CPU renderer) or egl"
                         " (PyBullet's EGL plugin); the GL that answered is in each record")
@@ -223,17 +225,15 @@ def run(args: argparse.Namespace) -> int:
     from .table import format_table
 
     check_out(args.out)
-    if args.size is not None and not 8 <= args.size <= 4096:
-        raise CLIError(f"--size {args.size}: must be between 8 and 4096 pixels")
-    if args.size is None:  # images a model looks at are larger when the gl renderer draws them (SPEC §6)
+    check_image_side(args.size)
+    if args.size is None:  # images a model looks at are larger when the gl renderer draws them (docs/environments.md, Renderers)
         from spatialact.agents import canonical_agent_name
-        from spatialact.envs.rendering import default_image_size
 
         try:
             model = canonical_agent_name(args.agent) not in BASELINE_AGENTS
         except AgentConfigError:
             model = False  # refused below, naming the agent
-        args.size = default_image_size(args.renderer, model) if args.env != "none" else 128
+        args.size = default_image_side(args.renderer, model, args.env)
     if args.max_steps < 1:
         raise CLIError(f"--max-steps {args.max_steps}: must be at least 1")
     if args.limit is not None and args.limit < 0:

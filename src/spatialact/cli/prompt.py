@@ -1,10 +1,15 @@
-"""Print the exact prompt an MLLM agent would receive for a task, and write the images it carries.
+"""Print the exact prompt an MLLM agent receives for a task in `spatialact eval`, and write the images it carries.
 
-The images come from the task's start_image / goal_image files; a task without them is rendered in its scene
-(spatialact.envs). The output directory gets the images as PNG (image_1_start.png, ...), prompt.txt (what is
-printed) and messages.json (the chat-completions messages exactly as sent, images as base64 data URLs).
-The pose is never part of a prompt. --cues matches,depth,size shows the cue-prompting variant (the depth and size
-cues need views rendered in the task's scene, which come with depth and intrinsics).
+The defaults are eval's for a model agent (read from the same definition): one-shot, the auto renderer (gl where
+its OpenGL context starts, else tiny) and 384² images when gl renders (128² otherwise). The views are the ones eval
+shows: in one-shot mode the task's start_image / goal_image files when it names both (checked as eval checks them:
+a missing, non-image, damaged or over-64-megapixel file is one line naming the task, field and path), else views
+rendered in its scene; in closed-loop mode always the views rendered in its scene (the first turn). The output
+folder gets the images as PNG (image_1_start.png, ...), prompt.txt (what is printed) and messages.json (the
+chat-completions messages exactly as sent, images as base64 data URLs), each written by the output rule (a
+regular file replaced atomically; a FIFO or read-only file refused before any work). The pose is never part of a
+prompt. --cues matches,depth,size shows the cue-prompting variant (the depth and size cues need views rendered in
+the task's scene, which come with depth and intrinsics).
 """
 
 from __future__ import annotations
@@ -17,43 +22,62 @@ from .main import print_json
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from .runs import MAX_IMAGE_SIDE, MIN_IMAGE_SIDE, run_defaults
+
+    defaults = run_defaults()  # eval's, from the one definition both read
     p.add_argument("task_id", metavar="TASK_ID", help="id of the task in the task file")
     p.add_argument("--tasks", metavar="FILE", required=True, help="task file (JSONL)")
-    p.add_argument("--mode", choices=["one-shot", "closed-loop"], default="one-shot",
-                   help="one-shot (whole sequence, default) or closed-loop (first step of the loop)")
+    p.add_argument("--mode", choices=["one-shot", "closed-loop"], default=defaults.mode,
+                   help=f"one-shot (whole sequence) or closed-loop (the first turn of the loop); default "
+                        f"{defaults.mode}, as eval")
     p.add_argument("--out", metavar="DIR", default=None,
                    help="where to write the images, prompt.txt and messages.json (default: ./prompt_<TASK_ID>)")
-    p.add_argument("--width", type=int, default=128, help="render width in pixels when rendering (default 128)")
-    p.add_argument("--height", type=int, default=128, help="render height in pixels when rendering (default 128)")
-    p.add_argument("--renderer", choices=["tiny", "egl", "gl", "auto"], default="tiny",
-                   help="renderer when rendering: tiny (PyBullet's CPU renderer, default), egl, gl (the project's "
-                        "OpenGL renderer, as eval uses when it starts) or auto (gl, else tiny saying why)")
+    p.add_argument("--size", type=int, default=None,
+                   help=f"image width and height in pixels when rendering, {MIN_IMAGE_SIDE} to {MAX_IMAGE_SIDE} "
+                        f"(default: eval's for a model agent: 384 when gl renders, else 128)")
+    p.add_argument("--width", type=int, default=None, help="render width in pixels (default: --size)")
+    p.add_argument("--height", type=int, default=None, help="render height in pixels (default: --size)")
+    p.add_argument("--renderer", choices=["auto", "tiny", "egl", "gl"], default=defaults.renderer,
+                   help=f"renderer when rendering: auto (gl, else tiny saying why), tiny (PyBullet's CPU "
+                        f"renderer), egl, gl (the project's OpenGL renderer); default {defaults.renderer}, as eval")
     p.add_argument("--json", action="store_true", help="print JSON (messages with image file names) instead of text")
     p.add_argument("--cues", metavar="LIST", default=None,
                    help="cue prompting as --agent-arg cues=LIST would give it: any of matches,depth,size")
 
 
-def _load(path):
-    import numpy as np
-    from PIL import Image
+def _read_image(task, field: str, path: str):
+    """The image file a task names, as eval reads it; one line naming task, field and path when it cannot be used
+    (missing, no image, damaged, a decompression bomb: :mod:`spatialact.image_files`)."""
+    from spatialact.image_files import ImageFileError, read_image_rgb
 
-    with Image.open(path) as im:
-        return np.asarray(im.convert("RGB"))
-
-
-def observation_for(task, mode: str, width: int = 128, height: int = 128, renderer: str = "tiny") -> dict:
-    """The first observation of an episode: from the task's image files, else rendered in its scene."""
     from .main import CLIError
 
-    obs = {"mode": mode, "step_index": 0}
-    if task.start_image and task.goal_image and Path(task.start_image).is_file() and Path(task.goal_image).is_file():
-        obs["rgb"] = obs["start_rgb"] = _load(task.start_image)
-        obs["goal_rgb"] = _load(task.goal_image)
+    try:
+        return read_image_rgb(path)
+    except ImageFileError as e:
+        raise CLIError(f"task {task.id!r}: {field} {e}") from None
+
+
+def _shows_files(task, mode: str) -> bool:
+    """eval's choice: the task's image files in one-shot mode when it names both, or when it has no scene."""
+    return (mode == "one-shot" and bool(task.start_image and task.goal_image)) or task.scene is None
+
+
+def observation_for(task, mode: str, width: int = 128, height: int = 128, renderer: str = "auto") -> dict:
+    """The first observation of an eval episode of ``task`` in ``mode`` (what the agent sees, as
+    ``spatialact.evaluation.episode`` builds it): the task's image files (one-shot with both, or no scene), else
+    the views rendered in its scene (``width`` × ``height`` pixels, ``renderer``) with their depth (metres) and
+    intrinsics (pixels). Unusable image files raise a one-line CLIError naming task, field and path."""
+    from .main import CLIError
+
+    obs = {"mode": mode, "step_index": 0, "depth": None, "intrinsics": None}
+    if _shows_files(task, mode):
+        missing = [k for k in ("start_image", "goal_image") if not getattr(task, k)]
+        if missing:
+            raise CLIError(f"task {task.id!r} has no {' or '.join(missing)} and no scene to render the views from")
+        obs["rgb"] = obs["start_rgb"] = _read_image(task, "start_image", task.start_image)
+        obs["goal_rgb"] = _read_image(task, "goal_image", task.goal_image)
         return obs
-    missing = [k for k in ("start_image", "goal_image") if getattr(task, k) and not Path(getattr(task, k)).is_file()]
-    if task.scene is None:
-        why = f"its {', '.join(missing)} file is missing" if missing else "it has no start_image/goal_image"
-        raise CLIError(f"task {task.id!r}: {why} and no scene to render the views from")
     try:
         import numpy as np
 
@@ -66,28 +90,44 @@ def observation_for(task, mode: str, width: int = 128, height: int = 128, render
         o, _ = env.reset(seed=0, options={"task": task})
         obs["rgb"] = obs["start_rgb"] = np.asarray(o["rgb"])
         obs["goal_rgb"] = np.asarray(o["goal_rgb"])
-        obs["depth"] = env.unwrapped.observation_depth()  # for cue prompting (--cues)
+        obs["depth"] = np.asarray(o["depth"]) if "depth" in o else env.unwrapped.observation_depth()
         obs["intrinsics"] = np.asarray(env.unwrapped.intrinsics, dtype=np.float64)
-        ex = task.example or {}
-        if not ex.get("start_image") and ex.get("start_pose") is not None and hasattr(env.unwrapped, "render_view"):
-            view = env.unwrapped.render_view(np.asarray(ex["start_pose"], dtype=np.float64))
-            obs["example_rgb"] = np.asarray(view["rgb"] if isinstance(view, dict) else view)
     finally:
         env.close()
     return obs
 
 
-def run(args: argparse.Namespace) -> int:
-    from PIL import Image
+def _example_image(task, mode: str) -> None:
+    """The example view a one-shot flat navigation prompt reads (``example.start_image``), checked as eval checks
+    it before a run."""
+    ex = task.example or {}
+    if mode == "one-shot" and task.kind == "nav" and task.answer_format == "flat" and ex.get("start_image"):
+        _read_image(task, "example.start_image", ex["start_image"])
 
+
+def _sides(args: argparse.Namespace) -> tuple[int, int]:
+    """(width, height) of rendered views: --width/--height, else --size, else eval's default for a model agent."""
+    from .runs import check_image_side, default_image_side
+
+    for opt in ("size", "width", "height"):
+        check_image_side(getattr(args, opt), f"--{opt}")
+    side = args.size
+    if side is None and (args.width is None or args.height is None):
+        side = default_image_side(args.renderer, model=True)
+    return (args.width if args.width is not None else side), (args.height if args.height is not None else side)
+
+
+def run(args: argparse.Namespace) -> int:
     from spatialact.agents import AgentConfigError, build_prompt
     from spatialact.agents.cues import cue_problem, parse_cues
-    from spatialact.agents.prompts import prompt_version
+    from spatialact.agents.prompts import png_bytes, prompt_version
     from spatialact.evaluation.results import safe_name
+    from spatialact.outputs import make_folder, write_bytes, write_text
     from spatialact.tasks import load_tasks
 
     from .main import CLIError, check_out
 
+    width, height = _sides(args)
     tasks = load_tasks(args.tasks)
     task = next((t for t in tasks if t.id == args.task_id), None)
     if task is None:
@@ -99,18 +139,23 @@ def run(args: argparse.Namespace) -> int:
         cues = parse_cues(args.cues)
     except AgentConfigError as e:
         raise CLIError(f"--{e}") from None
-    obs = observation_for(task, args.mode, args.width, args.height, args.renderer)
+    out = Path(args.out) if args.out else Path(f"prompt_{safe_name(task.id)}")
+    check_out(out)
+    for name in ("prompt.txt", "messages.json"):  # by the output rule, before any work
+        check_out(out / name, folder=False)
+    _example_image(task, args.mode)
+    obs = observation_for(task, args.mode, width, height, args.renderer)
     why = cue_problem(task, cues, {k for k in ("depth", "intrinsics") if obs.get(k) is not None})
     if why:
         raise CLIError(why.replace("--agent-arg cues=", "--cues "))
     version = prompt_version(cues)
     messages, images = build_prompt(task, obs, args.mode, cues=cues)
-    out = check_out(args.out) if args.out else Path(f"prompt_{safe_name(task.id)}")
-    out.mkdir(parents=True, exist_ok=True)
-    files = []
+    files = [im.filename for im in images]
+    for f in files:
+        check_out(out / f, folder=False)
+    make_folder(out, "--out")
     for im in images:
-        Image.fromarray(im.rgb).save(out / im.filename)
-        files.append(im.filename)
+        write_bytes(out / im.filename, png_bytes(im.rgb), "--out")
 
     shown, k = [], 0
     for m in messages:
@@ -135,8 +180,8 @@ def run(args: argparse.Namespace) -> int:
             for part in m["content"]:
                 lines.append(f"[image: {out / part['file']}]" if part["type"] == "image" else part["text"])
     text = "\n".join(lines)
-    (out / "prompt.txt").write_text(text + "\n", encoding="utf-8")
-    (out / "messages.json").write_text(json.dumps(messages, ensure_ascii=False, indent=1), encoding="utf-8")
+    write_text(out / "prompt.txt", text + "\n", "--out")
+    write_text(out / "messages.json", json.dumps(messages, ensure_ascii=False, indent=1), "--out")
     if args.json:
         print_json({"task_id": task.id, "mode": args.mode, "prompt_version": version,
                     "messages": shown, "images": [str(out / f) for f in files], "out": str(out)},

@@ -32,6 +32,7 @@ Examples:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 
@@ -79,7 +80,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "constant: letter=B, number=2.0; random: seed=1); a secret is refused")
     s.add_argument("--out", metavar="PATH", default=None,
                    help="run directory (with --agent; required) or the scores file (with --answers; default "
-                        "<answers>.scores.jsonl)")
+                        "<answers>.scores.jsonl; - writes it to standard output, the summary then to stderr)")
     s.add_argument("--no-circular", action="store_true",
                    help="ask option questions under rotation 0 only (no CircularEval)")
     s.add_argument("--seed", type=seed_arg, default=None, help="run seed, part of the resume key (default 0)")
@@ -116,6 +117,7 @@ def _build(args: argparse.Namespace) -> int:
         traj = load_trajectory(args.trajectory, args.format, entity=args.entity)
         mesh = scene_file(args.scene)
     out = check_out(args.out, folder=False)
+    check_out(out.parent / f"{out.stem}_images", f"--out {out}: image folder")
     res = build_questions(out, n=args.n, seed=args.seed, types=types, trajectory=traj, mesh=mesh,
                           max_keyframes=args.max_keyframes, renderer=args.renderer, size=args.size,
                           progress=not args.no_progress and sys.stderr.isatty())
@@ -167,31 +169,47 @@ def _score(args: argparse.Namespace) -> int:
 
 def _score_answers(args: argparse.Namespace) -> int:
     """``--answers FILE``: score a file of answers offline."""
+    from spatialact.outputs import output_path
     from spatialact.questions import load_question_file, score_answers_file
-    from spatialact.questions.scoring import summary_rows
 
     from .main import CLIError, check_out
-    from .table import format_table
 
     for opt, given in (("--agent-arg", bool(args.agent_arg)), ("--limit", args.limit is not None),
                        ("--no-circular", args.no_circular), ("--seed", args.seed is not None)):
         if given:
             raise CLIError(f"{opt} goes with --agent, not --answers (an answers file is scored as it is)")
     questions = list(load_question_file(args.questions).questions)
-    out = check_out(args.out, folder=False) if args.out else None
-    if out is not None and out.resolve() in (Path(args.answers).resolve(), Path(args.questions).resolve()):
-        raise CLIError(f"--out {out} would overwrite an input file")
-    res = score_answers_file(questions, args.answers, out)
+    # the default scores file is checked as --out is: by the output rule, before any work
+    option = "--out" if args.out else "scores file (default; choose with --out)"
+    out = check_out(args.out or Path(args.answers).with_name(Path(args.answers).name + ".scores.jsonl"), option,
+                    folder=False, stdout=True)
+    if str(out) != "-" and out.resolve() in (Path(args.answers).resolve(), Path(args.questions).resolve()):
+        raise CLIError(f"{option} {out} would overwrite an input file")
+    with output_path(out, option, stdout=True) as scratch:
+        res = dict(score_answers_file(questions, args.answers, scratch), out=str(out))
+    if str(out) == "-":  # standard output holds the scores: the summary goes to stderr
+        with contextlib.redirect_stdout(sys.stderr):
+            _show_scores(args, questions, res)
+    else:
+        _show_scores(args, questions, res)
+    return 0
+
+
+def _show_scores(args: argparse.Namespace, questions: list, res: dict) -> None:
+    """The summary of an answers file scored: a table and the counts (--json: the summary as JSON)."""
+    from spatialact.questions.scoring import summary_rows
+
+    from .table import format_table
+
     if args.json:
         print_json(res, ensure_ascii=False)
-        return 0
+        return
     headers, rows = summary_rows(res["summary"])
     print(format_table(rows, headers, title=f"answers {args.answers} · {len(questions)} questions"))
     c = res["counts"]
     print(f"\nlines {c['lines']}, scored {c['scored']}; invalid_json {c['invalid_json']}, invalid_line "
           f"{c['invalid_line']}, unknown_question {c['unknown_question']}; duplicates {c['duplicates']}; "
           f"questions without an answer {c['unanswered']}\nper-answer scores: {res['out']}")
-    return 0
 
 
 def _answerer(args: argparse.Namespace):

@@ -68,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
     from spatialact.envs import replay_trajectory
     from spatialact.envs.replay import replay_scene_for
     from spatialact.envs.replay_run import write_contact_sheet, write_side_by_side_video
+    from spatialact.outputs import make_folder, output_path, write_text
     from spatialact.trajectories import load_trajectory
     from spatialact.tasks.extraction import keyframe_indices
 
@@ -90,23 +91,26 @@ def run(args: argparse.Namespace) -> int:
         scene = _scene_from_file(args.scene, args.traj)
         if "type" not in scene:  # a mesh for a camera path
             scene = replay_scene_for(traj, kf, mesh=scene["mesh"])
+    files = {k: os.path.join(args.out, k) for k in ("contact_sheet.png", "replay.mp4", "replay.json")}
     check_out(args.out)
+    for path in files.values():  # the files it will replace, by the same rule, before the replay
+        check_out(path, folder=False)
     res = replay_trajectory(traj, scene=scene, keyframes=None if scene and scene.get("keyframes") else kf,
                             height=args.height, renderer=args.renderer)
-    try:  # only now: a trajectory that cannot be replayed leaves no folder behind
-        os.makedirs(args.out, exist_ok=True)
-    except OSError as e:
-        raise CLIError(f"--out: cannot create {args.out!r} ({e.strerror or e})") from None
+    # only now: a trajectory that cannot be replayed leaves no folder behind
+    make_folder(args.out, "--out")
     name = os.path.basename(os.path.normpath(args.traj))
     title = f"{name}: recorded | simulated ({res.scene.get('source')})"
-    sheet = write_contact_sheet(res, os.path.join(args.out, "contact_sheet.png"), max_rows=args.rows, title=title)
-    video = write_side_by_side_video(res, os.path.join(args.out, "replay.mp4"), fps=args.video_fps)
+    sheet, video = files["contact_sheet.png"], files["replay.mp4"]
+    with output_path(sheet, "--out") as scratch:
+        write_contact_sheet(res, scratch, max_rows=args.rows, title=title)
+    with output_path(video, "--out") as scratch:
+        write_side_by_side_video(res, scratch, fps=args.video_fps)
     out = {**res.summary(), "trajectory": os.path.abspath(args.traj), "recorded_frames": res.recorded is not None,
            "position_errors_m": [float(v) for v in res.position_errors],
            "rotation_errors_deg": [float(v) for v in res.rotation_errors * 180.0 / 3.141592653589793],
            "scene": res.scene, "video": video, "contact_sheet": sheet}
-    with open(os.path.join(args.out, "replay.json"), "w", encoding="utf-8") as f:
-        json.dump(out, f, indent=1, default=str)
+    write_text(files["replay.json"], json.dumps(out, indent=1, default=str), "--out")
     print(f"{name}: {len(res.keyframes)} keyframes replayed in a {res.scene.get('source')} scene; largest pose error "
           f"{res.position_errors.max() * 1000:.1f} mm, {res.rotation_errors.max() * 180 / 3.141592653589793:.2f} deg "
           f"(bound {res.bound[0] * 1000:.1f} mm, {res.bound[1] * 180 / 3.141592653589793:.2f} deg)")

@@ -44,6 +44,21 @@ def expand_runs(args_runs: list[str]) -> list:
     return out
 
 
+def check_report_folder(out: Path, option: str = "--out") -> None:
+    """The report folder and what the report replaces in it (report.md, report.html: by the output rule; figures/
+    and frames/, which it empties: plain folders only), checked before any work; one-line CLIError otherwise."""
+    from .main import CLIError, check_out
+
+    check_out(out, option)
+    for name in ("report.md", "report.html"):
+        check_out(out / name, option, folder=False)
+    for name in ("figures", "frames"):
+        d = out / name
+        if d.is_symlink() or (d.exists() and not d.is_dir()):
+            raise CLIError(f"{option} {out}: {name}/ is not a plain folder; the report empties it and will not "
+                           f"replace or follow this (move it away)")
+
+
 def run(args: argparse.Namespace) -> int:
     from spatialact.report import make_report, overall_json
     from spatialact.evaluation.results import RunStoreError
@@ -52,8 +67,8 @@ def run(args: argparse.Namespace) -> int:
     from .table import format_table
 
     runs = expand_runs(args.runs)
-    out = (check_out(args.out) if args.out
-           else Path(args.runs[0]) / "report" if len(args.runs) == 1 else Path("report"))
+    out = Path(args.out) if args.out else Path(args.runs[0]) / "report" if len(args.runs) == 1 else Path("report")
+    check_report_folder(out)
     try:
         md, html_path = make_report(runs, out)
         summary = overall_json(runs)

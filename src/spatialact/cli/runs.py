@@ -1,11 +1,45 @@
-"""What the commands that run agents share (``eval``, ``demo``, ``questions score``): reading ``--agent-arg`` options
-and the end-of-run line about failed episodes."""
+"""What the commands that run agents share (``eval``, ``demo``, ``questions score``, and ``prompt``, which shows what
+``eval`` sends): reading ``--agent-arg`` options, the run's defaults and image size, and the end-of-run line about
+failed episodes."""
 
 from __future__ import annotations
 
 import json
 
-__all__ = ["parse_agent_args", "failure_summary"]
+__all__ = ["parse_agent_args", "failure_summary", "run_defaults", "default_image_side", "check_image_side",
+           "MIN_IMAGE_SIDE", "MAX_IMAGE_SIDE"]
+
+#: The bounds of an image side in pixels (``eval --size``, ``prompt --size/--width/--height``): 8 to 4096.
+MIN_IMAGE_SIDE, MAX_IMAGE_SIDE = 8, 4096
+
+
+def run_defaults():
+    """The defaults of a run (mode, renderer, step limit, profile, seed, ...): an
+    :class:`~spatialact.evaluation.episode.EpisodeConfig` as declared — the one definition ``eval``'s options and
+    ``prompt``'s (which shows what ``eval`` sends) read."""
+    from spatialact.evaluation.episode import EpisodeConfig
+
+    return EpisodeConfig()
+
+
+def default_image_side(renderer: str, model: bool, env: str = "pybullet") -> int:
+    """``eval``'s image side when ``--size`` is not given: 384 for a model agent when the gl renderer draws (``gl``,
+    or ``auto`` when gl starts), else 128 (baselines, tiny renderer, no simulator)."""
+    if env == "none":
+        return 128
+    from spatialact.envs.rendering import default_image_size
+
+    return default_image_size(renderer, model)
+
+
+def check_image_side(value: int | None, option: str = "--size") -> int | None:
+    """``value`` when it is a side from :data:`MIN_IMAGE_SIDE` to :data:`MAX_IMAGE_SIDE` pixels (None passes);
+    else a one-line CLIError naming ``option`` — a 100000-pixel side would allocate tens of GiB."""
+    from .main import CLIError
+
+    if value is not None and not MIN_IMAGE_SIDE <= value <= MAX_IMAGE_SIDE:
+        raise CLIError(f"{option} {value}: must be between {MIN_IMAGE_SIDE} and {MAX_IMAGE_SIDE} pixels")
+    return value
 
 
 def parse_agent_args(items: list[str]) -> dict:

@@ -15,6 +15,7 @@ The same seed gives the same file. Prints a table of the tasks written (--json: 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import sys
@@ -59,7 +60,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", required=True, help="task file to write (.jsonl)")
+    p.add_argument("--out", required=True,
+                   help="task file to write (.jsonl; replaced atomically: a link is followed, a FIFO or read-only "
+                        "file refused)" + ("; - writes it to standard output (the table then goes to stderr)"
+                                           if p.prog.endswith("procedural") else ""))
     p.add_argument("--n", type=count_arg(1, 1_000_000), default=10, help="number of tasks (default 10)")
     p.add_argument("--seed", type=seed_arg, default=0, help="random seed (default 0)")
     p.add_argument("--kind", choices=list(KINDS), default=None,
@@ -126,7 +130,7 @@ def _procedural(args: argparse.Namespace):
     except ImportError as e:
         raise ValueError(f"procedural tasks need the simulator (pip install 'spatialact[sim]'): {e}") from None
     tasks = procedural_tasks(args.kind or "nav", args.n, args.seed)
-    return tasks, save_tasks(tasks, args.out)
+    return tasks, save_tasks(tasks, args.out, option="--out", stdout=True)
 
 
 # action name -> builder(args) -> (tasks, the task file written)
@@ -135,19 +139,34 @@ TASK_BUILDERS = {"from-trajectory": _from_trajectory, "procedural": _procedural}
 
 def run(args: argparse.Namespace) -> int:
     from .main import check_out
-    from .table import format_table
 
-    check_out(args.out, folder=False)
+    to_stdout = args.action == "procedural"  # one file; from-trajectory writes its images beside it
+    check_out(args.out, folder=False, stdout=to_stdout)
+    if args.action == "from-trajectory" and not args.no_images:
+        from spatialact.taskgen.from_trajectory import image_dir_for
+
+        check_out(image_dir_for(args.out), f"--out {args.out}: image folder")
     tasks, path = TASK_BUILDERS[args.action](args)
-    if args.json:
-        print_json({"out": str(path), "n": len(tasks), "ids": [t.id for t in tasks]})
-        return 0
+    if str(args.out) == "-":  # standard output holds the tasks themselves: what is shown goes to stderr
+        with contextlib.redirect_stdout(sys.stderr):
+            _show(args, tasks, path)
+    else:
+        _show(args, tasks, path)
+    return 0
+
+
+def _show(args: argparse.Namespace, tasks: list, path) -> None:
+    """The tasks written: a table (--json: one JSON object)."""
     from spatialact.geometry import rotation_error
 
+    from .table import format_table
+
+    if args.json:
+        print_json({"out": str(path), "n": len(tasks), "ids": [t.id for t in tasks]})
+        return
     # Start-to-goal motion from the poses themselves, so every builder's table shows it.
     rows = [[t.id, t.kind, t.n_steps, float(np.linalg.norm(t.goal_pose[:3, 3] - t.start_pose[:3, 3])),
              float(np.degrees(rotation_error(t.start_pose, t.goal_pose))), "png" if t.start_image else "rendered"
              if t.scene else "no"] for t in tasks]
     print(format_table(rows, ["id", "kind", "steps", "distance m", "turn °", "images"],
                        title=f"{len(tasks)} tasks → {path}  (images: png files, or rendered from the scene on demand)"))
-    return 0

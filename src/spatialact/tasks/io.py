@@ -311,9 +311,12 @@ def _resolve_paths(rec: dict, folder: str) -> None:
 
 
 # ----- saving ------------------------------------------------------------------------------------------------------
-def save_tasks(tasks: Iterable[Task], path: str | os.PathLike, *, relative_to: str | os.PathLike | None = None) -> Path:
-    """Write tasks as JSONL, schema version 2 (atomically: a temporary file, then rename). Each record is
-    validated first; writing no task at all is refused (an empty task file does not load).
+def save_tasks(tasks: Iterable[Task], path: str | os.PathLike, *, relative_to: str | os.PathLike | None = None,
+               option: str | None = None, stdout: bool = False) -> Path:
+    """Write tasks as JSONL, schema version 2, by the output rule (:func:`write_jsonl_atomic`: a regular file
+    replaced atomically, a link followed, a device written through, a FIFO or read-only file refused naming
+    ``option``; ``-`` is standard output where ``stdout``). Each record is validated first; writing no task at all
+    is refused (an empty task file does not load).
 
     Paths under the file's folder (images, meshes, trajectories) are written relative to it, so a task folder can
     be moved whole.
@@ -345,7 +348,7 @@ def save_tasks(tasks: Iterable[Task], path: str | os.PathLike, *, relative_to: s
             yield rec
 
     return write_jsonl_atomic(path, records(), TaskFileError(f"{path}: no tasks to write (an empty task file does "
-                                                             "not load)"))
+                                                             "not load)"), option=option, stdout=stdout)
 
 
 def write_jsonl_atomic(path: Path, records: Iterable[dict], empty: Exception, *, option: str | None = None,

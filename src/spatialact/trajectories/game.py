@@ -35,6 +35,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..outputs import OutputError
 from .trajectory import FrameRef, Trajectory, as_numbers, check_fps, check_intrinsics, check_poses, \
     check_timestamps, describe_value, fail, read_json_file
 
@@ -285,14 +286,16 @@ class GameTrajectoryWriter:
     def __init__(self, out, *, fps: float, width: int, height: int, intrinsics, depth: dict, meta: dict,
                  crf: int = 18):
         self.out = Path(out)
+        # A link to a folder is followed (the link stays): the folder is built beside its target and renamed there.
+        self._target = Path(os.path.realpath(self.out))
         self.fps, self.width, self.height = float(fps), int(width), int(height)
         self.K = np.asarray(intrinsics, dtype=np.float64)
         self.depth = dict(depth)
         self.meta = dict(meta)
         self.crf = int(crf)
-        parent = self.out.parent
+        parent = self._target.parent
         parent.mkdir(parents=True, exist_ok=True)
-        self._tmp = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.partial-", dir=parent))
+        self._tmp = Path(tempfile.mkdtemp(prefix=f".{self._target.name}.partial-", dir=parent))
         (self._tmp / DEPTH_DIR).mkdir()
         self._poses: list[np.ndarray] = []
         self._tics: list[int] = []
@@ -361,9 +364,12 @@ class GameTrajectoryWriter:
                 "rgb": {"file": RGB_FILE, "codec": self._codec, "pix_fmt": self._stream.pix_fmt, "crf": self.crf},
                 "files": {"poses": POSES_FILE, "rgb": RGB_FILE, "depth": DEPTH_DIR + "/"}}
         (self._tmp / META_FILE).write_text(json.dumps(meta, indent=1, sort_keys=False) + "\n", encoding="utf-8")
-        if self.out.is_dir():
-            self.out.rmdir()  # empty (checked by the caller); rmdir refuses otherwise
-        os.replace(self._tmp, self.out)
+        target = self._target
+        if os.path.isdir(target) and not os.path.islink(target):
+            target.rmdir()  # empty (checked by the caller); rmdir refuses otherwise
+        elif os.path.lexists(target):  # a file, FIFO or device put there meanwhile: never replaced
+            raise OutputError(f"{self.out}: is not a folder; the game trajectory is not written over it")
+        os.replace(self._tmp, target)
         return self.out
 
     def abort(self) -> None:
