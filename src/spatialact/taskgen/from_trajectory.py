@@ -78,8 +78,15 @@ def build_trajectory_tasks(traj_path, out, *, format: str | None = None, episode
     image_dir = image_dir_for(out) if images else None
     parent = Path(out).parent
     made = [d for d in (parent, *parent.parents) if not d.exists()]  # folders a refusal must not leave
-    tasks = tasks_from_trajectory(traj, n=n, seed=seed, min_motion=min_motion, max_motion=max_motion, kind=kind,
-                                  answer_format=answer_format, image_dir=image_dir, max_seconds=max_seconds)
+    before = _listing(image_dir)
+    try:
+        tasks = tasks_from_trajectory(traj, n=n, seed=seed, min_motion=min_motion, max_motion=max_motion,
+                                      kind=kind, answer_format=answer_format, image_dir=image_dir,
+                                      max_seconds=max_seconds)
+    except BaseException:  # a frame that does not decode, an interrupt: no half image folder stays
+        _remove_new_images(image_dir, before)
+        _remove_made(made)
+        raise
     if not tasks:
         raise NoTasks(_no_pair(traj_path, traj, kind, min_motion, max_motion))
     skipped: dict = {}
@@ -136,6 +143,25 @@ def _remove_unused_images(built: list, kept: list, image_dir) -> None:
         for p in _images(t) - keep:
             Path(p).unlink(missing_ok=True)
     if image_dir is not None and Path(image_dir).is_dir() and not any(Path(image_dir).iterdir()):
+        Path(image_dir).rmdir()
+
+
+def _listing(image_dir) -> set | None:
+    """The names in the image folder now; None when it does not exist."""
+    if image_dir is None or not Path(image_dir).is_dir():
+        return None
+    return {p.name for p in Path(image_dir).iterdir()}
+
+
+def _remove_new_images(image_dir, before: set | None) -> None:
+    """Remove what a failed build wrote into the image folder (the names not in ``before``), and the folder itself
+    when the build made it."""
+    now = _listing(image_dir)
+    if now is None:
+        return
+    for name in now - (before or set()):
+        Path(image_dir, name).unlink(missing_ok=True)
+    if before is None and not any(Path(image_dir).iterdir()):
         Path(image_dir).rmdir()
 
 
