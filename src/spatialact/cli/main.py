@@ -68,6 +68,17 @@ def count_arg(lo: int, hi: int, name: str = "count", hi_text: str | None = None)
 seed_arg = count_arg(0, MAX_SEED, "seed", str(MAX_SEED))
 
 
+def printable(text) -> str:
+    """``text`` for a terminal: every character that is not printable (C0 and C1 controls such as ESC, newlines,
+    DEL, bidirectional overrides, other format characters) shown as its Python escape (``\\x1b``, ``\\n``,
+    ``\\u202e``), so untrusted text (an instruction read from a file) cannot move the cursor, recolour the terminal
+    or split a line. One pass, linear in the length. ``--json`` output keeps the text exact instead."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
 def print_json(obj, **kwargs) -> None:
     """Print ``obj`` as strict JSON (NaN and ±inf as null: :func:`spatialact.jsonline.strict_json`), the one way
     every ``--json`` output is written."""
