@@ -36,7 +36,8 @@ __all__ = ["PROMPT_VERSION", "PromptImage", "PromptedAgent", "build_prompt", "pn
            "SYSTEM_PROMPT", "prompt_version", "GAME_CONTROLS"]
 
 # Bump when any template text changes: it is part of every cached request and every result's provenance.
-PROMPT_VERSION = "spatialact-l4-v1"
+# v2: hand tasks say "hand" where v1 said "gripper" (the reach instruction, the vector format's last element).
+PROMPT_VERSION = "spatialact-l4-v2"
 
 
 def prompt_version(cues=()) -> str:
@@ -133,13 +134,13 @@ def _format_text(task, one_step: bool) -> str:
     grip_word = "gripper" if kind == "manip" else "hand"
     if fmt == "vector":
         body = ("Answer with continuous action vectors. Each step is a list "
-                "[dx, dy, dz, d_roll, d_pitch, d_yaw, gripper]: dx, dy, dz in metres along +X, +Y, +Z; "
-                "d_roll about +Z, d_pitch about +X, d_yaw about +Y in radians; gripper 0 = open, 1 = closed. "
+                f"[dx, dy, dz, d_roll, d_pitch, d_yaw, {grip_word}]: dx, dy, dz in metres along +X, +Y, +Z; "
+                f"d_roll about +Z, d_pitch about +X, d_yaw about +Y in radians; {grip_word} 0 = open, 1 = closed. "
                 f"Each translation component is at most {cap * t:.6g} m and each rotation at most "
                 f"{cap * r:.6g} rad in magnitude.")
         if one_step:
             return body + ('\nOutput ONLY the next step, as a JSON list of 7 numbers, e.g. '
-                           '[0.0, 0.0, 0.02, 0.0, 0.0, 0.0, 0]. Output all zeros with the current gripper state '
+                           f'[0.0, 0.0, 0.02, 0.0, 0.0, 0.0, 0]. Output all zeros with the current {grip_word} state '
                            "when the current state already matches the target.")
         return body + ('\nYour final output MUST be a JSON object {"step_1": [...], "step_2": [...], ...} with '
                        f"{max(1, task.n_steps)} step(s).")

@@ -29,6 +29,7 @@ class HandWorld(TabletopWorld):
     """The floating hand at a table; see the module docstring. ``agent_body`` is the hand's PyBullet body."""
 
     kind = "hand"
+    EFFECTOR = "hand (its wrist)"  # not "the gripper": the prompt's hand template moves the wrist
     GRASP_POINT = np.array([0.0, 0.045, 0.1])
     GRASP_REGION = np.array([0.035, 0.03, 0.045])
     DOWN_AXIS = 1

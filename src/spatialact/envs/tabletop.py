@@ -39,6 +39,8 @@ class TabletopWorld(PyBulletWorld):
 
     has_gripper = True
     default_generator = "tabletop"
+    #: What the agent moves, as a reach task's instruction names it ("Move the <EFFECTOR> from ...").
+    EFFECTOR = "gripper"
     GRASP_POINT = np.zeros(3)
     DOWN_AXIS = 2
     LATERAL_AXES = (0, 1)
@@ -455,7 +457,7 @@ class TabletopWorld(PyBulletWorld):
                 continue
             tags = {"variant": "reach", "n_steps": k}
             return self.make_task(start, poses[-1], gt, tags,
-                                   instruction="Move the gripper from its start pose to the goal pose.")
+                                   instruction=f"Move the {self.EFFECTOR} from its start pose to the goal pose.")
         raise RuntimeError(f"no reachable goal found in scene {self.scene.spec} after {max_tries} tries")
 
     def _sample_pick_place(self, rng, sizes, cap, variant, max_tries):

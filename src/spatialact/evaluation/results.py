@@ -115,6 +115,23 @@ def config_diff(old: dict, new: dict, prefix: str = "", ignore: Iterable[str] = 
     return out
 
 
+def config_refusal(run_dir, diff: list[str], old: dict, new: dict, stored_provenance: dict | None = None) -> str:
+    """The one line a resume with a different configuration is refused with. A changed prompt version is named
+    plainly (the prompt templates changed — CHANGELOG.md says how —, so stored answers were given to another prompt;
+    a run stored before the version was part of the configuration has it in its provenance)."""
+    prompt = [d for d in diff if d.split(" ", 1)[0] == "prompt_version"]
+    if not prompt:
+        return (f"{run_dir}: the configuration differs from the stored one in {', '.join(diff)}; "
+                f"use a new output directory (or the stored settings) to resume")
+    agent = (stored_provenance or {}).get("agent") or {}
+    was = old.get("prompt_version") or (agent.get("params") or {}).get("prompt_version")
+    rest = [d for d in diff if d not in prompt]
+    return (f"{run_dir}: the prompt changed since this run was made (prompt version {was or 'unrecorded'} → "
+            f"{new.get('prompt_version')}; CHANGELOG.md says what changed): its answers were given to the old "
+            f"prompt and cannot be resumed with the new one; use a new output directory"
+            + (f" (the configuration also differs in {', '.join(rest)})" if rest else ""))
+
+
 # ----- provenance ---------------------------------------------------------------------------------------------
 _GIT: dict[str, str | None] = {}
 
@@ -458,9 +475,7 @@ class RunStore:
                 self.stored_provenance = self.provenance
                 return
             if diff:
-                raise RunConfigError(
-                    f"{self.run_dir}: the configuration differs from the stored one in {', '.join(diff)}; "
-                    f"use a new output directory (or the stored settings) to resume")
+                raise RunConfigError(config_refusal(self.run_dir, diff, old, self.config, stored.get("provenance")))
             if old != self.config:  # only mutable keys changed: remember the latest values
                 stored["config"] = self.config
                 self._write_json(path, stored)

@@ -365,6 +365,9 @@ def run_eval(tasks: Iterable[Task], agent: AgentSpec, cfg: EpisodeConfig, run_di
         except ImportError:
             raise ValueError("--backend ray needs Ray: pip install 'spatialact[ray]'") from None
     config = run_config(agent, cfg, task_source, task_hash)
+    version = (desc.get("params") or {}).get("prompt_version")
+    if version:  # a prompted agent: answers to another prompt are another run
+        config["prompt_version"] = version
     if variants != (cfg.variant,):
         config["variants"] = list(variants)
     prov = provenance(task_file=task_file, agent=desc, seed=cfg.seed)
