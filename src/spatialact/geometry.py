@@ -1,6 +1,6 @@
 """Frames and rotations: the one module every other part of spatialact uses for them.
 
-Conventions (SPEC §2), fixed here and nowhere else:
+Conventions (docs/conventions.md), fixed here and nowhere else:
 
 * units are metres and radians; poses are 4×4 float64 homogeneous matrices;
 * the world is right-handed with **+Z up**;

@@ -48,13 +48,13 @@ FAILURE_REASONS = ("api_error", "error")
 RETRIED_ON_RESUME = ("api_error",)
 #: The fields :func:`episode_key` joins (then ``variant`` when not empty).
 KEY_FIELDS = ("task_id", "agent", "env", "mode", "seed")
-#: An episode's mean step scores (SPEC §4.1–4.2): distance, direction (raw cosine), translation, rotation, gripper.
+#: An episode's mean step scores (docs/scoring.md): distance, direction (raw cosine), translation, rotation, gripper.
 STEP_SCORE_FIELDS = ("s_d", "s_theta", "s_step", "s_rot", "s_grip")
 #: The scoring fields of an episode record, in the order written (all null but ``reason`` and ``n_repairs`` in a
 #: failure).
 SCORE_FIELDS = ("score", *STEP_SCORE_FIELDS, "per_step", "net_translation_error", "net_rotation_error", "weights",
                 "ok", "reason", "n_repairs")
-#: The closed-loop figures of an episode (SPEC §4.4), in the order written.
+#: The closed-loop figures of an episode (docs/scoring.md), in the order written.
 CLOSED_LOOP_FIELDS = ("final_position_error", "final_rotation_error", "success", "path_length", "d0", "spl",
                       "n_steps")
 #: Every episode or failure record's fields as :func:`~spatialact.evaluation.episode.run_episode` writes them, in
@@ -81,7 +81,7 @@ QUESTION_FIELDS = ("key", "record", "task_id", "question_id", "type", "format", 
 
 # ----- keys ------------------------------------------------------------------------------------------------------
 def episode_key(task_id: str, agent: str, env: str, mode: str, seed: int, variant: str = "") -> str:
-    """The resume key of SPEC §8: ``task|agent|env|mode|seed``, with ``|variant`` appended when the variant is
+    """The resume key (docs/results.md): ``task|agent|env|mode|seed``, with ``|variant`` appended when the variant is
     not empty. ``agent`` is the canonical agent name (``spatialact.agents.canonical_agent_name``). The runner,
     the records and the results store all use this function."""
     parts = [str(task_id), str(agent), str(env), str(mode), str(seed)]

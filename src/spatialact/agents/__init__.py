@@ -1,4 +1,4 @@
-"""Agents (SPEC §7): the ``Agent`` protocol, an MLLM agent for OpenAI-compatible endpoints, tool-using agents
+"""Agents (docs/agents.md): the ``Agent`` protocol, an MLLM agent for OpenAI-compatible endpoints, tool-using agents
 (``react``, ``plan-execute``) over the same endpoints, a local Hugging Face agent (``hf``), and baselines.
 
 ``make_agent(name, **kwargs)`` builds one by name (``AGENT_NAMES``, or an alias in ``AGENT_ALIASES``); a bad

@@ -1,4 +1,4 @@
-"""Calibration baselines: ``random``, ``stay``, ``oracle``, ``noisy-oracle`` and ``constant`` (SPEC §7).
+"""Calibration baselines: ``random``, ``stay``, ``oracle``, ``noisy-oracle`` and ``constant`` (docs/agents.md).
 
 Their scores are the calibration rows of every report: ``oracle`` is the ceiling (1.0 one-shot), ``stay`` and
 ``random`` the floors, ``constant`` (always the same primitive) the extreme of a biased answerer for the

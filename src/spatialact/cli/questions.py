@@ -1,4 +1,4 @@
-"""Generated questions with exact answers (SPEC §9): build a question file, and score answers to it.
+"""Generated questions with exact answers (docs/questions.md): build a question file, and score answers to it.
 
   spatialact questions build --out q.jsonl [--n 4] [--seed 0] [--types depth,tracking,...]
       camera-geometry questions after SpatialScore's VGBench (relative_pose, primitive, fov, depth, relative_depth,
@@ -17,9 +17,9 @@
       scores a file of answers offline: one JSON object a line, {"question_id", "rotation" (default 0),
       "response"} (the rotation of the options the model was shown; see spatialact.questions.question_prompt).
 
-Scores (SPEC §4.6): multiple choice and judgment — the exact letter after robust extraction (no random fallback);
-accuracy over all rotations, at rotation 0, and CircularEval (right under every rotation), beside its chance rate;
-numeric — mean relative accuracy (MRA, thresholds 0.50…0.95), δ=2 accuracy and the median relative error.
+Scores (docs/scoring.md, Question scores): multiple choice and judgment — the exact letter after robust extraction (no
+random fallback); accuracy over all rotations, at rotation 0, and CircularEval (right under every rotation), beside its
+chance rate; numeric — mean relative accuracy (MRA, thresholds 0.50…0.95), δ=2 accuracy and the median relative error.
 Exit status: 0 every answer scored, 1 some answers failed (API errors: rerun to retry), 2 bad input.
 
 Examples:

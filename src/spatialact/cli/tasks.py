@@ -1,7 +1,7 @@
 """Build task files (JSON Lines, validated against the shipped schema).
 
   spatialact tasks from-trajectory TRAJ --out tasks.jsonl [--n 10] [--seed 0] [--kind manip]
-      start/goal frame pairs from one trajectory, with exact ground truth (SPEC §5.3); start/goal PNGs are
+      start/goal frame pairs from one trajectory, with exact ground truth (docs/trajectories.md); start/goal PNGs are
       written next to the task file (folder <out stem>_images/) when the trajectory's frames decode. Every task
       gets a replay scene (DROID → GripperManip, EgoDex hands → HandManip, camera paths → CameraNav in --scene or
       a room around the segment, game recordings → GameNav in the recorded level), so it runs closed-loop; DROID

@@ -1,4 +1,4 @@
-"""Diagnostics from the other papers (SPEC §9–10): why an agent fails, not only how often.
+"""Diagnostics from the other papers (docs/diagnostics.md): why an agent fails, not only how often.
 
 * FlipEval for actions (3DSRBench): :func:`mirror_task`, :func:`mirror_observation`, :class:`MirroredAgent`,
   :class:`MirrorWrapper` (a Gymnasium wrapper; imports Gymnasium when first used), :func:`mirror_inconsistency`;

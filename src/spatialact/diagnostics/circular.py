@@ -1,5 +1,5 @@
-"""CircularEval (3DSRBench after MMBench; SPEC §9–10): an option-style question counts as right only if it is answered
-right under every rotation of its options.
+"""CircularEval (3DSRBench after MMBench; docs/diagnostics.md): an option-style question counts as right only if it is
+answered right under every rotation of its options.
 
 A question with options ``[o_0, …, o_{n−1}]`` is asked ``n`` times; rotation ``r`` shows ``o_r, o_{r+1}, …`` as
 A, B, … (:func:`spatialact.questions.rotate_options`), so the correct option stands at every letter once and an

@@ -1,4 +1,4 @@
-"""The diagnostic figures as plain functions on numbers and action sequences (SPEC §9–10).
+"""The diagnostic figures as plain functions on numbers and action sequences (docs/diagnostics.md).
 
 * :func:`rpdr` — Spatial457's relative performance dropping rate between consecutive difficulty levels, capped at 1;
 * :func:`chance_normalised` — a score placed between the random and the oracle calibration rows;
@@ -195,7 +195,7 @@ def sign_confusion(pred: ActionSequence | Iterable[ActionSequence],
                    gt: ActionSequence | Iterable[ActionSequence]) -> np.ndarray:
     """Confusion counts (6, 3, 3) ``[axis, true sign, predicted sign]`` (signs in ``SIGN_LABELS`` order −, 0, +;
     axes in ``AXES`` order) over pairs of sequences, steps aligned by index as the scores align them
-    (SPEC §4.2): over ``max(len(pred), len(gt))`` steps, a missing step counting as no motion (sign 0)."""
+    (docs/scoring.md): over ``max(len(pred), len(gt))`` steps, a missing step counting as no motion (sign 0)."""
     preds, gts = _as_sequences(pred), _as_sequences(gt)
     if len(preds) != len(gts):
         raise ValueError(f"sign_confusion: {len(preds)} predicted sequences but {len(gts)} ground truths")

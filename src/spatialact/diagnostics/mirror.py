@@ -1,4 +1,5 @@
-"""FlipEval for actions (3DSRBench, SPEC §9): the task an agent sees mirrored left-right, its answer mirrored back.
+"""FlipEval for actions (3DSRBench; docs/diagnostics.md): the task an agent sees mirrored left-right, its answer
+mirrored back.
 
 The mirror is conjugation by ``M = diag(−1, 1, 1, 1)`` (:func:`spatialact.action_space.mirror`): a pose ``T``
 (C2W, metres, world +Z up, camera OpenCV axes) becomes ``M T M`` — the world reflected in its x = 0 plane *and*
@@ -13,7 +14,7 @@ of the instruction; what it answers there is mirrored back before it is executed
 * :class:`MirroredAgent` — wraps any agent (what ``spatialact eval --flip`` runs for the ``mirror`` variant);
 * :class:`~spatialact.diagnostics.wrapper.MirrorWrapper` — wraps a Gymnasium environment of :mod:`spatialact.envs`
   (closed loop, RL);
-* :func:`mirror_inconsistency` — how much an agent's answer changes under the flip (SPEC §10).
+* :func:`mirror_inconsistency` — how much an agent's answer changes under the flip.
 
 Scores are mirror-invariant (distances, cosines and geodesic angles do not change under a reflection), so an
 answer given in the mirrored world scores the same against ``mirror(gt)`` as its mirror does against ``gt``.
@@ -228,7 +229,7 @@ def variant_agent(agent, variant: str):
 # ----- inconsistency ------------------------------------------------------------------------------------------
 def mirror_inconsistency(plain: ActionSequence, flipped: ActionSequence, kind: str = "nav",
                          profile: str | None = None) -> float:
-    """How differently an agent answers the same task plain and mirrored (SPEC §10), in [0, 1].
+    """How differently an agent answers the same task plain and mirrored, in [0, 1].
 
     ``plain``: its answer on the original views; ``flipped``: its answer on the mirrored views, *not yet mirrored
     back*. With ``m = mirror(flipped)`` (what the flipped answer means in the original world) it is

@@ -1,4 +1,4 @@
-"""``MirrorWrapper``: FlipEval for a Gymnasium environment of :mod:`spatialact.envs` (SPEC §9–10).
+"""``MirrorWrapper``: FlipEval for a Gymnasium environment of :mod:`spatialact.envs` (docs/diagnostics.md).
 
 Imports Gymnasium (the ``sim`` extra); the rest of :mod:`spatialact.diagnostics` does not. Frames and the mirror
 ``M = diag(−1, 1, 1, 1)`` as in :mod:`spatialact.diagnostics.mirror`.

@@ -1,4 +1,4 @@
-"""Gymnasium environments over PyBullet scenes (SPEC §6) and the worlds they run in; importing this package
+"""Gymnasium environments over PyBullet scenes (docs/environments.md) and the worlds they run in; importing this package
 registers the environments.
 
 * ``spatialact/CameraNav-v0`` — :class:`CameraNavEnv`, a free camera in a procedural room or a mesh scene;

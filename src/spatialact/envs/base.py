@@ -7,10 +7,10 @@ state, random tasks — is the world's (:mod:`spatialact.envs.world`). A new wor
 environment file naming its world class.
 
 Frames and units: poses are (4, 4) float64 C2W matrices in metres, world +Z up; the controlled frame (camera,
-end-effector, hand) moves in its own body frame, ``T_next = T @ Δ`` (SPEC §2–3) unless the world stops it
+end-effector, hand) moves in its own body frame, ``T_next = T @ Δ`` (docs/conventions.md) unless the world stops it
 (``info["blocked"]``).
 
-Action modes (SPEC §6):
+Action modes (docs/environments.md):
 
 * ``discrete``: ``Discrete(13)`` (CameraNav) or ``Discrete(15)``: 0 Stay, 1–12 one unit of one motion primitive in
   ``MOTION_PRIMITIVES`` order (1 Truck Right, 2 Truck Left, 3 Pedestal Down, 4 Pedestal Up, 5 Dolly In,

@@ -1,4 +1,4 @@
-"""Execute a whole :class:`~spatialact.action_space.ActionSequence` in an environment (SPEC §6).
+"""Execute a whole :class:`~spatialact.action_space.ActionSequence` in an environment (docs/environments.md).
 
 The executor turns ``terminate_on_success`` off and raises ``max_steps`` to at least the sequence length for the
 duration of the run (and restores both), so every step runs, as the paper's one-shot evaluation executes an answer.

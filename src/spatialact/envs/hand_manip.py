@@ -1,8 +1,8 @@
 """``spatialact/HandManip-v0``: move a floating hand to a goal pose, or grab and move objects, at a table.
 
 **World.** :class:`~spatialact.envs.hand_world.HandWorld`: a hand proxy with 6-DoF wrist motion at a table (or in an
-EgoDex replay scene). The controlled frame is the wrist, in EgoDex's hand convention (SPEC §2): **+Z from the wrist
-toward the middle-finger knuckle, +Y out of the palm**, X = Y × Z; poses are C2W (4, 4), metres, world +Z up.
+EgoDex replay scene). The controlled frame is the wrist, in EgoDex's hand convention (docs/conventions.md): **+Z from
+the wrist toward the middle-finger knuckle, +Y out of the palm**, X = Y × Z; poses are C2W (4, 4), metres, world +Z up.
 Push / Pull are Dolly In / Out of the hand (along +Z), Grab / Release the gripper states 1 / 0 (the fingers curl
 toward the palm, +Y). The hand is placed kinematically — exactly at the commanded pose — and it pushes dynamic objects
 it moves into; a grab carries the object whose centre lies in front of the palm.

@@ -1,9 +1,9 @@
 """The floating hand world (HandManip): a hand proxy with 6-DoF wrist motion and push / pull / grab / release.
 
-The controlled frame is the wrist, in EgoDex's hand convention (SPEC §2): **+Z from the wrist toward the middle-finger
-knuckle, +Y out of the palm**, X = Y × Z; poses are C2W (4, 4), metres, world +Z up. The hand is a static multibody
-(a palm and five fingers; capsule fingers of a hand's lengths and a sleeve for the eye, box collision shapes for
-grasping) placed kinematically — exactly at the commanded pose — and it pushes dynamic objects it moves into; a
+The controlled frame is the wrist, in EgoDex's hand convention (docs/conventions.md): **+Z from the wrist toward the
+middle-finger knuckle, +Y out of the palm**, X = Y × Z; poses are C2W (4, 4), metres, world +Z up. The hand is a static
+multibody (a palm and five fingers; capsule fingers of a hand's lengths and a sleeve for the eye, box collision shapes
+for grasping) placed kinematically — exactly at the commanded pose — and it pushes dynamic objects it moves into; a
 grab carries the object whose centre lies in front of the palm (``GRASP_POINT``). In an EgoDex replay the hand
 follows the extracted wrist frame and the observing camera is the recorded head camera.
 """

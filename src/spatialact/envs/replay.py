@@ -1,4 +1,4 @@
-"""Replay scenes: the worlds in which trajectory tasks run closed-loop (SPEC §5.3, docs/environments.md).
+"""Replay scenes: the worlds in which trajectory tasks run closed-loop (docs/environments.md).
 
 A replay scene (the ``scene`` of a task, docs/tasks.md "Replay scenes") references a recorded trajectory — path,
 format, episode, entity, keyframes — never per-frame arrays. :func:`build_replay_world` builds its world in a

@@ -1,6 +1,6 @@
-"""``replay_trajectory``: a recorded trajectory stepped in its replay scene, recorded beside simulated (SPEC §10).
+"""``replay_trajectory``: a recorded trajectory stepped in its replay scene, recorded beside simulated.
 
-The trajectory's metric-mode ground truth over its keyframes (SPEC §5.2, the body frame) is executed in the
+The trajectory's metric-mode ground truth over its keyframes (docs/trajectories.md, the body frame) is executed in the
 environment of its replay scene (:mod:`spatialact.envs.replay`); at every keyframe the simulated view from the
 recorded observing camera (DROID's exterior camera, EgoDex's head camera at that keyframe, the simulated camera
 itself for camera paths) is rendered beside the recorded frame, and the pose reached is compared with the recorded
@@ -24,8 +24,8 @@ class ReplayResult:
     """``keyframes`` (K+1,) frame indices; ``recorded`` (K+1, H, W, 3) uint8 frames (None without video);
     ``simulated`` (K+1, H, W, 3) uint8 renders from the same camera; ``poses`` (K+1, 4, 4) simulated and
     ``recorded_poses`` (K+1, 4, 4) recorded poses of the moving body; ``position_errors`` (m) and
-    ``rotation_errors`` (rad) between them; ``bound`` the SPEC §5.2 quantisation bound (m, rad) of the ground
-    truth's unit sizes; ``scene`` the replay scene used; ``task`` the replayed task; ``renderer``."""
+    ``rotation_errors`` (rad) between them; ``bound`` the quantisation bound (docs/trajectories.md) (m, rad) of the
+    ground truth's unit sizes; ``scene`` the replay scene used; ``task`` the replayed task; ``renderer``."""
 
     keyframes: np.ndarray
     recorded: np.ndarray | None

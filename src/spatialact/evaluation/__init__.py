@@ -1,4 +1,4 @@
-"""Evaluation: episodes, the runner, built-in suites and the results store (SPEC §8); reports are
+"""Evaluation: episodes, the runner, built-in suites and the results store (docs/evaluation.md); reports are
 :mod:`spatialact.report`.
 
 Imports are lazy so that ``from spatialact.evaluation import load_run`` in a notebook does not start a

@@ -1,6 +1,6 @@
 """One episode: a task, an agent and (when the task has a scene) a simulator → one result record.
 
-Modes (SPEC §8):
+Modes (docs/evaluation.md):
 
 * ``one-shot`` (the paper's): the agent sees the start and goal views once and answers a whole sequence; the
   answer is scored step by step against the ground truth and, when the task has a scene, executed in the
@@ -10,7 +10,7 @@ Modes (SPEC §8):
   truth and the visited poses give the closed-loop metrics.
 
 A one-shot answer is *executed* only up to :func:`execution_limit` steps (``max(max_steps, len(gt))``); scoring
-still counts every step of it (SPEC §4.2: extra steps cost). Whether a task can run in a mode at all is
+still counts every step of it (docs/scoring.md: extra steps cost). Whether a task can run in a mode at all is
 :func:`check_runnable`, asked for every task before a run writes anything.
 
 Failures are not results: an episode whose agent call failed (connection, timeout, HTTP error, malformed reply
@@ -318,8 +318,8 @@ def _images_problem(task: Task, cfg: EpisodeConfig, tid: str) -> str | None:
 
 def gt_problem(task: Task) -> str | None:
     """Why ``task``'s ground truth is no ground truth, or None: replayed from ``start_pose`` (``Task.gt_poses``,
-    the body frame of SPEC §3) it must end within the task's success thresholds of ``goal_pose``, or every score
-    of the run would be measured against a sequence that does not lead to the goal (a hand-written task with the
+    the body frame of docs/conventions.md) it must end within the task's success thresholds of ``goal_pose``, or every
+    score of the run would be measured against a sequence that does not lead to the goal (a hand-written task with the
     sign of a motion flipped scored its oracle 1 while failing)."""
     from ..geometry import rotation_error
 
@@ -405,7 +405,7 @@ def _score(pred: ActionSequence, parse, task: Task, cfg: EpisodeConfig, n_repair
            "net_rotation_error": s.get("net_rotation_error"), "weights": s.get("weights"),
            "ok": bool(ok), "reason": None, "n_repairs": int(n_repairs)}
     if parse is not None and not parse.ok:
-        # SPEC §3: text with no usable step scores 0 with reason parse_error.
+        # docs/scoring.md, docs/parsing.md: text with no usable step scores 0 with reason parse_error.
         out.update(score=0.0, reason="parse_error")
     return out
 
@@ -431,7 +431,7 @@ def run_episode(task: Task, agent, cfg: EpisodeConfig) -> tuple[dict, EpisodeFra
         obs, info = env.reset(seed=cfg.seed, options={"task": task}) if env is not None else (None, None)
         observation = _observation(task, cfg, env, obs, info, None, 0)
         frames.start, frames.goal = observation.get("rgb"), observation.get("goal_rgb")
-        gl = info.get("renderer") if isinstance(info, dict) else None  # which GL answered (SPEC §6)
+        gl = info.get("renderer") if isinstance(info, dict) else None  # which GL answered (docs/environments.md)
         if observation["rgb"] is None or observation["goal_rgb"] is None:
             raise TaskInputError(f"task {task.id!r} has neither a scene nor start/goal images")
         agent.reset(task)
@@ -458,7 +458,7 @@ def run_episode(task: Task, agent, cfg: EpisodeConfig) -> tuple[dict, EpisodeFra
                                                                    turns, frames)
             n_executed = len(pred)
         failed = next((t for t in turns if getattr(t, "error", None)), None)
-        if failed is not None:  # the agent call failed: no answer, so no result (SPEC §8)
+        if failed is not None:  # the agent call failed: no answer, so no result (docs/evaluation.md)
             record = _record(task, agent, cfg, None, None, None, turns, task.start_pose[None],
                              failed.error, time.perf_counter() - t0,
                              ("api_error", getattr(failed, "error_kind", None) or "agent"))
@@ -499,7 +499,7 @@ def _closed_loop(task, agent, cfg, env, observation, info, turns, frames):
         step = seq.steps[0]
         prev_grip = executed[-1].gripper if executed else None
         if step.is_stay() and step.gripper in (None, prev_grip):
-            break  # Stay ends the episode (SPEC §8)
+            break  # Stay ends the episode (docs/evaluation.md)
         obs, last_info = env.unwrapped.apply_step(step, seq.sizes)
         executed.append(step)
         poses.append(np.asarray(last_info["pose"], dtype=np.float64))

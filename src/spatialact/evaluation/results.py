@@ -1,4 +1,4 @@
-"""The results store (SPEC §8): one run directory per run, append-only, resumable.
+"""The results store (docs/results.md): one run directory per run, append-only, resumable.
 
 Layout::
 

@@ -1,4 +1,4 @@
-"""The evaluation runner: tasks × agent × environment → a resumable run directory (SPEC §8).
+"""The evaluation runner: tasks × agent × environment → a resumable run directory (docs/evaluation.md).
 
 Episodes run in this process (``workers=1``), in a pool of worker processes (``workers=N``) or as Ray tasks
 (``backend="ray"``). Whatever runs them, only this process writes the run directory — one writer, records

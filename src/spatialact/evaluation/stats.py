@@ -1,4 +1,4 @@
-"""Means with percentile-bootstrap 95% intervals for reports (SPEC §4.2: 1000 resamples, seed 0).
+"""Means with percentile-bootstrap 95% intervals for reports (docs/scoring.md: 1000 resamples, seed 0).
 
 The statistics themselves live in :mod:`spatialact.scorers.aggregate` — one bootstrap
 (:func:`spatialact.scorers.bootstrap_ci`, an interval as a tuple) and one summary

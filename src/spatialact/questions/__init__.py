@@ -1,5 +1,5 @@
-"""Generated questions with exact answers (SPEC §9): camera geometry after SpatialScore's VGBench and task flow after
-SpaCE-10's spatial planning, scored by SPEC §4.6 and CircularEval.
+"""Generated questions with exact answers (docs/questions.md): camera geometry after SpatialScore's VGBench and task
+flow after SpaCE-10's spatial planning, scored as docs/scoring.md says, with CircularEval.
 
 * generating: :func:`build_questions` (``spatialact questions build``) — relative pose, the primitive linking two
   frames, field of view, depth at a marked point, relative depth, the distance between two marked objects, point

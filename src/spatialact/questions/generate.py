@@ -1,5 +1,5 @@
-"""Question generators (SPEC §9): camera-geometry questions after SpatialScore's VGBench and task-flow questions after
-SpaCE-10's spatial planning, from simulator renders with exact answers.
+"""Question generators (docs/questions.md): camera-geometry questions after SpatialScore's VGBench and task-flow
+questions after SpaCE-10's spatial planning, from simulator renders with exact answers.
 
 Views come from procedural rooms (:func:`spatialact.taskgen.procedural_tasks`: seeded scenes, the start, intermediate
 and goal poses of their replayed ground truths) or from a recorded camera path replayed in its scene
@@ -120,7 +120,7 @@ def trajectory_scenes(traj, *, renderer: str = "tiny", size: int = 384, mesh: st
                       max_keyframes: int | None = None):
     """Yield the one scene of a recorded camera path (TUM, KITTI, RealEstate10K, generic, EgoDex's head camera)
     replayed in its replay scene (a procedural room around the path, or the mesh ``mesh``): the views are the poses
-    its metric ground truth reaches at each step (SPEC §5.2), the flows its windows of two and three steps.
+    its metric ground truth reaches at each step (docs/trajectories.md), the flows its windows of two and three steps.
     DROID and EgoDex hand trajectories move a robot or a hand, not the camera: refused (ValueError)."""
     from ..envs import make_env, replay_trajectory
     from ..envs.replay import replay_scene_for, scene_aspect
@@ -266,7 +266,7 @@ def _pick(rng, mask: np.ndarray, n: int = 1, min_dist: float = 0.0, avoid=(), tr
 
 def pose_text(rel: np.ndarray) -> str:
     """A relative pose in words: the position of camera 2 in camera 1's frame (metres) and its rotation as pan,
-    tilt, roll (degrees; SPEC §2's convention, :data:`ROTATION_TEXT`)."""
+    tilt, roll (degrees; docs/conventions.md's convention, :data:`ROTATION_TEXT`)."""
     from .. import geometry
 
     pan, tilt, roll = np.degrees(geometry.matrix_to_ptr(np.asarray(rel)[:3, :3]))

@@ -30,7 +30,8 @@ __all__ = ["QuestionFileError", "QuestionFile", "QUESTION_TYPES", "QUESTION_FORM
            "save_questions", "option_letters"]
 
 SCHEMA_VERSION = 1
-#: The question types and the formats each is generated in (SPEC §9: VGBench's camera geometry, SpaCE-10's planning).
+#: The question types and the formats each is generated in (docs/questions.md: VGBench's camera geometry, SpaCE-10's
+#: planning).
 TYPE_FORMATS: dict[str, tuple[str, ...]] = {
     "relative_pose": ("multiple_choice", "judgment"),
     "primitive": ("multiple_choice",),

@@ -1,4 +1,5 @@
-"""Scoring generated questions (SPEC §4.6) and CircularEval over the rotations of their options (SPEC §9–10).
+"""Scoring generated questions (docs/scoring.md) and CircularEval over the rotations of their options
+(docs/diagnostics.md).
 
 * :func:`score_response`: one answer to one question under one rotation. Multiple choice and judgment: the exact
   letter after robust extraction (:func:`spatialact.scorers.score_multiple_choice`; no random fallback, an

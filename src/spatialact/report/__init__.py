@@ -1,4 +1,4 @@
-"""Reports (SPEC §8): Markdown and a self-contained HTML page for one or more run directories.
+"""Reports (docs/results.md): Markdown and a self-contained HTML page for one or more run directories.
 
 ``make_report(run_dirs, out_dir)`` writes ``report.md`` (figures and frames as files next to it) and
 ``report.html`` (the same content with every image inlined as a base64 data URL: no external assets);

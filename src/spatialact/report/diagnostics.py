@@ -1,4 +1,4 @@
-"""The report's "Diagnostics" section (SPEC §9, docs/diagnostics.md): FlipEval (plain, mirrored, paired,
+"""The report's "Diagnostics" section (docs/diagnostics.md): FlipEval (plain, mirrored, paired,
 inconsistency, left/right bias), the viewpoint robustness δ with paired intervals, the difficulty ladder with RPDR
 (and chance-normalised scores when random and oracle runs are in the report), prediction bias with the sign
 confusion matrices, and the generated questions (:mod:`.questions`). Each part is shown for the runs it applies
@@ -30,7 +30,7 @@ def diagnostics_section(doc: Document, runs: list[RunData], figdir: Path) -> Non
     if not any(v for _, d in diags for v in d.values()) and not questions:
         return
     doc.heading(2, "Diagnostics")
-    doc.paragraph("Why an agent fails, not only how often (SPEC §9; definitions in docs/diagnostics.md). Intervals "
+    doc.paragraph("Why an agent fails, not only how often (definitions in docs/diagnostics.md). Intervals "
                   "are percentile-bootstrap 95% intervals (1000 resamples, seed 0); '–' marks a figure that is "
                   "undefined (a zero denominator) or has no data.")
     _flip(doc, [(run, d["flip"]) for run, d in diags if d["flip"]], figdir)

@@ -44,8 +44,8 @@ def make_report(run_dirs, out_dir) -> tuple[Path, Path]:
     doc = Document(out)
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     doc.heading(1, "spatialact report")
-    doc.paragraph(f"Generated {now} by spatialact {__version__}. Scores are episode step scores (SPEC §4); intervals "
-                  f"are percentile-bootstrap 95% intervals of the mean (1000 resamples, seed 0).")
+    doc.paragraph(f"Generated {now} by spatialact {__version__}. Scores are episode step scores (docs/scoring.md); "
+                  f"intervals are percentile-bootstrap 95% intervals of the mean (1000 resamples, seed 0).")
     comparison = compare_runs(ep_runs)
     if not comparison.like_for_like:
         warnings.warn(comparison.note(), RunsDifferWarning, stacklevel=2)

@@ -1,4 +1,4 @@
-"""The generated-questions part of the report's Diagnostics section (SPEC §9, docs/questions.md): per run and
+"""The generated-questions part of the report's Diagnostics section (docs/questions.md): per run and
 question group, accuracy over every rotation and at rotation 0 beside the chance rate, CircularEval beside its
 chance rate, and for numeric questions MRA, δ=2 accuracy and the median relative error."""
 

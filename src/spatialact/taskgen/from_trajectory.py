@@ -1,4 +1,4 @@
-"""The trajectory → task pipeline in one function (``spatialact tasks from-trajectory``; SPEC §5.3).
+"""The trajectory → task pipeline in one function (``spatialact tasks from-trajectory``; docs/trajectories.md).
 
 :func:`build_trajectory_tasks` loads the trajectory, builds start/goal pairs with exact ground truth
 (:func:`spatialact.tasks.from_trajectory.tasks_from_trajectory`, which writes the start / goal / example frames as

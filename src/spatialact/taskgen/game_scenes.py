@@ -1,4 +1,5 @@
-"""Game scenes for tasks cut from a game recording: the task builder's last step for source ``game`` (SPEC §5.3).
+"""Game scenes for tasks cut from a game recording: the task builder's last step for source ``game``
+(docs/trajectories.md).
 
 Each task built from a game trajectory (``spatialact game record``) gets the level it was recorded in as its scene —
 ``{"type": "game", "wad", "map", "wad_sha256", "start", "trajectory", "keyframes"}``, a reference, never arrays

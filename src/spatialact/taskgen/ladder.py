@@ -121,7 +121,7 @@ def _uncommon_nav_start(world, rng, P: np.ndarray, factor: str, sizes: StepSizes
         prefix = _split_cap(1, -n if lo else n, cap)  # below P: Pedestal Up (−Y) to P; above: Pedestal Down
     if factor in ("roll", "pitch"):
         # Each undoing step also moves 2–4 units (truck or dolly): a step that only turns would let Stay score on it
-        # (SPEC §4.1: a step without translation scores ‖p‖ against one unit).
+        # (docs/scoring.md: a step without translation scores ‖p‖ against one unit).
         for row in prefix:
             row[int(rng.choice([0, 2]))] = int(rng.integers(2, 5)) * (1 if rng.random() < 0.5 else -1)
     seq = ActionSequence.from_signed_counts(prefix, sizes, cap=cap)

@@ -5,7 +5,7 @@ pose (``goal = gt.to_poses(start)[-1]``), so replaying ``task.gt`` lands on ``ta
 draw them (:meth:`World.sample_task <spatialact.envs.world.World.sample_task>`) where they make a fair task: inside
 the room / above the table, not inside furniture, looking at something, and (navigation) sharing at least
 ``min_overlap`` of the view with the start (checked by reprojecting a small depth render, both ways). Navigation
-tasks need a net translation of at least 2 unit steps (SPEC §4.1). Poses are C2W (4, 4), metres, world +Z up.
+tasks need a net translation of at least 2 unit steps (docs/scoring.md). Poses are C2W (4, 4), metres, world +Z up.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Replay scenes for trajectory tasks: the task builder's last step, and which pairs it drops (SPEC §5.3).
+"""Replay scenes for trajectory tasks: the task builder's last step, and which pairs it drops (docs/trajectories.md).
 
 Each task built from a trajectory gets the replay scene it runs in closed-loop
 (:func:`~spatialact.envs.replay.replay_scene_for`). The policy of what is dropped, never clamped: a DROID pair whose
@@ -23,7 +23,7 @@ NOT_FOLLOWED = "the simulated Panda does not follow the ground truth to the goal
 
 
 def attach_replay_scenes(tasks, traj, *, mesh: str | None = None, extrinsics=None, table: bool = True):
-    """The builder's last step (SPEC §5.3): each task of ``traj`` (from ``tasks_from_trajectory``, whose
+    """The builder's last step (docs/trajectories.md): each task of ``traj`` (from ``tasks_from_trajectory``, whose
     ``meta["keyframes"]`` are the absolute frame indices of its ground-truth keyframes) gets its replay scene
     (:func:`replay_scene_for`), so that it runs closed-loop. DROID tasks whose start or goal the simulated Panda
     cannot reach (:func:`check_droid_reachable`, seeded with the recorded joint positions) are dropped and counted,

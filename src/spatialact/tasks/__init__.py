@@ -1,6 +1,6 @@
-"""The task schema and task-file I/O (SPEC §5.3, docs/tasks.md), action extraction from trajectories
-(``tasks.extraction``, SPEC §5.2) and tasks built from them (``tasks.from_trajectory``). Light core: no simulator
-needed; extraction and building load on first use."""
+"""The task schema and task-file I/O (docs/tasks.md), action extraction from trajectories
+(``tasks.extraction``, docs/trajectories.md) and tasks built from them (``tasks.from_trajectory``). Light core: no
+simulator needed; extraction and building load on first use."""
 
 from .io import (TaskFile, TaskFileError, clear_task_cache, file_sha256, load_task_file, load_tasks, save_tasks,
                  task_cache_dir)

@@ -1,14 +1,14 @@
-"""The paper's Action-Extraction Pipeline (SPEC §5.2): a trajectory in, an :class:`ActionSequence` out.
+"""The paper's Action-Extraction Pipeline (docs/trajectories.md): a trajectory in, an :class:`ActionSequence` out.
 
 1. **Keyframes** (:func:`keyframe_indices`): every ``round(fps)`` frames (one step per second), every frame where
    the gripper state changes, and the last frame. One step per keyframe interval (more where the cap splits it);
    the step that starts at a gripper change carries the new state. A change on the very last frame adds a final
    Stay step carrying it, so the sequence ends in the trajectory's final gripper state.
 2. **metric** mode: closed-loop quantisation. Each interval takes the motion from the *replayed* pose reached so
-   far to the next keyframe's true pose, decomposes it into truck, pedestal, dolly, tilt, pan, roll (SPEC §2) and
-   rounds each to whole units (half away from zero). When a count exceeds the cap the interval is split into
-   ``n = ⌈max count / cap⌉`` steps toward interpolated sub-targets (linear position, slerp rotation), each quantised
-   the same way. Because every interval aims at the true keyframe from where replay really is, rounding never
+   far to the next keyframe's true pose, decomposes it into truck, pedestal, dolly, tilt, pan, roll
+   (docs/conventions.md) and rounds each to whole units (half away from zero). When a count exceeds the cap the interval
+   is split into ``n = ⌈max count / cap⌉`` steps toward interpolated sub-targets (linear position, slerp rotation), each
+   quantised the same way. Because every interval aims at the true keyframe from where replay really is, rounding never
    accumulates: at every keyframe the replayed pose is within ``(√3/2)·u_t`` in position (the body-frame
    translation error is at most ``u_t/2`` per axis) and ``1.5·u_r`` in rotation (at most ``u_r/2`` per angle, and
    the geodesic angle of a product is at most the sum of its factors' angles), whatever the length.
@@ -261,7 +261,7 @@ def _thresholds(thresholds) -> tuple[float, float]:
 
 def extract_actions(traj: Trajectory, sizes: StepSizes | None = None, mode: str = "metric", cap: int = DEFAULT_CAP,
                     keyframes=None, frame: str = "body", thresholds=None) -> Extraction:
-    """Turn a trajectory into the paper's action sequence (SPEC §5.2); see the module docstring.
+    """Turn a trajectory into the paper's action sequence (docs/trajectories.md); see the module docstring.
 
     ``sizes``: unit step sizes (default: the trajectory kind's, navigation otherwise; in frames mode the mean
     per-frame motion). ``keyframes``: None (every ``round(fps)`` frames + gripper changes + last frame), an int

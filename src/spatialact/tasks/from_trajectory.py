@@ -1,4 +1,4 @@
-"""Tasks from a trajectory (SPEC §5.3): start/goal frame pairs with exact ground truth.
+"""Tasks from a trajectory (docs/trajectories.md): start/goal frame pairs with exact ground truth.
 
 A task is two frames ``i < j`` of one trajectory whose positions lie between ``min_motion`` and ``max_motion``
 metres apart (as the paper samples image pairs). Its ground truth is :func:`extract_actions` (metric mode) of the
@@ -8,7 +8,7 @@ paper's three-image prompt) is a third frame ``e`` of the same trajectory, with 
 task's start. When the trajectory has decodable frames and ``image_dir`` is given, the start, goal and example
 frames are written there as PNGs; otherwise the image fields are null (rendered on demand or absent).
 
-Navigation tasks also satisfy ``‖g‖ ≥ 2·u_t`` for the whole motion (SPEC §4.1): "Stay" cannot score well on a pure
+Navigation tasks also satisfy ``‖g‖ ≥ 2·u_t`` for the whole motion (docs/scoring.md): "Stay" cannot score well on a pure
 rotation.
 """
 

@@ -1,4 +1,4 @@
-"""Task files: JSON Lines, one task a line, validated on load (SPEC §5.3, docs/tasks.md).
+"""Task files: JSON Lines, one task a line, validated on load (docs/tasks.md).
 
 Every problem is reported as one line naming the file, the line, the task (when its id is valid), the field and
 what is wrong, e.g. ``tasks.jsonl:3: task 'nav-0-0002': field 'goal_pose': rotation is not orthonormal (error

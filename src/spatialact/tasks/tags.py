@@ -1,4 +1,4 @@
-"""Task tags are categories: the per-tag tables of a report break scores down by them (SPEC §8).
+"""Task tags are categories: the per-tag tables of a report break scores down by them (docs/tasks.md).
 
 A continuous quantity (a distance, a turn, a ground-truth length) would give one table row per task, so builders
 bin it here, in one place, and keep the exact value in the task's ``meta``. Bin labels read as ranges and sort in
@@ -17,7 +17,8 @@ from ..vocab import LEVELS
 __all__ = ["DISTANCE_EDGES_M", "TURN_EDGES_DEG", "STEPS_EDGES", "bin_label", "motion_tags", "steps_tag",
            "camera_attitude", "viewpoint_tag", "VIEWPOINT_COMMON", "VIEWPOINT_UNCOMMON", "VIEWPOINTS", "LEVELS"]
 
-# Start-to-goal distance, metres: navigation moves about 5x further than a hand or a gripper (SPEC §5.3 ranges).
+# Start-to-goal distance, metres: navigation moves about 5x further than a hand or a gripper (docs/trajectories.md
+# ranges).
 DISTANCE_EDGES_M = {"nav": (0.5, 1.0, 2.0), "manip": (0.1, 0.2, 0.4), "hand": (0.1, 0.2, 0.4)}
 # Start-to-goal turn (geodesic rotation angle), degrees.
 TURN_EDGES_DEG = (10.0, 30.0, 90.0)
@@ -81,7 +82,7 @@ def camera_attitude(T, floor_z: float = 0.0) -> tuple[float, float, float]:
 
     Pitch: the optical axis (+Z) above the horizontal plane (positive looking up, in [−90°, 90°]). Roll: the turn
     of the image about the optical axis, ``atan2(−x·up, −y·up)`` — positive when the camera's right side dips,
-    as after Roll CCW (SPEC §2). Height: the camera centre above ``floor_z`` (metres)."""
+    as after Roll CCW (docs/conventions.md). Height: the camera centre above ``floor_z`` (metres)."""
     T = np.asarray(T, dtype=np.float64)
     x, y, z = T[:3, 0], T[:3, 1], T[:3, 2]
     pitch = math.degrees(math.asin(float(np.clip(z[2], -1.0, 1.0))))

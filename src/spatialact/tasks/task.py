@@ -1,4 +1,4 @@
-"""The task record (SPEC §5.3): what a model is asked, and the ground truth it is scored against."""
+"""The task record (docs/tasks.md): what a model is asked, and the ground truth it is scored against."""
 
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ def counts_from_names(actions: list, step_nums: list) -> list[int]:
 
 
 def default_success(kind: str) -> dict:
-    """SPEC §4.4: navigation 0.20 m and 10°; manipulation and hand 0.05 m and 10°."""
+    """docs/scoring.md (closed-loop metrics): navigation 0.20 m and 10°; manipulation and hand 0.05 m and 10°."""
     pos = 0.20 if kind == "nav" else 0.05
     return {"position": pos, "rotation": math.radians(10.0), "object_state": None}
 
@@ -92,8 +92,8 @@ class Task:
     """One task. Poses are (4, 4) float64 C2W matrices in metres (world +Z up, camera OpenCV axes).
 
     ``gt`` is the ground-truth ActionSequence from ``start_pose``; replayed, it lands on ``goal_pose`` within the
-    quantisation bound of SPEC §5.2. ``scene`` says how to rebuild the scene (``{"generator", "seed", ...}`` or
-    ``{"mesh": path}``), None for trajectory-only tasks, which are scored one-shot.
+    quantisation bound of docs/trajectories.md. ``scene`` says how to rebuild the scene (``{"generator", "seed", ...}``
+    or ``{"mesh": path}``), None for trajectory-only tasks, which are scored one-shot.
     """
 
     id: str

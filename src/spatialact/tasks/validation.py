@@ -3,7 +3,7 @@
 :func:`schema_problems` is the shipped JSON Schema (``schemas/task.schema.json``) compiled by
 :mod:`spatialact.schema_compiler`: it accepts and rejects exactly what ``jsonschema`` does on JSON records, about
 100× faster.
-:func:`semantic_problems` adds, for a record that passed the schema (SPEC §5.3, docs/tasks.md):
+:func:`semantic_problems` adds, for a record that passed the schema (docs/tasks.md):
 
 * poses (``start_pose``, ``goal_pose``, ``example.start_pose``): last row ``[0, 0, 0, 1]`` and an orthonormal
   rotation (``geometry.orthonormality_error`` ≤ 1e-5);

@@ -1,13 +1,13 @@
-"""Trajectories in (SPEC §5.1): the readers and the one :class:`Trajectory` type.
+"""Trajectories in (docs/trajectories.md): the readers and the one :class:`Trajectory` type.
 
 Readers (generic ``.npz`` / ``.json``, TUM, KITTI, RealEstate10K, DROID in its LeRobot form, EgoDex) return one
 :class:`Trajectory` type: C2W float64 poses (world +Z up, OpenCV body axes, metres), timestamps, fps, gripper or
 grip states, image references, intrinsics, instruction and metadata. This package imports only ``geometry``
-(SPEC §1). Action extraction and task building live in :mod:`spatialact.tasks`: import :func:`extract_actions` (the
-paper's Action-Extraction Pipeline), :func:`replay`, :func:`quantisation_bound` and :func:`tasks_from_trajectory`
-from ``spatialact.tasks``, the rest (``Extraction``, ``keyframe_indices``, ``frame_motions``,
-``DEFAULT_THRESHOLDS``) from ``spatialact.tasks.extraction``. Their old names here still work, as deprecated aliases
-that warn (:class:`DeprecationWarning` naming the new path), loaded on first use.
+(docs/architecture.md). Action extraction and task building live in :mod:`spatialact.tasks`: import
+:func:`extract_actions` (the paper's Action-Extraction Pipeline), :func:`replay`, :func:`quantisation_bound` and
+:func:`tasks_from_trajectory` from ``spatialact.tasks``, the rest (``Extraction``, ``keyframe_indices``,
+``frame_motions``, ``DEFAULT_THRESHOLDS``) from ``spatialact.tasks.extraction``. Their old names here still work, as
+deprecated aliases that warn (:class:`DeprecationWarning` naming the new path), loaded on first use.
 """
 
 import warnings

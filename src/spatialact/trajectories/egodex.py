@@ -13,10 +13,10 @@ HDF5 layout read here (float32 unless noted):
   tasks, ``llm_type``, ``task``, ... (kept in ``meta["attrs"]``).
 
 Conversions: the world is turned to +Z up (R_x(+90°), ``geometry.yup_to_zup``) and the camera to OpenCV axes
-(``geometry.opengl_to_opencv``). A wrist is given the SPEC §2 hand frame, built from joint *positions* so that it does
-not depend on ARKit's per-joint axis conventions: origin at the wrist, +Z from the wrist toward the middle-finger
-knuckle, +Y out of the palm (the normal of the wrist–index-knuckle–little-knuckle triangle, on the palm side for
-each hand), X = Y × Z. The grip is the thumb-tip to index-tip distance with hysteresis: closed below 2 cm, open
+(``geometry.opengl_to_opencv``). A wrist is given the hand frame of docs/conventions.md, built from joint *positions* so
+that it does not depend on ARKit's per-joint axis conventions: origin at the wrist, +Z from the wrist toward the
+middle-finger knuckle, +Y out of the palm (the normal of the wrist–index-knuckle–little-knuckle triangle, on the palm
+side for each hand), X = Y × Z. The grip is the thumb-tip to index-tip distance with hysteresis: closed below 2 cm, open
 above 4 cm, unchanged in between (starting closed when the first distance is under 3 cm).
 """
 
@@ -59,7 +59,7 @@ def grip_from_distance(d: np.ndarray, close_below: float = GRIP_CLOSE_BELOW,
 
 def hand_frame(wrist: np.ndarray, middle: np.ndarray, index: np.ndarray, little: np.ndarray, side: str,
                path="<hand>", field_name: str = "transforms") -> np.ndarray:
-    """SPEC §2 hand frames (T, 4, 4) from joint positions (T, 3) each (same world).
+    """Hand frames (docs/conventions.md) (T, 4, 4) from joint positions (T, 3) each (same world).
 
     +Z wrist → middle knuckle; +Y out of the palm: ``(index − wrist) × (little − wrist)`` for the right hand and
     the opposite for the left (mirror images); X = Y × Z. Raises :class:`TrajectoryError` on a degenerate hand.

@@ -1,6 +1,6 @@
 """Readers for plain pose files: generic ``.npz`` / ``.json``, TUM, KITTI and RealEstate10K.
 
-Frames and conversions (SPEC §2, §5.1):
+Frames and conversions (docs/conventions.md, docs/trajectories.md):
 
 * ``.npz`` / ``.json``: key ``c2w`` (N, 4, 4) C2W poses, already in spatialact's frames (world +Z up, OpenCV body
   axes); optional ``timestamps`` (N,) s, ``fps``, ``gripper`` (N,) 0/1, ``intrinsics`` (3, 3), ``instruction``,

@@ -53,7 +53,8 @@ def guess_format(path) -> str:
 
 def load_trajectory(path: str | os.PathLike, format: str | None = None, *, episode: int | None = None,
                     entity: str | None = None, fps: float | None = None, **options) -> Trajectory:
-    """Read a trajectory file (SPEC §5.1) into a :class:`Trajectory` (C2W float64 poses, world +Z up, metres).
+    """Read a trajectory file (docs/trajectories.md) into a :class:`Trajectory` (C2W float64 poses, world +Z up,
+    metres).
 
     ``format``: one of :data:`FORMATS`, guessed when None. ``episode``: which episode of a LeRobot (DROID) dataset
     (default: the first). ``entity``: what moves (EgoDex: ``camera``, ``rightHand`` (default), ``leftHand``;

@@ -3,7 +3,7 @@
 A trajectory is N frames of one moving body (a camera, an end effector, a wrist):
 
 * ``poses`` (N, 4, 4) float64 camera-to-world (C2W) poses, metres, world +Z up where the source says which way is
-  up, body axes OpenCV's (+X right, +Y down, +Z forward) or, for EgoDex wrists, the hand frame of SPEC §2;
+  up, body axes OpenCV's (+X right, +Y down, +Z forward) or, for EgoDex wrists, the hand frame of docs/conventions.md;
 * ``timestamps`` (N,) float64 seconds, strictly increasing; ``fps`` frames per second;
 * ``gripper`` (N,) int8 (0 open, 1 closed / gripping) or None;
 * ``intrinsics`` (3, 3) pinhole K in pixels (or normalised by image size, see ``meta["intrinsics_normalized"]``)
