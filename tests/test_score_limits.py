@@ -248,3 +248,143 @@ def test_the_worst_answer_writes_a_short_score_line(tmp_path, task_file):
     assert rec["n_repairs"] == 166_666 and len(rec["repairs"]) == 21 and rec["ok"]
     ref = score_answer(WORST, load_tasks(task_file)[0])
     assert ref["n_repairs"] == 166_666 and ref["repairs"] == rec["repairs"] and ref["score"] == rec["score"]
+
+
+# ----- a ground truth that does not lead to its goal (P 9) -------------------------------------------------------
+def _reference_gt_problem(task):
+    """evaluation.episode.gt_problem as it was (one task, Task.gt_poses): the reference of the batched check."""
+    import math
+
+    import numpy as np
+
+    from spatialact.geometry import rotation_error
+
+    end = task.gt_poses()[-1]
+    d = float(np.linalg.norm(end[:3, 3] - np.asarray(task.goal_pose)[:3, 3]))
+    r = float(rotation_error(end, np.asarray(task.goal_pose)))
+    pos, rot = float(task.success.get("position", np.inf)), float(task.success.get("rotation", np.inf))
+    if d <= pos + 1e-9 and r <= rot + 1e-9:
+        return None
+    return (f"field 'gt': replayed from start_pose it ends {d:.3g} m / {math.degrees(r):.3g}° from goal_pose, "
+            f"beyond the success thresholds ({pos:g} m / {math.degrees(rot):.3g}°): the ground truth does not lead "
+            f"to the goal")
+
+
+def _random_tasks(n: int, seed: int = 0):
+    """Tasks of every kind, counts and vector steps, random starts, goals moved by random amounts around the
+    success thresholds (about half of them miss)."""
+    from dataclasses import replace
+
+    import numpy as np
+    from scipy.spatial.transform import Rotation
+
+    from spatialact import geometry
+    from spatialact.action_space import ActionSequence, Step, StepSizes
+
+    rng = np.random.default_rng(seed)
+    tasks = []
+    for i in range(n):
+        kind = ("nav", "manip", "hand")[i % 3]
+        sizes = StepSizes.for_kind(kind)
+        steps = []
+        for _ in range(int(rng.integers(1, 9))):
+            if rng.random() < 0.2:
+                steps.append(Step.from_motion(rng.normal(scale=[0.05] * 3 + [0.1] * 3)))
+            else:
+                steps.append(Step.from_signed(rng.integers(-4, 5, 6) * (rng.random(6) < 0.5)))
+        gt = ActionSequence(tuple(steps), sizes)
+        start = geometry.make_pose(geometry.ptr_to_matrix(*rng.uniform(-3, 3, 3)), rng.normal(size=3))
+        t = make_task(f"r{i}", kind=kind, start=start)
+        t = replace(t, gt=gt, goal_pose=gt.to_poses(start)[-1])
+        if rng.random() < 0.6:  # moved: by up to twice the position threshold, or turned by up to twice the angle
+            g = t.goal_pose.copy()
+            if rng.random() < 0.5:
+                g[:3, 3] += rng.normal(size=3) / np.sqrt(3) * rng.uniform(0, 2) * t.success["position"]
+            else:
+                axis = rng.normal(size=3)
+                turn = axis / np.linalg.norm(axis) * rng.uniform(0, 2) * t.success["rotation"]
+                g[:3, :3] = g[:3, :3] @ Rotation.from_rotvec(turn).as_matrix()
+            t = replace(t, goal_pose=g)
+        tasks.append(t)
+    return tasks
+
+
+def test_the_batched_check_is_evaluations_check():
+    """One vectorised replay of 300 ground truths decides as the per-task reference (Task.gt_poses) did, with the
+    same message; evaluation's gt_problem is that check."""
+    import numpy as np
+
+    from spatialact.evaluation.episode import gt_problem
+    from spatialact.scorers.ground_truth import ground_truth_misses, ground_truth_problem, success_thresholds
+
+    tasks = _random_tasks(300)
+    ref = [_reference_gt_problem(t) for t in tasks]
+    assert 60 < sum(r is not None for r in ref) < 240
+    th = np.array([success_thresholds(t.success) for t in tasks])
+    miss, d, r = ground_truth_misses(np.array([t.start_pose for t in tasks]), np.array([t.goal_pose for t in tasks]),
+                                     np.concatenate([t.gt.as_motions() for t in tasks]),
+                                     [len(t.gt.steps) for t in tasks], th[:, 0], th[:, 1])
+    assert miss.tolist() == [x is not None for x in ref]
+    assert [ground_truth_problem(t) for t in tasks] == ref == [gt_problem(t) for t in tasks]
+
+
+def _moved_goal(task, metres: float):
+    from dataclasses import replace
+
+    g = task.goal_pose.copy()
+    g[:3, 3] += [metres, 0.0, 0.0]
+    return replace(task, goal_pose=g)
+
+
+def test_answers_to_a_task_whose_ground_truth_misses_its_goal_are_not_scored(tmp_path):
+    """A goal moved 50 m scored 1.0 offline while eval refused the task: now score null, reason gt_problem,
+    counted, out of every mean, never missing (not even with --missing-as-zero)."""
+    from spatialact.scorers import score_answer
+
+    good = [make_task(f"ok{i}", signed=((0, 0, 3, 0, 0, 0),)) for i in range(3)]
+    bad = _moved_goal(make_task("moved", signed=((0, 0, 3, 0, 0, 0),)), 50.0)
+    tf = tmp_path / "t.jsonl"
+    save_tasks([*good, bad], tf)
+    answer = '{"actions": ["W"], "step_nums": [3]}'
+    assert score_answer(answer, bad)["score"] == 1.0  # what the per-record scorer says: the sequences agree
+    answers = tmp_path / "a.jsonl"
+    answers.write_text("".join(json.dumps({"task_id": t, "response": answer}) + "\n"
+                               for t in ("ok0", "moved", "ok1", "moved")), encoding="utf-8")
+    s = score_file(answers, tf, out=tmp_path / "s.jsonl", missing_as_zero=True)
+    lines = [json.loads(x) for x in (tmp_path / "s.jsonl").read_text().splitlines()]
+    assert [(r["task_id"], r["score"], r["reason"]) for r in lines] == [
+        ("ok0", 1.0, None), ("moved", None, "gt_problem"), ("ok1", 1.0, None), ("moved", None, "gt_problem")]
+    assert lines[1]["error"].startswith("field 'gt': replayed from start_pose it ends 50 m / 0° from goal_pose")
+    assert "total" not in lines[1] and lines[1]["kind"] == "nav"
+    c = s["counts"]
+    assert (c["gt_problem"], c["gt_problem_tasks"], c["missing"], c["scored"]) == (2, 1, 1, 4)
+    assert s["gt_problem_task_ids"] == ["moved"] and s["missing_task_ids"] == ["ok2"]
+    assert s["overall"]["n"] == 3 and s["overall"]["mean"] == pytest.approx(2 / 3)  # ok2 missing, as 0
+
+
+def test_a_task_file_with_no_valid_task_is_refused(tmp_path, capsys):
+    tf = tmp_path / "t.jsonl"
+    save_tasks([_moved_goal(make_task(f"m{i}"), 1.0 + i) for i in range(2)], tf)
+    answers = tmp_path / "a.jsonl"
+    answers.write_text(json.dumps({"task_id": "m0", "response": "{}"}) + "\n", encoding="utf-8")
+    out = tmp_path / "s.jsonl"
+    assert main(["score", str(answers), str(tf), "--out", str(out)]) == 2
+    msg = _one_line(capsys)
+    assert f"task file {tf}: no valid task: the ground truth of every task (2) does not lead to its goal; the " \
+           "first, task 'm0': field 'gt': replayed from start_pose it ends 1 m" in msg
+    assert not out.exists()
+
+
+def test_the_check_is_in_the_cached_table_too(tmp_path, monkeypatch):
+    """The warm path (the scoring table read from the cache) marks the same tasks."""
+    monkeypatch.setenv("SPATIALACT_CACHE", str(tmp_path / "cache"))
+    tf = tmp_path / "t.jsonl"
+    save_tasks([make_task("ok"), _moved_goal(make_task("moved"), 3.0)], tf)
+    answers = tmp_path / "a.jsonl"
+    answers.write_text("".join(json.dumps({"task_id": t, "response": "{}"}) + "\n" for t in ("ok", "moved")),
+                       encoding="utf-8")
+    cold = score_file(answers, tf, out=tmp_path / "cold.jsonl")
+    assert any((tmp_path / "cache").rglob("*.pickle"))
+    warm = score_file(answers, tf, out=tmp_path / "warm.jsonl")
+    assert (tmp_path / "warm.jsonl").read_bytes() == (tmp_path / "cold.jsonl").read_bytes()
+    assert warm["counts"]["gt_problem"] == cold["counts"]["gt_problem"] == 1

@@ -207,8 +207,12 @@ def _run(args: argparse.Namespace) -> int:
     print(f"lines {c['lines']}, scored {c['scored']}, ok {c['ok']}; parse_error {c['parse_error']}, "
           f"invalid_json {c['invalid_json']}, invalid_line {c['invalid_line']}, unknown_task {c['unknown_task']}"
           + (f", lmms_error {c['lmms_error']}" if args.profile == "lmms-eval" else "")
+          + (f", gt_problem {c['gt_problem']}" if c["gt_problem_tasks"] else "")
           + f"; duplicates {c['duplicates']}; tasks {c['tasks']}, missing {c['missing']}"
-          + (" (counted as 0)" if args.missing_as_zero else ""))
+          + (" (counted as 0)" if args.missing_as_zero else "")
+          + (f"; {c['gt_problem_tasks']} task(s) not scored, their ground truth does not lead to their goal: "
+             + ", ".join(summary["gt_problem_task_ids"][:5]) + (", ..." if c["gt_problem_tasks"] > 5 else "")
+             if c["gt_problem_tasks"] else ""))
     if summary["skipped"]:
         print("not broken down (more than --max-groups values): "
               + ", ".join(f"{k} ({n} values)" for k, n in summary["skipped"].items()))

@@ -318,20 +318,13 @@ def _images_problem(task: Task, cfg: EpisodeConfig, tid: str) -> str | None:
 
 def gt_problem(task: Task) -> str | None:
     """Why ``task``'s ground truth is no ground truth, or None: replayed from ``start_pose`` (``Task.gt_poses``,
-    the body frame of docs/conventions.md) it must end within the task's success thresholds of ``goal_pose``, or every
-    score of the run would be measured against a sequence that does not lead to the goal (a hand-written task with the
-    sign of a motion flipped scored its oracle 1 while failing)."""
-    from ..geometry import rotation_error
+    the body frame of docs/conventions.md) it must end within the task's success thresholds of ``goal_pose``, or
+    every score of the run would be measured against a sequence that does not lead to the goal (a hand-written task
+    with the sign of a motion flipped scored its oracle 1 while failing). The one check, shared with ``spatialact score``:
+    :func:`spatialact.scorers.ground_truth.ground_truth_problem`."""
+    from ..scorers.ground_truth import ground_truth_problem
 
-    end = task.gt_poses()[-1]
-    d = float(np.linalg.norm(end[:3, 3] - np.asarray(task.goal_pose)[:3, 3]))
-    r = float(rotation_error(end, np.asarray(task.goal_pose)))
-    pos, rot = float(task.success.get("position", np.inf)), float(task.success.get("rotation", np.inf))
-    if d <= pos + 1e-9 and r <= rot + 1e-9:
-        return None
-    return (f"field 'gt': replayed from start_pose it ends {d:.3g} m / {math.degrees(r):.3g}° from goal_pose, "
-            f"beyond the success thresholds ({pos:g} m / {math.degrees(rot):.3g}°): the ground truth does not lead "
-            f"to the goal")
+    return ground_truth_problem(task)
 
 
 _MESHES: dict[tuple, str | None] = {}

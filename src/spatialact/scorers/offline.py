@@ -46,14 +46,16 @@ from ..jsonline import MAX_LINE_BYTES, LineTooLong, LongLine, fast_loads, iter_l
 from ..vocab import PROFILES
 from .aggregate import KIND_LEAVES, MAX_GROUPS, aggregate_coded, hierarchical_scores, leaf_of, load_tree, tag_label
 from .batch import KIND_CODES, score_episodes_batch
+from .ground_truth import ground_truth_message, ground_truth_misses, success_thresholds
 from .step import normalise_weights
 
 __all__ = ["score_file", "OFFLINE_PROFILES", "REASONS", "CHUNK", "default_out", "MAX_WORKERS", "MAX_N_BOOT"]
 
 #: Profiles of :func:`score_file`.
 OFFLINE_PROFILES = (*PROFILES, "lmms-eval")
-#: Reasons a line scores 0 (its ``reason`` field).
-REASONS = ("parse_error", "invalid_json", "invalid_line", "unknown_task", "lmms_error")
+#: Reasons a line is not scored as its answer (its ``reason`` field): it scores 0, or null for ``gt_problem`` (an
+#: answer to a task whose ground truth does not lead to its goal).
+REASONS = ("parse_error", "invalid_json", "invalid_line", "unknown_task", "lmms_error", "gt_problem")
 #: Default answer lines per chunk: bounds memory whatever the file size.
 CHUNK = 20_000
 #: Lines per piece handed to a worker process (``workers > 1``).
@@ -135,6 +137,8 @@ class _TaskTable:
         self.lengths = lengths
         self.offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64) if T else lengths
         self.motions = _motions(counts, np.repeat(gt_units, lengths, axis=0), vec)
+        self.gt_problems = _gt_problems([t.start_pose for t in tasks], [t.goal_pose for t in tasks],
+                                        [success_thresholds(t.success) for t in tasks], self.motions, lengths)
         self.grippers = np.array(grips, dtype=np.int64)
         self.kind = [t.kind for t in tasks]
         self.kind_code = np.array([KIND_CODES[k] for k in self.kind], dtype=np.int64)
@@ -180,6 +184,17 @@ class _TaskTable:
         d = dict(self.__dict__)
         d["_head"], d["_tags_json"], d["_lmms"] = [None] * self.n, {}, {}
         return d
+
+
+def _gt_problems(start: list, goal: list, thresholds: list, motions: np.ndarray, lengths: np.ndarray) -> dict:
+    """``{task index: problem}`` for the tasks whose ground truth does not lead to their goal (one vectorised
+    replay of every ground truth: :func:`.ground_truth.ground_truth_misses`)."""
+    if not len(lengths):
+        return {}
+    th = np.array(thresholds, dtype=np.float64).reshape(-1, 2)
+    miss, d, r = ground_truth_misses(np.array(start, dtype=np.float64), np.array(goal, dtype=np.float64), motions,
+                                     lengths, th[:, 0], th[:, 1])
+    return {int(i): ground_truth_message(float(d[i]), float(r[i]), th[i, 0], th[i, 1]) for i in np.flatnonzero(miss)}
 
 
 def _motions(counts: list, units: np.ndarray, vec: list) -> np.ndarray:
@@ -334,12 +349,19 @@ class _Piece:
         self.vec: list = []
         self.lengths: list = []
         self.matched: list = []
+        self.void: list = []  # positions of the answers to a task whose ground truth misses its goal
         self.blank = 0
 
     def refuse(self, tid, reason: str, error: str) -> None:
         """A line that scores 0 without a task: ``reason`` and ``error`` say why."""
         self.tix.append(-1)
         self.info.append([tid, reason, error, False, _NO_REPAIRS, None, None, None])
+
+    def refuse_task(self, i: int, tid: str, error: str) -> None:
+        """An answer to task ``i``, whose ground truth does not lead to its goal: not scored (score null)."""
+        self.void.append(len(self.info))
+        self.tix.append(i)
+        self.info.append([tid, "gt_problem", error, False, _NO_REPAIRS, None, None, None])
 
     def add(self, i: int, steps, item: list) -> None:
         """A line answering task ``i``: its parsed ``steps`` and its ``info`` item."""
@@ -366,7 +388,7 @@ def _read_piece(lines: list, first: int, cfg: _Config) -> _Piece:
     from ..action_space import parse_response
 
     table = cfg.table
-    sizes, size_id, caps = table.sizes, table.size_id, table.caps
+    sizes, size_id, caps, gt_problems = table.sizes, table.size_id, table.caps, table.gt_problems
     piece = _Piece()
     for off, raw in enumerate(lines):
         if type(raw) is LongLine:
@@ -389,6 +411,9 @@ def _read_piece(lines: list, first: int, cfg: _Config) -> _Piece:
             continue
         if i < 0:
             piece.refuse(tid, "unknown_task", f"task id {tid[:80]!r} is not in the task file")
+            continue
+        if i in gt_problems:
+            piece.refuse_task(i, tid, gt_problems[i])
             continue
         pr = parse_response(response, False, sizes[size_id[i]], caps[i])
         piece.add(i, pr.sequence.steps, _answer_info(tid, i, response, pr, hint, lmms_kind, cfg))
@@ -431,8 +456,9 @@ def _answer_info(tid: str, i: int, response, pr, hint, lmms_kind, cfg: _Config) 
 def _piece_scores(piece: _Piece, tix: np.ndarray, cfg: _Config):
     """(score per line (m,), the batch scorer's episode arrays or None): every answer with a task scored in one
     batch call; 0 for a line without a task, a parse error or a non-finite score; lmms-eval's own score under
-    that profile."""
+    that profile; NaN (null) for an answer to a task whose ground truth does not lead to its goal."""
     scores = np.zeros(len(piece.info))
+    scores[piece.void] = np.nan  # written as null, left out of the summary
     if not piece.matched:
         return scores, None
     table = cfg.table
@@ -577,7 +603,7 @@ def _chunks(lines, size: int, bar):
         yield first, chunk
 
 
-TABLE_FORMAT = 1  # bump when _TaskTable's fields change: cached tables of another format are rebuilt
+TABLE_FORMAT = 2  # bump when _TaskTable's fields change: cached tables of another format are rebuilt
 
 
 def _table_path(sha: str) -> Path:
@@ -680,9 +706,15 @@ def score_file(answers, tasks, *, profile: str = "paper", weights=None, workers:
     column (see :func:`~spatialact.scorers.aggregate_arrays`). ``progress``: a progress bar on stderr.
 
     Summary keys: ``answers``, ``tasks``, ``out``, ``profile``, ``weights``, ``counts`` (``lines``, ``blank``,
-    ``scored``, ``ok``, one per reason, ``duplicates``, ``flagged_steps``, ``tasks``, ``missing``),
-    ``missing_task_ids`` (first 50), ``missing_as_zero``, ``overall`` / ``kind`` / ``source`` / ``tags``
-    (``{mean, ci_low, ci_high, n}``), ``n_boot``, ``seed``, ``n_excluded``, ``skipped``, ``hierarchy``.
+    ``scored``, ``ok``, one per reason, ``duplicates``, ``flagged_steps``, ``tasks``, ``missing``,
+    ``gt_problem_tasks``), ``missing_task_ids`` (first 50), ``gt_problem_task_ids`` (first 50),
+    ``missing_as_zero``, ``overall`` / ``kind`` / ``source`` / ``tags`` (``{mean, ci_low, ci_high, n}``),
+    ``n_boot``, ``seed``, ``n_excluded``, ``skipped``, ``hierarchy``.
+
+    A task whose ground truth does not lead to its goal (:mod:`.ground_truth`: replayed from its start it ends
+    beyond the success thresholds) is no task: its answers are written with score null and reason
+    ``gt_problem`` (counted in ``counts["gt_problem"]``), left out of every mean, and it is never ``missing``;
+    tasks of which none is valid are refused (ValueError).
     Raises FileNotFoundError / ValueError (one line, naming the file, field or parameter) for bad input
     files or parameters; a bad answer line is scored 0 with its reason, never raised. Answers of which no line
     names a task of ``tasks`` (no non-blank line, or every line ``unknown_task`` / ``invalid_json`` /
@@ -712,6 +744,7 @@ def _score_file(lines, size, close, answers_label, tasks, profile, weights, work
     pool = _Pool()
     try:
         table, tasks_label = _load_table(tasks, keep=(profile == "lmms-eval" or per_step))
+        _check_some_valid(table, tasks_label)
         out_path = None if out is None else Path(out)
         if out_path is not None:
             _check_out(out_path, answers_label, tasks_label)
@@ -726,6 +759,15 @@ def _score_file(lines, size, close, answers_label, tasks, profile, weights, work
         pool.shutdown()
     return {"answers": answers_label, "tasks": tasks_label, "out": None if out_path is None else str(out_path),
             "profile": profile, "weights": list(weights), **summary}
+
+
+def _check_some_valid(table: _TaskTable, tasks_label) -> None:
+    """Refuse tasks of which none has a ground truth that leads to its goal: there is nothing to score against."""
+    if table.n and len(table.gt_problems) == table.n:
+        first = min(table.gt_problems)
+        what = f"task file {tasks_label}" if tasks_label is not None else "tasks"
+        raise ValueError(f"{what}: no valid task: the ground truth of every task ({table.n}) does not lead to its "
+                         f"goal; the first, task {table.ids[first]!r}: {table.gt_problems[first]}")
 
 
 def _check_out(out_path: Path, answers_label, tasks_label) -> None:
@@ -940,10 +982,15 @@ def _tag_columns(tags: list) -> list:
 def _summarise(x, ti, counts, table: _TaskTable, tree, missing_as_zero, n_boot, seed, max_groups,
                mapper=None) -> dict:
     T = table.n
+    scored = ~np.isnan(x)  # NaN: an answer to a task whose ground truth misses its goal (gt_problem), not scored
+    if not scored.all():
+        x, ti = x[scored], ti[scored]
+    void = np.zeros(T, dtype=bool)
+    void[list(table.gt_problems)] = True
     answered = np.bincount(ti[ti >= 0], minlength=T)
-    missing = np.flatnonzero(answered == 0)
+    missing = np.flatnonzero((answered == 0) & ~void)
     counts = {**counts, "duplicates": int(answered.sum() - np.count_nonzero(answered)), "tasks": T,
-              "missing": int(len(missing))}
+              "missing": int(len(missing)), "gt_problem_tasks": len(table.gt_problems)}
     if missing_as_zero and len(missing):
         x = np.concatenate([x, np.zeros(len(missing))])
         ti = np.concatenate([ti, missing])
@@ -967,6 +1014,7 @@ def _summarise(x, ti, counts, table: _TaskTable, tree, missing_as_zero, n_boot, 
     lc = leaf_codes[sel]
     hier = hierarchical_scores(leaf_values={leaf: x[lc == c] for c, leaf in enumerate(leaves)}, tree=tree)
     return {"counts": counts, "missing_task_ids": [table.ids[i] for i in missing[:50]],
+            "gt_problem_task_ids": [table.ids[i] for i in sorted(table.gt_problems)[:50]],
             "missing_as_zero": bool(missing_as_zero), **agg,
             "hierarchy": {k: hier[k] for k in ("tree", "score", "coverage", "score_missing_as_zero", "n", "nodes")}}
 
