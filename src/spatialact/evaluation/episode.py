@@ -320,8 +320,8 @@ def gt_problem(task: Task) -> str | None:
     """Why ``task``'s ground truth is no ground truth, or None: replayed from ``start_pose`` (``Task.gt_poses``,
     the body frame of docs/conventions.md) it must end within the task's success thresholds of ``goal_pose``, or
     every score of the run would be measured against a sequence that does not lead to the goal (a hand-written task
-    with the sign of a motion flipped scored its oracle 1 while failing). The one check, shared with ``spatialact score``:
-    :func:`spatialact.scorers.ground_truth.ground_truth_problem`."""
+    with the sign of a motion flipped scored its oracle 1 while failing). The one check, shared with
+    ``spatialact score``: :func:`spatialact.scorers.ground_truth.ground_truth_problem`."""
     from ..scorers.ground_truth import ground_truth_problem
 
     return ground_truth_problem(task)
