@@ -15,9 +15,6 @@ from spatialact.cli.main import SUBCOMMANDS, build_parser, main
 
 ROOT = Path(__file__).resolve().parents[1]
 CITATION = re.compile(r"SPEC\s*§|shared/SPEC|SPEC\.md")
-# Files other helpers own, still to be changed by them (their docstrings cite the spec): the only exemptions.
-NOT_YET = {"src/spatialact/cli/score.py"}
-NOT_YET_FOLDERS = ("src/spatialact/scorers/", "src/spatialact/action_space/")
 
 
 # the commands with actions of their own, whose --help is separate
@@ -31,9 +28,7 @@ def _help(argv, capsys) -> str:
     return capsys.readouterr().out
 
 
-@pytest.mark.parametrize("command", [
-    pytest.param(c, marks=pytest.mark.xfail(reason="cli/score.py's docstring is its owner's to change"))
-    if c == "score" else c for c in SUBCOMMANDS])
+@pytest.mark.parametrize("command", SUBCOMMANDS)
 def test_help_cites_no_spec(command, capsys):
     for argv in ([command], *([command, a] for a in ACTIONS.get(command, ()))):
         text = _help(argv, capsys)
@@ -74,5 +69,4 @@ def test_no_file_users_get_cites_the_spec():
                 continue
             if CITATION.search(text):
                 found.add(p.relative_to(ROOT).as_posix())
-    unexpected = {f for f in found if f not in NOT_YET and not f.startswith(NOT_YET_FOLDERS)}
-    assert not unexpected, sorted(unexpected)
+    assert not found, sorted(found)

@@ -1,4 +1,5 @@
-"""The action space: primitives, step sizes, steps and sequences, answer parsing and mirroring (SPEC §3)."""
+"""The action space: primitives, step sizes, steps and sequences, answer parsing and mirroring (docs/conventions.md,
+docs/parsing.md)."""
 
 from .parsing import ParseError, ParseResult, extract_json_text, parse_object, parse_response
 from .primitives import AXES, MOTION_PRIMITIVES, PRIMITIVE_TABLE, Primitive, PrimitiveSpec, lookup_primitive

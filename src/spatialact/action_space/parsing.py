@@ -1,4 +1,4 @@
-"""Model answers (text) → ``ActionSequence``, in strict or lenient mode (SPEC §3, "Parsing").
+"""Model answers (text) → ``ActionSequence``, in strict or lenient mode (docs/parsing.md).
 
 Text level, in both modes: ``<think>…</think>`` blocks are dropped (an unclosed one runs to the end); the JSON
 is taken from the last ```json fence, else the last fence, else the outermost ``{…}``, else the whole text, else
@@ -164,7 +164,7 @@ def outermost_spans(text: str) -> list[str]:
 
 
 def _candidates(text: str) -> list[str]:
-    """JSON candidates in the order of SPEC §3; the first that loads is used."""
+    """JSON candidates in the order of docs/parsing.md ("Text level"); the first that loads is used."""
     cands: list[str] = []
     found = find_fences(text)
     json_fences = [body for lang, body in found if lang.lower() == "json"]

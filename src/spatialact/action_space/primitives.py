@@ -1,4 +1,5 @@
-"""The primitive table of SPEC §3: every action name, symbol and alias the parser accepts, in one place.
+"""The primitive table (docs/conventions.md, "Action space"): every action name, symbol and alias the parser
+accepts, in one place.
 
 Motions are written as 6-vectors in the body frame (the camera / end-effector frame, OpenCV axes:
 +X right, +Y down, +Z forward), in this order::

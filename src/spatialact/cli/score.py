@@ -1,4 +1,4 @@
-"""Score a JSONL of model answers against a JSONL of tasks, offline (SPEC §4, §8).
+"""Score a JSONL of model answers against a JSONL of tasks, offline (docs/scoring.md, "Offline scoring").
 
 ANSWERS: one JSON object per line, {"task_id": ..., "response": "<the model's raw answer text>"}. lmms-eval
 sample logs (--log_samples) are read too: a line with "doc_id" and "filtered_resps" / "resps" is matched to a

@@ -1,17 +1,19 @@
-"""Scores (SPEC §4): per-step, episode and dataset scores, closed-loop metrics, question scores, and the
+"""Scores (docs/scoring.md): per-step, episode and dataset scores, closed-loop metrics, question scores, and the
 lmms-eval profile.
 
 Light core only (numpy, scipy); torch is imported inside the torch backend of :func:`score_steps_batch`.
 
-* :func:`score_step` / :func:`step_total` — one step, the per-record reference (SPEC §4.1);
-* :func:`score_steps_batch` / :func:`step_totals_batch` — N steps at once, numpy float64 or torch (§4.5);
-* :func:`score_episode` → :class:`EpisodeScore`, :func:`score_answer` — episodes and answer texts (§4.2);
-* :func:`aggregate_episodes`, :func:`hierarchical_scores` — dataset scores with bootstrap intervals (§4.2): the
-  project's one bootstrap (:func:`bootstrap_ci`) and one mean-with-interval summary (:func:`summarise`);
-* :func:`closed_loop_metrics` — final errors, success, path length, SPL (§4.4);
-* :func:`score_multiple_choice`, :func:`score_numeric` — question scores (§4.6);
-* :func:`score_lmms_eval`, :func:`to_lmms_extra_info` — profile ``lmms-eval`` (§4.3);
-* :func:`score_file` — a file of answers against a task file, offline (§8; the pipeline of ``spatialact score``).
+* :func:`score_step` / :func:`step_total` — one step, the per-record reference (docs/scoring.md, "Per-step scores");
+* :func:`score_steps_batch` / :func:`step_totals_batch` — N steps at once, numpy float64 or torch ("Batch scoring");
+* :func:`score_episode` → :class:`EpisodeScore`, :func:`score_answer` — episodes and answer texts ("Episodes");
+* :func:`aggregate_episodes`, :func:`hierarchical_scores` — dataset scores with bootstrap intervals ("Dataset
+  aggregation"): the project's one bootstrap (:func:`bootstrap_ci`) and one mean-with-interval summary
+  (:func:`summarise`);
+* :func:`closed_loop_metrics` — final errors, success, path length, SPL ("Closed-loop metrics");
+* :func:`score_multiple_choice`, :func:`score_numeric` — question scores ("Question scores");
+* :func:`score_lmms_eval`, :func:`to_lmms_extra_info` — profile ``lmms-eval`` (docs/lmms_eval_profile.md);
+* :func:`score_file` — a file of answers against a task file, offline ("Offline scoring"; the pipeline of
+  ``spatialact score``).
 """
 
 from .aggregate import (DEFAULT_TREE, MAX_GROUPS, SPATREE_L4, aggregate_arrays, aggregate_episodes, bootstrap_ci,

@@ -1,4 +1,5 @@
-"""Dataset scores (SPEC §4.2): means with bootstrap 95% intervals, breakdowns, and hierarchical aggregation.
+"""Dataset scores (docs/scoring.md, "Dataset aggregation"): means with bootstrap 95% intervals, breakdowns, and
+hierarchical aggregation.
 
 Bootstrap: percentile interval of the mean over ``n_boot`` resamples (default 1000) drawn with
 ``numpy.random.default_rng(seed)`` (default seed 0); every group gets its own generator with the same seed, so a

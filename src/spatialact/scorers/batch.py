@@ -1,4 +1,4 @@
-"""Batch scoring (SPEC §4.5): the per-step scores of §4.1 over N steps at once, numpy float64 or torch.
+"""Batch scoring (docs/scoring.md, "Batch scoring"): the per-step scores over N steps at once, numpy float64 or torch.
 
 The formulas, edge cases and decisions are those of :mod:`spatialact.scorers.step` (the per-record reference,
 which the tests compare this module against): translations ``p``, ``g`` (N, 3) in metres in the body frame of
@@ -340,8 +340,8 @@ def _geodesic_np(A: np.ndarray, B: np.ndarray) -> np.ndarray:
 def score_episodes_batch(pred_motions, pred_grippers, pred_lengths, gt_motions, gt_grippers, gt_lengths,
                          kinds, unit_t, profile: str = "paper", weights=None, backend: str = "numpy",
                          device=None) -> dict:
-    """Episode scores of E episodes at once (SPEC §4.2 in array form; :func:`.episode.score_episode` is the
-    per-record reference).
+    """Episode scores of E episodes at once (docs/scoring.md, "Episodes", in array form;
+    :func:`.episode.score_episode` is the per-record reference).
 
     ``pred_motions`` (ΣKp, 6) and ``gt_motions`` (ΣKg, 6): every episode's body-frame step motions
     ``(tx, ty, tz, tilt, pan, roll)`` concatenated in episode order; ``*_grippers`` (ΣK,) ints, −1 = not stated;

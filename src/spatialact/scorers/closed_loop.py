@@ -1,4 +1,5 @@
-"""Closed-loop metrics (SPEC §4.4): where an executed episode ended, whether it succeeded, and how directly.
+"""Closed-loop metrics (docs/scoring.md, "Closed-loop metrics"): where an executed episode ended, whether it
+succeeded, and how directly.
 
 Input: the poses the agent visited, (K+1, 4, 4) C2W (metres, world +Z up, camera OpenCV axes), starting at the
 start pose, and the task (goal pose, success thresholds in metres and radians).

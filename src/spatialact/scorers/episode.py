@@ -1,4 +1,5 @@
-"""Episode scores (SPEC §4.2): steps aligned by index, net-motion errors, and whole answers scored against tasks.
+"""Episode scores (docs/scoring.md, "Episodes"): steps aligned by index, net-motion errors, and whole answers scored
+against tasks.
 
 An episode compares a predicted ActionSequence with the ground truth. Steps are aligned by index over
 ``K = max(len(pred), len(gt))``; a step present on one side only scores 0 (so padding an answer with extra steps
@@ -59,7 +60,7 @@ class EpisodeScore:
     kind: str = "nav"
     flags: tuple = ()
 
-    # SPEC §10 names
+    # the short names of the result record (docs/results.md)
     @property
     def translation(self) -> float:
         """Mean translation step score ``s_step``."""
@@ -103,7 +104,7 @@ def _zero_step(k: int, status: str, nav: bool) -> dict:
 
 def score_episode(pred: ActionSequence, gt: ActionSequence, kind: str = "nav", profile: str = "paper",
                   weights=None) -> EpisodeScore:
-    """Score a predicted sequence against the ground truth (per-record reference code, SPEC §4.1–4.2).
+    """Score a predicted sequence against the ground truth (per-record reference code, docs/scoring.md).
 
     Each sequence's steps are turned into motions with its own unit sizes; ``gt.sizes.translation`` is the
     ``u_t`` of the zero-translation rule. ``kind``: ``nav`` | ``manip`` | ``hand``; ``profile``: ``paper`` |

@@ -1,4 +1,5 @@
-"""Profile ``lmms-eval`` (SPEC §4.3): lmms-eval's SpatialTreeBench L4 scores, reproduced, and an exporter.
+"""Profile ``lmms-eval`` (docs/lmms_eval_profile.md): lmms-eval's SpatialTreeBench L4 scores, reproduced, and an
+exporter.
 
 :func:`score_lmms_eval` returns, for one sample (the model's response text and the sample's ``extra_info``, i.e.
 the decoded ``hint`` field of a SpatialTreeBench record), the dict that lmms-eval's ``agenticnaveval``
@@ -271,7 +272,7 @@ def _replay_flat(instructions: dict, start, extra_info: Mapping) -> np.ndarray:
 def lmms_replay(motions, start=None) -> np.ndarray:
     """Poses (K+1, 7) ``[x, y, z, qx, qy, qz, qw]`` that the lmms-eval replay reaches from ``start`` (default
     the identity) for K steps given as our body-frame motions ``(tx, ty, tz, tilt, pan, roll)`` (metres,
-    radians, roll counter-clockwise positive, SPEC §2): dx, dy, dz = tx, ty, tz; yaw = pan; pitch = tilt;
+    radians, roll counter-clockwise positive, docs/conventions.md): dx, dy, dz = tx, ty, tz; yaw = pan; pitch = tilt;
     roll = −roll (theirs is clockwise positive). The poses are in lmms-eval's convention, not ours."""
     m = np.asarray(motions, dtype=np.float64).reshape(-1, 6)
     current = np.array([0.0, 0, 0, 0, 0, 0, 1]) if start is None else np.asarray(start, dtype=np.float64)

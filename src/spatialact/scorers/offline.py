@@ -1,5 +1,5 @@
-"""Offline scoring (SPEC §4, §8, §10): a file of model answers against a task file, the pipeline behind
-``spatialact score``.
+"""Offline scoring (docs/scoring.md, "Offline scoring"; the records of docs/results.md): a file of model answers
+against a task file, the pipeline behind ``spatialact score``.
 
     summary = score_file("answers.jsonl", "tasks.jsonl", profile="paper", out="answers.scores.jsonl")
 

@@ -1,4 +1,5 @@
-"""Question scores (SPEC §4.6) for generated camera-geometry and task-flow questions.
+"""Question scores (docs/scoring.md, "Question scores"; docs/questions.md) for generated camera-geometry and
+task-flow questions.
 
 * Multiple choice: the answer letter is extracted robustly from the model's text; no random fallback — an answer
   that names no option (or names two with equal standing) is wrong, with ``reason: "parse_error"``.

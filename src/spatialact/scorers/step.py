@@ -1,4 +1,5 @@
-"""Per-step scores (SPEC §4.1), one step at a time, in plain Python floats: the *reference* implementation.
+"""Per-step scores (docs/scoring.md, "Per-step scores"), one step at a time, in plain Python floats: the *reference*
+implementation.
 
 Everything here works on one step — a predicted and a ground-truth body-frame translation ``p``, ``g`` (metres,
 camera axes +X right, +Y down, +Z forward), rotations ``Rp``, ``Rg`` (3×3, the step's rotation in the same body
@@ -21,7 +22,7 @@ perfect answer scores exactly 1.
 Gripper decision (the spec is silent on a ground truth without a state): when the truth states no gripper
 (None) the gripper is *not scored* — ``s_grip`` is reported as 1 and ``grip_scored`` is False, and the
 manipulation step score renormalises its weights over translation and rotation. A None prediction where the
-truth has a state is a miss (SPEC §4.1).
+truth has a state is a miss (docs/scoring.md).
 """
 
 from __future__ import annotations
@@ -159,7 +160,7 @@ def parse_weights(text: str) -> tuple[float, float, float]:
 
 
 def step_total(scores: dict, kind: str = "nav", profile: str = "paper", weights=None) -> float:
-    """The step score of SPEC §4.1 from :func:`score_step`'s dict.
+    """The step score (docs/scoring.md) from :func:`score_step`'s dict.
 
     * ``nav``, profile ``paper``: ``s_step``;
     * ``nav``, profile ``paper+rot``: ``(w_t·s_step + w_r·s_rot) / (w_t + w_r)`` — ``(s_step + s_rot)/2`` with
