@@ -180,7 +180,9 @@ class Step:
     @classmethod
     def from_signed(cls, signed: Sequence[int], gripper: int | None = None) -> "Step":
         """From 6 signed counts (truck, pedestal, dolly, tilt, pan, roll): +3 truck = Truck Right ×3."""
-        s = [_as_int(x, "signed counts") for x in signed]
+        s = list(signed)
+        if not all(type(x) is int for x in s):  # plain ints (what extraction gives) need no conversion
+            s = [_as_int(x, "signed counts") for x in s]
         if len(s) != 6:
             raise ValueError(f"expected 6 signed counts, got {len(s)}")
         c = [0] * N_MOTION

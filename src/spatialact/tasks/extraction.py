@@ -320,8 +320,10 @@ def _extract_metric(traj: Trajectory, sizes: StepSizes, cap: int, kf: np.ndarray
         while True:
             tgt = _interp(start, target, min(sub, n) / n) if n > 1 else target  # past n: not beyond the target
             c = counts if (n == 1 and sub == 1) else _round_half_away(_motion_between(cur, tgt, Rc) / units)
-            done = sub >= n and int(np.abs(c).max()) <= cap
-            c = np.clip(c, -cap, cap)
+            big = int(np.abs(c).max())
+            done = sub >= n and big <= cap
+            if big > cap:
+                c = np.clip(c, -cap, cap)
             cur = _apply(cur, c * units, Rc)
             signed.append(c)
             step_grip.append(grips[j])
@@ -348,7 +350,7 @@ def _extract_metric(traj: Trajectory, sizes: StepSizes, cap: int, kf: np.ndarray
         step_int.append(len(kf) - 1)
         if cams is not None:
             step_cam.append(cams[kf[-1]])
-    steps = tuple(Step.from_signed(s, g) for s, g in zip(signed, step_grip))
+    steps = tuple(Step.from_signed(s, g) for s, g in zip(np.reshape(signed, (-1, 6)).tolist(), step_grip))
     rep = np.stack(replayed)
     pos_err = np.linalg.norm(rep[:, :3, 3] - T[kf, :3, 3], axis=1)
     rot_err = geometry.rotation_error(rep, T[kf])

@@ -93,7 +93,11 @@ def _sample_pairs(P: np.ndarray, lo: float, hi: float, want: int, rng: np.random
         i, j = i[keep], j[keep]
     d = np.linalg.norm(P[j] - P[i], axis=1)
     ok = (d >= lo) & (d <= hi)
-    pairs = np.unique(np.stack([i[ok], j[ok]], axis=1), axis=0)
+    i, j = i[ok], j[ok]
+    if n > 2000:  # random draws repeat: sort and deduplicate (as one int64 key per pair, the same order)
+        key = np.unique(i * n + j)
+        i, j = key // n, key % n
+    pairs = np.stack([i, j], axis=1)  # triu_indices: already distinct and in lexicographic order
     order = rng.permutation(len(pairs))
     return [(int(a), int(b)) for a, b in pairs[order[: max(want * 4, want + 16)]]]
 
@@ -133,14 +137,10 @@ def tasks_from_trajectory(traj: Trajectory, n: int = 10, seed: int = 0, min_moti
     bt, _ = quantisation_bound(sizes)
     use_grip = kind != "nav" and traj.gripper is not None
 
-    def sub(a: int, b: int) -> Trajectory:
-        idx = np.arange(a, b + 1) if a <= b else np.arange(a, b - 1, -1)
-        t = traj.select(idx)
-        if not use_grip and t.gripper is not None:
-            from dataclasses import replace
+    base = traj if use_grip else traj.without_gripper()
 
-            t = replace(t, gripper=None)
-        return t
+    def sub(a: int, b: int) -> Trajectory:
+        return base.select(np.arange(a, b + 1) if a <= b else np.arange(a, b - 1, -1))
 
     chosen: list[tuple[int, int, ActionSequence, int | None, ActionSequence | None]] = []
     for i, j in pairs:
@@ -154,8 +154,11 @@ def tasks_from_trajectory(traj: Trajectory, n: int = 10, seed: int = 0, min_moti
             continue
         e_idx, e_seq = None, None
         if example:
-            d = np.linalg.norm(P - P[i], axis=1)
-            cand = np.flatnonzero((d >= lo) & (d <= hi) & ((np.arange(len(P)) < i) | (np.arange(len(P)) > j)))
+            x = P - P[i]
+            d = np.sqrt(np.add.reduce(x * x, axis=1))  # np.linalg.norm(x, axis=1), without its overhead
+            ok = (d >= lo) & (d <= hi)
+            ok[i:j + 1] = False  # not inside the task's own segment
+            cand = np.flatnonzero(ok)
             if len(cand):
                 e_idx = int(rng.choice(cand))
                 e_seq = extract_actions(sub(e_idx, i), sizes=sizes, mode="metric").sequence

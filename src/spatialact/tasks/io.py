@@ -325,6 +325,13 @@ def save_tasks(tasks: Iterable[Task], path: str | os.PathLike, *, relative_to: s
     base = Path(relative_to) if relative_to is not None else path.parent
     path.parent.mkdir(parents=True, exist_ok=True)
 
+    stored: dict = {}  # one resolution per distinct path (every task of a trajectory names the same recording)
+
+    def store(p):
+        if p not in stored:
+            stored[p] = stored_path(p, base)
+        return stored[p]
+
     def records():
         seen: set[str] = set()
         for t in tasks:
@@ -333,11 +340,11 @@ def save_tasks(tasks: Iterable[Task], path: str | os.PathLike, *, relative_to: s
             except (ValueError, KeyError, TypeError) as e:  # e.g. an example whose sequence is malformed
                 raise TaskFileError(f"task {getattr(t, 'id', t)!r}: {e}") from None
             for key in ("start_image", "goal_image"):
-                rec[key] = stored_path(rec[key], base)
+                rec[key] = store(rec[key])
             if rec.get("example") and rec["example"].get("start_image"):
-                rec["example"] = dict(rec["example"], start_image=stored_path(rec["example"]["start_image"], base))
+                rec["example"] = dict(rec["example"], start_image=store(rec["example"]["start_image"]))
             if rec.get("scene"):
-                rec["scene"] = {k: (stored_path(v, base) if k in ("mesh", "trajectory") else v)
+                rec["scene"] = {k: (store(v) if k in ("mesh", "trajectory") else v)
                                 for k, v in rec["scene"].items()}
             problems = validate_record(rec)
             if problems:

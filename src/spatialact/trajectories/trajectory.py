@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -342,14 +342,31 @@ class Trajectory:
         if len(idx) > 1 and not np.all(np.diff(t) > 0):
             # Reversed or shuffled order (an example sequence played backwards): time runs on at the source rate.
             t = t[0] + np.arange(len(idx)) / self.fps
-        return replace(
-            self, poses=self.poses[idx], timestamps=t,
+        # Rows of checked arrays are checked: the subset is built without validating again (task building
+        # selects two sub-trajectories per task; validating each was a quarter of its time).
+        return self._checked_copy(
+            poses=self.poses[idx], timestamps=t,
             gripper=None if self.gripper is None else self.gripper[idx],
             images=None if self.images is None else tuple(self.images[i] for i in idx),
             camera_poses=None if self.camera_poses is None else self.camera_poses[idx],
             confidence=None if self.confidence is None else self.confidence[idx],
             meta=dict(self.meta, frames=[int(idx[0]), int(idx[-1])]),
         )
+
+    def without_gripper(self) -> "Trajectory":
+        """The same frames with no gripper states (a navigation task's view of a robot or hand recording)."""
+        return self if self.gripper is None else self._checked_copy(gripper=None)
+
+    def _checked_copy(self, **changes) -> "Trajectory":
+        """A copy with ``changes``: arrays taken from this (validated) trajectory, so not validated again.
+        Fields keep the invariants ``__post_init__`` establishes (frozen float64 poses, int8 gripper, ...)."""
+        new = object.__new__(Trajectory)
+        for f in fields(self):
+            v = changes.get(f.name, getattr(self, f.name))
+            if isinstance(v, np.ndarray) and v.flags.writeable:
+                v.setflags(write=False)  # a fresh array (a fancy-indexed subset): frozen in place
+            object.__setattr__(new, f.name, v)
+        return new
 
     def __getitem__(self, k) -> "Trajectory":
         if isinstance(k, (int, np.integer)):
