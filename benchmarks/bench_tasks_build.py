@@ -93,6 +93,14 @@ def main() -> None:
         env = dict(os.environ, PYTHONPATH=str(Path(a.against).resolve()))
         cmd = [sys.executable, __file__, "--json"] + (["--quick"] if a.quick else [])
         other = json.loads(subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout)
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from figures import record
+
+    for k, v in here.items():
+        o = other[k]["tasks_per_s"] if other else None
+        record("bench_tasks_build.py", f"tasks built without images: {k}", v["tasks_per_s"], "tasks/s",
+               anchor=f"the same, source tree {a.against}" if other else None, anchor_value=o,
+               aim="≥ 1,000 tasks/s")
     print(f"{'measurement':62s} {'tasks/s':>9s}" + (f" {'against':>9s} {'ratio':>6s}" if other else ""))
     for k, v in here.items():
         line = f"{k:62s} {v['tasks_per_s']:9.0f}"

@@ -1,31 +1,144 @@
-"""Run every benchmark in this folder, one after the other, and print their reports.
+"""Run every benchmark in this folder, one after the other, print their reports and write docs/performance.md.
 
-Benchmarks are not part of the test command; each prints ratios measured side by side in one run.
-Usage: .venv/bin/python benchmarks/run_all.py [--quick] [NAME ...]
+Benchmarks are not part of the test command; each prints ratios measured side by side in one run, and records its
+headline figures (benchmarks/figures.py). When every benchmark ran (no NAME given), their figures are written to
+docs/performance.md as one table with the date, the machine and the commit (``--doc PATH`` writes elsewhere, or
+after a subset; ``--no-doc`` writes nothing).
+
+Usage: .venv/bin/python benchmarks/run_all.py [--quick] [--doc PATH | --no-doc] [NAME ...]
   NAME: e.g. scorers, score_e2e, envs, extraction (default: all). --quick is passed to the benchmarks that take
   it (small sizes, minutes instead of tens of minutes).
 """
 
+from __future__ import annotations
+
+import json
+import os
+import platform
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
-here = Path(__file__).parent
-args = sys.argv[1:]
-quick = "--quick" in args
-wanted = {a for a in args if a != "--quick"}
-known = {s.stem[len("bench_"):] for s in here.glob("bench_*.py")}
-unknown = wanted - known
-if unknown:
-    print(f"run_all: unknown benchmark(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}",
-          file=sys.stderr)
-    sys.exit(2)
-status = 0
-for script in sorted(here.glob("bench_*.py")):
-    name = script.stem[len("bench_"):]
-    if wanted and name not in wanted:
-        continue
-    extra = ["--quick"] if quick and '"--quick"' in script.read_text(encoding="utf-8") else []
-    print(f"\n=== {script.name} {' '.join(extra)} ===", flush=True)
-    status |= subprocess.call([sys.executable, str(script), *extra])
-sys.exit(status)
+here = Path(__file__).resolve().parent
+sys.path.insert(0, str(here))
+from figures import ENV  # noqa: E402
+
+
+def machine() -> str:
+    """CPU model, usable cores, memory and GPU, in words."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    mem = ""
+    try:
+        kb = int(next(x for x in Path("/proc/meminfo").read_text().splitlines() if x.startswith("MemTotal")).split()[1])
+        mem = f", {kb / 2**20:.0f} GiB"
+    except (OSError, StopIteration, ValueError):
+        pass
+    try:
+        gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=20).stdout.strip().replace("\n", ", ") or "no GPU"
+    except (OSError, subprocess.SubprocessError):
+        gpu = "no GPU"
+    return f"{cpu}, {cores} cores{mem}, {gpu}, Python {platform.python_version()}"
+
+
+def fmt(x) -> str:
+    if x is None:
+        return ""
+    x = float(x)
+    if x == 0:
+        return "0"
+    if abs(x) >= 100:
+        return f"{x:,.0f}"
+    if abs(x) >= 1:
+        return f"{x:.2f}".rstrip("0").rstrip(".")
+    return f"{x:.3g}"
+
+
+def write_doc(path: Path, rows: list[dict], quick: bool, seconds: float) -> None:
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True,
+                                timeout=20).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = "?"
+    lines = [
+        "# Performance",
+        "",
+        "Every figure the project quotes, each beside its anchor — what a user would run instead, measured in the",
+        "same run on the same machine — written by `benchmarks/run_all.py` (do not edit by hand; rerun it). A ratio",
+        "above 1 means spatialact is faster. Ranges in the README are several such runs.",
+        "",
+        f"- date: {time.strftime('%Y-%m-%d %H:%M %Z')}",
+        f"- machine: {machine()}",
+        f"- commit: {commit}",
+        f"- mode: {'--quick (small sizes)' if quick else 'full sizes'}; {seconds / 60:.0f} min in all",
+        "",
+        "| benchmark | figure | measured | anchor | anchor measured | ratio | aim |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        unit = r["unit"]
+        anchor_v = f"{fmt(r['anchor_value'])} {unit}" if r.get("anchor_value") is not None else ""
+        ratio = f"{r['ratio']:.2f}×" if r.get("ratio") else ""
+        lines.append(f"| `{r['bench']}` | {r['figure']} | {fmt(r['value'])} {unit} | {r.get('anchor') or ''} | "
+                     f"{anchor_v} | {ratio} | {r.get('aim') or ''} |")
+    lines += ["", "No GPU was lent to the sessions that measured this: the EGL-on-GPU, gl-on-GPU (aim ≥ 5,000 "
+              "images/s at 128² batched) and torch-CUDA figures are unmeasured; `benchmarks/device_check.sh` is "
+              "the script that measures them on a GPU machine.", ""]
+    path.write_text("\n".join(lines), encoding="utf-8")
+
+
+def main() -> int:
+    args = sys.argv[1:]
+    quick = "--quick" in args
+    no_doc = "--no-doc" in args
+    doc = None
+    if "--doc" in args:
+        k = args.index("--doc")
+        if k + 1 >= len(args):
+            print("run_all: --doc needs a path", file=sys.stderr)
+            return 2
+        doc = Path(args[k + 1])
+        del args[k:k + 2]
+    wanted = {a for a in args if a not in ("--quick", "--no-doc")}
+    known = {s.stem[len("bench_"):] for s in here.glob("bench_*.py")}
+    unknown = wanted - known
+    if unknown:
+        print(f"run_all: unknown benchmark(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}",
+              file=sys.stderr)
+        return 2
+    if doc is None and not wanted and not no_doc:
+        doc = here.parent / "docs" / "performance.md"
+    status = 0
+    t0 = time.time()
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "figures.jsonl"
+        env = dict(os.environ, **{ENV: str(out)})
+        for script in sorted(here.glob("bench_*.py")):
+            name = script.stem[len("bench_"):]
+            if wanted and name not in wanted:
+                continue
+            extra = ["--quick"] if quick and '"--quick"' in script.read_text(encoding="utf-8") else []
+            print(f"\n=== {script.name} {' '.join(extra)} ===", flush=True)
+            rc = subprocess.call([sys.executable, str(script), *extra], env=env)
+            if rc:
+                print(f"run_all: {script.name} exited {rc}", file=sys.stderr)
+            status |= rc
+        rows = [json.loads(x) for x in out.read_text().splitlines()] if out.exists() else []
+    if doc is not None and not no_doc:
+        write_doc(doc, rows, quick, time.time() - t0)
+        print(f"\n{len(rows)} figures → {doc}")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
