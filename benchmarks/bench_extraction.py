@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import sys
+from pathlib import Path
 import time
 
 import numpy as np
@@ -26,6 +27,9 @@ from spatialact.action_space import Step, StepSizes
 from spatialact.trajectories import Trajectory, extract_actions
 from spatialact.tasks.extraction import DEFAULT_THRESHOLDS
 
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from figures import record  # noqa: E402
 
 def make_traj(n: int, fps: float = 30.0, seed: int = 0) -> Trajectory:
     rng = np.random.default_rng(seed)
@@ -145,12 +149,16 @@ def main() -> None:
     assert abs(ex.sizes.translation - ref_sizes.translation) < 1e-12
     print(f"frames mode : vectorised {n / t_vec:12,.0f} frames/s   per-frame loop {n / t_loop:10,.0f} frames/s   "
           f"ratio {t_loop / t_vec:6.1f}x   ({len(ex)} steps)")
+    record("bench_extraction.py", f"extract_actions, frames mode, {n} frames", n / t_vec, "frames/s",
+           anchor="per-frame Python loop (same steps)", anchor_value=n / t_loop)
 
     t_vec, ex = timeit(lambda: extract_actions(traj, sizes=sizes, mode="metric"))
     t_loop, ref = timeit(lambda: loop_metric(traj, sizes), repeat=1)
     same = sum(a.counts == b.counts for a, b in zip(ex.steps, ref)) / max(len(ref), 1)
     print(f"metric mode : vectorised {n / t_vec:12,.0f} frames/s   per-frame loop {n / t_loop:10,.0f} frames/s   "
           f"ratio {t_loop / t_vec:6.1f}x   ({len(ex)} steps; {100 * same:.1f}% identical to the loop's)")
+    record("bench_extraction.py", f"extract_actions, metric mode (closed-loop quantisation), {n} frames", n / t_vec,
+           "frames/s", anchor="per-frame loop with scipy rotations", anchor_value=n / t_loop)
     print(f"metric mode max replay error at keyframes: {ex.position_errors.max():.4f} m "
           f"(bound {math.sqrt(3) / 2 * sizes.translation:.4f}), {ex.rotation_errors.max():.4f} rad "
           f"(bound {1.5 * sizes.rotation:.4f})")

@@ -19,6 +19,9 @@ from spatialact.report import make_report  # noqa: E402
 from spatialact.evaluation.results import RunStore, load_run, export_parquet  # noqa: E402
 
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from figures import record  # noqa: E402
+
 def appends_per_second(root: Path, n: int, fsync: bool) -> float:
     recs = [fake_record(make_task(f"t{i:05d}")) for i in range(n)]
     cfg = {"agent": "oracle", "mode": "one-shot"}
@@ -44,6 +47,8 @@ def main() -> int:
         print(f"  with fsync    : {with_fsync:10.0f} records/s")
         print(f"  without fsync : {without:10.0f} records/s")
         print(f"  ratio (without / with): {without / with_fsync:.1f}x")
+        record("bench_results.py", "results.jsonl appends, fsynced (a kill loses nothing finished)", with_fsync,
+               "records/s", anchor="appends without fsync", anchor_value=without)
 
         t0 = time.perf_counter()
         fabricate_run(root / "big", agent="openai", model="m", n=args.n_report, with_frames=True)
@@ -62,6 +67,8 @@ def main() -> int:
         print(f"  load_run        : {t_load:6.2f} s ({len(df)} rows)")
         print(f"  export_parquet  : {t_pq:6.2f} s")
         print(f"  make_report     : {t_rep:6.2f} s (HTML {html_mb:.2f} MB)")
+        record("bench_results.py", f"make_report, {args.n_report} episodes with frames", t_rep, "s",
+               higher_is_better=False)
     return 0
 
 

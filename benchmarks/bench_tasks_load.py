@@ -27,6 +27,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from figures import record  # noqa: E402
 
 from traj_helpers import smooth_poses  # noqa: E402
 
@@ -104,6 +106,10 @@ def main() -> None:
         print(f"\n{'loader':34s} {'tasks/s':>12s} {'µs/task':>10s} {'vs jsonschema':>14s}")
         for name, t in rows:
             print(f"{name:34s} {1 / t:12,.0f} {t * 1e6:10.1f} {t_old / t:13.0f}x")
+        record("bench_tasks_load.py", f"load_tasks, cold (full validation), {size / n / 1e3:.1f} KB tasks",
+               1 / t_cold, "tasks/s", anchor="jsonschema Draft 2020-12 validation loop", anchor_value=1 / t_old)
+        record("bench_tasks_load.py", "load_tasks, verdict cached on disk (a new process)", 1 / t_verdict,
+               "tasks/s", anchor="jsonschema Draft 2020-12 validation loop", anchor_value=1 / t_old)
 
         import gc
 
