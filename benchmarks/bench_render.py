@@ -1,19 +1,19 @@
-"""Rendering speed, side by side in one run: images/s (RGB + depth, default quality settings) of PyBullet's TinyRenderer
-(``tiny``), PyBullet's EGL plugin (``egl``) and the project's OpenGL renderer (``gl``) at 128², 256² and 512², for
-K = 1, 8 and 64 views per call (``BulletWorld.render_batch``: gl draws the K views in one pass; tiny and egl render
-them one by one), with the ratio of each to tiny at the same size.
+"""Rendering speed, side by side in one run: images/s (RGB + depth) of PyBullet's TinyRenderer (``tiny``), PyBullet's
+EGL plugin (``egl``) and the project's OpenGL renderer (``gl``) at 128², 256² and 512², for K = 1, 8 and 64 views per
+call (``BulletWorld.render_batch``: gl draws the K views in one pass; tiny and egl render them one by one), with the
+ratio of each to tiny at the same size.
 
 Scene: the GripperManip tabletop (seed 2) with the Franka Panda, seen from views around the exterior camera; the
 arm moves before every call (a joint is set), so link matrices and the shadow map are redone as in a closed-loop
-rollout. gl runs its defaults (4× MSAA, 1,024² shadow map at ≥ 320 px and 512² below, meshes decimated to a face
-budget that follows the image size); a second gl row without multisampling (``--msaa``) is added. Each figure is the best of
-``--rounds`` timed rounds of at least ``--seconds`` seconds (the machine is shared). tiny and egl at K = 64 are
-timed at 128² only (they render one view at a time, so their rate does not depend on K; elsewhere the K = 8 figure
-stands and the cell says so). Aim on a 2-core CPU: gl ≥ 8× tiny at 128², K = 1; on a GPU, ≥ 5 000 images/s at 128²
-batched.
+rollout. ``gl`` is the default render quality (one sample per pixel, edge smoothing, 512² shadow map below 320 px
+and 1,024² from there, meshes decimated to a face budget that follows the image size); ``gl high`` is
+``render_quality="high"`` (4× MSAA: the default before). Each figure is the best of ``--rounds`` timed rounds of at
+least ``--seconds`` seconds (the machine is shared). tiny and egl at K = 64 are timed at 128² only (they render one
+view at a time, so their rate does not depend on K; elsewhere the K = 8 figure stands and the cell says so). Aims on
+a 2-core CPU: gl ≥ 8× tiny at 128², K = 1, and ≥ 20× at K = 64; on a GPU, ≥ 5 000 images/s at 128² batched.
 
-Usage: .venv/bin/python benchmarks/bench_render.py [--seconds 1.0] [--rounds 2] [--sizes 128,256,512] [--quick]
-       [--msaa 0] [--json]
+Usage: .venv/bin/python benchmarks/bench_render.py [--seconds 1.0] [--rounds 2] [--sizes 128,256,512] [--ks 1,8,64]
+       [--renderers tiny,egl,gl,gl-high] [--quick] [--json]
 """
 
 from __future__ import annotations
@@ -28,16 +28,16 @@ import numpy as np
 SCENE = {"generator": "tabletop", "seed": 2}
 
 
-def make_world(renderer: str, msaa: int | None = None):
+#: row label -> (BulletWorld renderer, render quality)
+CONFIGS = {"tiny": ("tiny", "default"), "egl": ("egl", "default"), "gl": ("gl", "default"),
+           "gl-high": ("gl", "high")}
+
+
+def make_world(renderer: str, quality: str = "default"):
     from spatialact.envs.rendering import BulletWorld
     from spatialact.envs.scenes import build_scene
 
-    gl = None
-    if renderer == "gl" and msaa is not None:
-        from spatialact.envs.gl import GLRenderer
-
-        gl = GLRenderer(msaa=msaa)
-    w = BulletWorld(renderer, gl=gl)
+    w = BulletWorld(renderer, render_quality=quality)
     info = build_scene(w, SCENE)
     robot = w.p.loadURDF("franka_panda/panda.urdf", [0, 0, info.table_z], useFixedBase=True,
                          physicsClientId=w.client)
@@ -87,25 +87,25 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--sizes", default="128,256,512")
     ap.add_argument("--ks", default="1,8,64")
-    ap.add_argument("--msaa", type=int, default=0,
-                    help="also time gl with this many samples (default 0: none; -1: no extra row)")
+    ap.add_argument("--renderers", default=",".join(CONFIGS), help=f"rows, of {', '.join(CONFIGS)}")
     ap.add_argument("--quick", action="store_true", help="128² only, K = 1 and 8, short rounds")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     if args.quick:
         args.sizes, args.ks, args.seconds, args.rounds = "128", "1,8", 0.4, 1
-    if args.msaa < 0:
-        args.msaa = None
+    labels_asked = [r for r in args.renderers.split(",") if r]
+    unknown = [r for r in labels_asked if r not in CONFIGS]
+    if unknown:
+        ap.error(f"--renderers: unknown {', '.join(unknown)} (known: {', '.join(CONFIGS)})")
     from spatialact.envs.rendering import CameraSpec, EGLUnavailable
 
     sizes = [int(s) for s in args.sizes.split(",")]
     ks = [int(k) for k in args.ks.split(",")]
     rows, results, gl_name = [], {}, None
-    configs = [("tiny", None), ("egl", None), ("gl", None)] + ([("gl", args.msaa)] if args.msaa is not None else [])
-    for renderer, msaa in configs:
-        label = renderer if msaa is None else f"gl msaa={msaa}"
+    for label in labels_asked:
+        renderer, quality = CONFIGS[label]
         try:
-            world, info, robot = make_world(renderer, msaa)
+            world, info, robot = make_world(renderer, quality)
         except EGLUnavailable as e:
             print(f"{label}: unavailable ({e})", file=sys.stderr)
             continue
@@ -141,7 +141,7 @@ def main(argv=None) -> int:
         return 0
     headers = ["renderer", "size"] + [f"K={k} images/s (× tiny)" for k in ks]
     widths = [max(len(str(r[i])) for r in rows + [headers]) for i in range(len(headers))]
-    print(f"RGB + depth images/s, Panda tabletop, arm moving; gl = {gl_name}")
+    print(f"RGB + depth images/s, Panda tabletop, arm moving; gl = {gl_name} (gl: default quality, gl-high: 4× MSAA)")
     print("  ".join(h.ljust(w) for h, w in zip(headers, widths)))
     for r in rows:
         print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))

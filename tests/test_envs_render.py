@@ -202,3 +202,20 @@ def test_auto_renderer_picks_gl_when_it_starts():
         w.close()
     with pytest.raises(ValueError, match="renderer"):
         BulletWorld("vulkan")
+
+
+def test_tiny_draws_the_same_at_either_render_quality():
+    """``render_quality`` is the gl renderer's: TinyRenderer draws the same images at both; an unknown quality is
+    refused in one line."""
+    out = []
+    for quality in ("default", "high"):
+        w = BulletWorld("tiny", render_quality=quality)
+        try:
+            assert w.render_quality == quality
+            build_scene(w, {"generator": "tabletop", "seed": 2})
+            out.append(w.render(look_at([1.0, -1.0, 1.3], [0.45, 0.0, 0.78]), CameraSpec(48, 40, 60.0)))
+        finally:
+            w.close()
+    assert all(np.array_equal(a, b) for a, b in zip(out[0], out[1]))
+    with pytest.raises(ValueError, match="render_quality must be one of default, high, got 'best'"):
+        BulletWorld("tiny", render_quality="best")

@@ -11,14 +11,16 @@ axes. The PyBullet client and the renderer are the world's ``backend`` (``p``, `
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import inspect
 import json
 
 import numpy as np
 
 from ..tasks import Task
 from .replay import ReplayWorld, TaskRecording, build_replay_world, is_replay_scene, scene_aspect
-from .rendering import BulletWorld
+from .rendering import BulletWorld, check_render_quality
 from .scenes import build_scene, normalise_scene_spec
 from .world import World
 
@@ -32,11 +34,17 @@ class PyBulletWorld(World):
     :class:`~spatialact.envs.replay.ReplayWorld` of a replay scene, else None; ``scene_key`` identifies the loaded
     scene (a replay scene's keyframes are not part of it: tasks on one trajectory share the world); ``keyframes``
     the configured replayed task's keyframes; ``step_count`` the whole steps moved since the start (an EgoDex
-    replay's observing camera follows it).
+    replay's observing camera follows it). ``render_quality`` (``"default"`` or ``"high"``): how the gl renderer
+    draws this world (:class:`BulletWorld`); every subclass takes it as a keyword, whether or not its constructor
+    names it (:meth:`__init_subclass__`).
     """
 
-    def __init__(self, camera, renderer: str = "tiny"):
+    def __init__(self, camera, renderer: str = "tiny", render_quality: str | None = None):
         super().__init__(camera)
+        if render_quality is not None:
+            self.render_quality = check_render_quality(render_quality)
+        elif not hasattr(self, "render_quality"):
+            self.render_quality = "default"
         self.backend = self.make_backend(renderer)  # EGL (if asked) loads here, before any body exists
         self.replay: ReplayWorld | None = None
         self.scene_key = None
@@ -44,9 +52,26 @@ class PyBulletWorld(World):
         self.step_count = 0
         self._recording = None
 
+    def __init_subclass__(cls, **kwargs):
+        """A subclass whose constructor does not name ``render_quality`` takes it anyway, as a keyword: it is set on
+        the world before that constructor runs (and reaches :meth:`make_backend` through ``super().__init__``), so
+        ``make_env(..., render_quality="high")`` reaches every PyBullet world."""
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is None or "render_quality" in inspect.signature(init).parameters:
+            return
+
+        @functools.wraps(init)
+        def __init__(self, *args, render_quality: str | None = None, **kw):
+            if render_quality is not None:
+                self.render_quality = check_render_quality(render_quality)
+            init(self, *args, **kw)
+
+        cls.__init__ = __init__
+
     def make_backend(self, renderer: str):
-        """The simulator client and renderer the world builds its scenes in."""
-        return BulletWorld(renderer)
+        """The simulator client and renderer the world builds its scenes in (at the world's ``render_quality``)."""
+        return BulletWorld(renderer, render_quality=self.render_quality)
 
     @classmethod
     def scene_aspect(cls, scene) -> float | None:

@@ -61,7 +61,8 @@ def env_class(kind: str):
 
 
 def make_env(kind: str, *, task=None, action_mode: str = "step", renderer: str = "tiny", width: int | None = None,
-             height: int | None = None, seed: int | None = None, backend: str = "pybullet", wrap: bool = True, **kw):
+             height: int | None = None, seed: int | None = None, backend: str = "pybullet", wrap: bool = True,
+             render_quality: str = "default", **kw):
     """An environment for a task kind (``nav``, ``manip``, ``hand``).
 
     ``backend="pybullet"`` (default: CameraNav, GripperManip, HandManip — and GameNav for a game task, or a fixed
@@ -71,7 +72,9 @@ def make_env(kind: str, *, task=None, action_mode: str = "step", renderer: str =
     recorded aspect ratio (GameNav: 4:3). Other keywords go to the environment (``render_mode``, ``max_steps``,
     ``terminate_on_success``, ``depth``, ``scene``, ``fov_deg``, ``sizes``, ``cap``, ``observation`` (``sim``,
     ``recorded``, ``both``: replayed tasks), ...) or, when the environment does not take them, to its world
-    (``min_overlap`` for CameraNav, ``wrist_camera`` for the tabletop environments).
+    (``min_overlap`` for CameraNav, ``wrist_camera`` for the tabletop environments). ``render_quality``:
+    ``"default"`` or ``"high"`` (4× multisampling), how the gl renderer draws a PyBullet world (the env keyword
+    reaches the world; tiny and egl draw the same either way; the game draws its own screen and ignores it).
     """
     if kind not in KIND_TO_ID:
         raise ValueError(f"kind must be one of {tuple(KIND_TO_ID)}, got {kind!r}")
@@ -80,7 +83,12 @@ def make_env(kind: str, *, task=None, action_mode: str = "step", renderer: str =
     game = backend == "game" or (backend == "pybullet" and runs_in_game(task, kw.get("scene")))
     if height is None:
         height = 120 if game else 128
+    from .rendering import check_render_quality
+
+    check_render_quality(render_quality)
     kwargs = dict(task=task, action_mode=action_mode, renderer=renderer, width=width, height=height, **kw)
+    if not game:
+        kwargs["render_quality"] = render_quality
     if game:
         if kind != "nav":
             raise ValueError(f"the game runs navigation tasks only, not {kind!r}")

@@ -9,12 +9,12 @@ Poses are camera-to-world (4, 4) float64 in metres, world +Z up, camera OpenCV a
 Renderers: ``"tiny"`` is PyBullet's software TinyRenderer (CPU, no GL needed); ``"egl"`` loads PyBullet's EGL
 plugin and renders with OpenGL through EGL — on an NVIDIA GPU when one is present, through Mesa's llvmpipe on a
 CPU; ``"gl"`` is the project's own OpenGL renderer (:mod:`spatialact.envs.gl`: moderngl over EGL, lit, shadowed,
-multisampled, K views per call); ``"auto"`` is ``gl`` when its context starts, else ``tiny``, saying why in one
-line on stderr (once per process). The EGL plugin must be loaded *before* any body is created or it renders an empty
-scene, so :class:`BulletWorld` loads it in its constructor, and records which GL renderer answered
-(``gl_renderer``). What PyBullet and the plugin print from C (the ``pybullet build time`` banner, GL vendor/renderer
-lines, ``Destroy EGL OpenGL window``) is kept off the console (:func:`capture_c_output`); the GL renderer string is
-read from it.
+edge-smoothed — 4× multisampled at ``render_quality="high"`` —, K views per call); ``"auto"`` is ``gl`` when its
+context starts, else ``tiny``, saying why in one line on stderr (once per process). The EGL plugin must be loaded
+*before* any body is created or it renders an empty scene, so :class:`BulletWorld` loads it in its constructor, and
+records which GL renderer answered (``gl_renderer``). What PyBullet and the plugin print from C (the ``pybullet
+build time`` banner, GL vendor/renderer lines, ``Destroy EGL OpenGL window``) is kept off the console
+(:func:`capture_c_output`); the GL renderer string is read from it.
 """
 
 from __future__ import annotations
@@ -29,15 +29,23 @@ import tempfile
 import numpy as np
 
 from .camera import TINY_SHIFT_PX, CameraSpec, intrinsics_matrix, projection_matrix, view_matrix
+from .gl.renderer import RENDER_QUALITIES
 
 __all__ = ["BulletWorld", "CameraSpec", "view_matrix", "projection_matrix", "intrinsics_matrix",
            "EGLUnavailable", "RENDERERS", "capture_c_output", "import_pybullet", "resolve_renderer",
-           "default_image_size", "MLLM_IMAGE_SIZE"]
+           "default_image_size", "MLLM_IMAGE_SIZE", "RENDER_QUALITIES", "check_render_quality"]
 
 RENDERERS = ("tiny", "egl", "gl", "auto")
 # Images shown to MLLM agents when the gl renderer draws them (its lighting and multisampling pay off at this size);
 # RL observations and the demo stay at 128².
 MLLM_IMAGE_SIZE = 384
+
+
+def check_render_quality(quality) -> str:
+    """``quality`` if it is one of :data:`RENDER_QUALITIES`, else a one-line ValueError naming the options."""
+    if quality not in RENDER_QUALITIES:
+        raise ValueError(f"render_quality must be one of {', '.join(RENDER_QUALITIES)}, got {quality!r}")
+    return quality
 
 
 def gpu_present() -> bool:
@@ -123,11 +131,16 @@ class BulletWorld:
     the GL renderer string ("TinyRenderer (CPU)" for the software renderer, ``spatialact-gl on <GL renderer>`` for
     gl). Scene builders register what the gl renderer cannot read back from PyBullet: meshes made in temporary
     files (:meth:`register_mesh`) and textures (:meth:`set_texture`).
+
+    ``render_quality`` (:data:`RENDER_QUALITIES`): how the gl renderer draws this world — ``"default"`` (the same on
+    every device: one sample per pixel and an edge-smoothing pass) or ``"high"`` (4× multisampling, several times
+    slower on a CPU). TinyRenderer and PyBullet's EGL plugin have no such setting: they draw the same either way.
     """
 
-    def __init__(self, renderer: str = "tiny", gl=None):
+    def __init__(self, renderer: str = "tiny", gl=None, render_quality: str = "default"):
         if renderer not in RENDERERS:
             raise ValueError(f"renderer must be one of {RENDERERS}, got {renderer!r}")
+        self.render_quality = check_render_quality(render_quality)
         p = import_pybullet()
         import pybullet_data
 
@@ -177,7 +190,7 @@ class BulletWorld:
         except Exception as e:  # noqa: BLE001 - a driver that creates a context but fails on our programs
             raise GLUnavailable(f"the gl renderer could not set up ({type(e).__name__}: "
                                 f"{' '.join(str(e).split())[:200]})") from None
-        self._gl = r.scene(self)
+        self._gl = r.scene(self, self.render_quality)
         self.gl_renderer = f"spatialact-gl on {r.info}"
 
     @property

@@ -14,9 +14,12 @@ up; images are row 0 at the top. Passes:
   light), an orthographic depth map over the scene's bounds; geometry within 0.25 m of the scene's top (a ceiling)
   casts no shadow;
 * colour: ambient (a sky/ground hemisphere) + diffuse × shadow (4-tap PCF) + Blinn-Phong specular, in linear
-  light, MSAA (``msaa`` samples, default 4), written to an sRGB target and resolved in linear light;
-* depth and segmentation: one sample at each pixel centre, no MSAA: depth is z along the optical axis in metres
-  (``far`` where nothing is hit, like TinyRenderer), segmentation the PyBullet body id (−1 background).
+  light. At a world's render quality ``"default"`` (:data:`RENDER_QUALITIES`): one sample per pixel, encoded to
+  sRGB in the shader, then an edge-smoothing pass over each view's tile; at ``"high"``: 4× MSAA written to an sRGB
+  target and resolved in linear light;
+* depth and segmentation, from the colour pass (or a plain depth pass when no colour is asked): depth is z along
+  the optical axis in metres (``far`` where nothing is hit, like TinyRenderer), segmentation the PyBullet body id
+  (−1 background); at ``high`` resolved from the samples (the body covering most of them, at its nearest depth).
 
 ``pixel_convention``: ``"opencv"`` (default) samples pixel (u, v) on the ray of :attr:`CameraSpec.K` at (u, v) — as
 ``BulletWorld``'s tiny and egl renderers do; ``"tinyrenderer"`` reproduces the half-pixel offset of PyBullet's
@@ -37,17 +40,32 @@ from ...geometry import pose_from_pybullet
 from ..camera import TINY_SHIFT_PX, gl_projection, gl_view
 from .context import GLUnavailable, current, gl_context, gl_info, gl_proc
 from .meshes import MAX_FACES, SceneGeometry, extract_scene
-from .shaders import COLOR_FS, COLOR_VS, DEPTH_FS, DEPTH_VS, RESOLVE_FS, RESOLVE_VS, SHADOW_FS, SHADOW_VS
+from .shaders import (COLOR_FS, COLOR_FS_SRGB, COLOR_VS, DEPTH_FS, DEPTH_VS, RESOLVE_FS, RESOLVE_VS, SHADOW_FS,
+                      SHADOW_VS, SMOOTH_FS)
 
-__all__ = ["GLRenderer", "GLScene", "View", "shared_renderer", "PIXEL_CONVENTIONS"]
+__all__ = ["GLRenderer", "GLScene", "View", "shared_renderer", "PIXEL_CONVENTIONS", "RENDER_QUALITIES"]
 
 PIXEL_CONVENTIONS = ("opencv", "tinyrenderer")
+#: Render qualities: ``"default"`` (every device: one sample per pixel and an edge-smoothing pass) and ``"high"``
+#: (4× MSAA resolved in linear light: the default before; several times slower on a CPU).
+RENDER_QUALITIES = ("default", "high")
+QUALITY_MSAA = {"default": 0, "high": 4}
 _MAX_ATLAS = 2048  # pixels per side of one batch of tiles
 _GL_SRGB8_ALPHA8 = 0x8C43
 _GL_FRAMEBUFFER_SRGB = 0x8DB9
 _GL_CLIP_DISTANCE0 = 0x3000
 _GL_TEXTURE_2D_ARRAY = 0x8C1A
+_GL_COLOR = 0x1800
+_GL_NEAREST = 0x2600
 _BACKGROUND = (0.72, 0.76, 0.80)  # linear-light clear colour (a pale sky) where nothing is hit
+
+
+def _srgb(c: float) -> float:
+    """Linear light to sRGB (the encoding the shaders and the sRGB targets apply)."""
+    return 12.92 * c if c <= 0.0031308 else 1.055 * c ** (1 / 2.4) - 0.055
+
+
+_BACKGROUND_SRGB = tuple(_srgb(c) for c in _BACKGROUND)
 _DEFAULT_LIGHT = (0.4, 0.3, 2.5)
 
 
@@ -86,11 +104,13 @@ class GLScene:
     """The GPU copy of one world's visual scene; rebuilt when the world's bodies change, matrices every frame.
 
     ``world``: a ``rendering.BulletWorld`` (its PyBullet client, the meshes and textures its scene builder
-    registered, its light). Created by :meth:`GLRenderer.scene`."""
+    registered, its light); ``quality``: its render quality (:data:`RENDER_QUALITIES`). Created by
+    :meth:`GLRenderer.scene`."""
 
-    def __init__(self, renderer: "GLRenderer", world):
+    def __init__(self, renderer: "GLRenderer", world, quality: str = "default"):
         self.renderer = renderer
         self.world = world
+        self.quality = quality
         self.ctx = renderer.ctx
         self._res: list = []
         self.geometry: SceneGeometry | None = None
@@ -200,18 +220,20 @@ class GLScene:
         faces = np.concatenate(idx) if idx else np.zeros((1, 3), np.uint32)
         vbo = ctx.buffer(vb.tobytes())
         ibo = ctx.buffer(np.ascontiguousarray(faces, dtype=np.uint32).tobytes())
+        lit = [(vbo, "3f 3f 2f 4f1 3i", "in_pos", "in_nrm", "in_uv", "in_col", "in_ids")]
         level = {"faces": sum(len(p.faces) for _, _, p in geo.parts), "decimated": geo.decimated,
-                 "color": ctx.vertex_array(r.prog_color, [(vbo, "3f 3f 2f 4f1 3i", "in_pos", "in_nrm", "in_uv",
-                                                           "in_col", "in_ids")], ibo, skip_errors=True),
+                 "color": ctx.vertex_array(r.prog_color, lit, ibo, skip_errors=True),
+                 "color_srgb": ctx.vertex_array(r.prog_color_srgb, lit, ibo, skip_errors=True),
                  "depth": ctx.vertex_array(r.prog_depth, [(vbo, "3f 24x 3i", "in_pos", "in_ids")], ibo),
                  "shadow": ctx.vertex_array(r.prog_shadow, [(vbo, "3f 24x 3i", "in_pos", "in_ids")], ibo)}
-        self._res += [vbo, ibo, level["color"], level["depth"], level["shadow"]]
+        self._res += [vbo, ibo] + [level[k] for k in ("color", "color_srgb", "depth", "shadow")]
         self._levels[budget] = level
         return level
 
     def level(self, budget) -> dict:
         """The level of detail for face budget ``budget`` (built on first use): ``faces`` (drawn), ``decimated``
-        (mesh files decimated), and the vertex arrays ``color``, ``depth``, ``shadow``."""
+        (mesh files decimated), and the vertex arrays ``color`` (linear light out), ``color_srgb`` (sRGB out),
+        ``depth``, ``shadow``."""
         lv = self._levels.get(budget)
         return lv if lv is not None else self._add_level(budget)
 
@@ -364,11 +386,13 @@ class GLScene:
 class GLRenderer:
     """Programs and render targets on the process's GL context; renders :class:`View` lists.
 
-    ``msaa``: colour samples per pixel (0 or 1: none; clamped to what the GL offers); ``shadow_size``: shadow map
-    side in texels (0: no shadows); ``max_faces``: meshes over this many faces are decimated (None: never);
+    ``msaa``: None (default) renders each view at its world's render quality (:data:`RENDER_QUALITIES`: ``"default"``
+    no multisampling and an edge-smoothing pass, ``"high"`` 4× MSAA); a number fixes the colour samples per pixel for
+    every view (0 or 1: none, no smoothing; clamped to what the GL offers), for experiments. ``shadow_size``: shadow
+    map side in texels (0: no shadows); ``max_faces``: meshes over this many faces are decimated (None: never);
     ``pixel_convention``: see the module docstring. ``info``: the GL renderer string."""
 
-    def __init__(self, msaa: int = 4, shadow_size: int = 1024, max_faces: int | None = MAX_FACES,
+    def __init__(self, msaa: int | None = None, shadow_size: int = 1024, max_faces: int | None = MAX_FACES,
                  pixel_convention: str = "opencv", ambient: float = 0.42, diffuse: float = 0.85,
                  specular: float = 0.18, shininess: float = 40.0):
         if pixel_convention not in PIXEL_CONVENTIONS:
@@ -380,30 +404,47 @@ class GLRenderer:
 
     def _setup(self, msaa, shadow_size, max_faces, pixel_convention, ambient, diffuse, specular, shininess) -> None:
         ctx = self.ctx
-        self.msaa = int(min(max(int(msaa), 0), int(ctx.info.get("GL_MAX_SAMPLES", 4))))
-        if self.msaa == 1:
-            self.msaa = 0
+        self.max_samples = int(ctx.info.get("GL_MAX_SAMPLES", 4))
+        self.msaa = None if msaa is None else self._samples(int(msaa))
         self.shadow_size = int(shadow_size)
         self.max_faces = max_faces
         self.pixel_convention = pixel_convention
         self.prog_color = ctx.program(vertex_shader=COLOR_VS, fragment_shader=COLOR_FS)
+        self.prog_color_srgb = ctx.program(vertex_shader=COLOR_VS, fragment_shader=COLOR_FS_SRGB)
         self.prog_depth = ctx.program(vertex_shader=DEPTH_VS, fragment_shader=DEPTH_FS)
         self.prog_shadow = ctx.program(vertex_shader=SHADOW_VS, fragment_shader=SHADOW_FS)
         self.prog_resolve = ctx.program(vertex_shader=RESOLVE_VS, fragment_shader=RESOLVE_FS)
+        self.prog_smooth = ctx.program(vertex_shader=RESOLVE_VS, fragment_shader=SMOOTH_FS)
         _set(self.prog_resolve, "u_ms", 3)
+        _set(self.prog_smooth, "u_img", 3)
         self.vao_resolve = ctx.vertex_array(self.prog_resolve, [])
-        for prog in (self.prog_color, self.prog_depth, self.prog_shadow):
+        self.vao_smooth = ctx.vertex_array(self.prog_smooth, [])
+        for prog in (self.prog_color, self.prog_color_srgb, self.prog_depth, self.prog_shadow):
             _set(prog, "u_mats", 1)
-        _set(self.prog_color, "u_tex", 0)
-        _set(self.prog_color, "u_shadow", 2)
-        pc = self.prog_color
-        for name, value in (("u_ambient", ambient), ("u_diffuse", diffuse), ("u_specular", specular),
-                            ("u_shininess", shininess)):
-            _set(pc, name, float(value))
-        _set(pc, "u_sky", (1.0, 1.0, 1.04))
-        _set(pc, "u_ground", (0.72, 0.66, 0.60))
+        for pc in (self.prog_color, self.prog_color_srgb):
+            _set(pc, "u_tex", 0)
+            _set(pc, "u_shadow", 2)
+            for name, value in (("u_ambient", ambient), ("u_diffuse", diffuse), ("u_specular", specular),
+                                ("u_shininess", shininess)):
+                _set(pc, name, float(value))
+            _set(pc, "u_sky", (1.0, 1.0, 1.04))
+            _set(pc, "u_ground", (0.72, 0.66, 0.60))
         self._targets: dict = {}
         self.pid = os.getpid()
+
+    def _samples(self, msaa: int) -> int:
+        """Colour samples per pixel the GL gives for ``msaa`` asked (0: one sample, no multisampled targets)."""
+        n = min(max(int(msaa), 0), self.max_samples)
+        return 0 if n == 1 else n
+
+    def mode(self, quality: str) -> tuple[int, bool]:
+        """(colour samples per pixel, edge smoothing) of a view at render quality ``quality``."""
+        if quality not in QUALITY_MSAA:
+            raise ValueError(f"render_quality must be one of {RENDER_QUALITIES}, got {quality!r}")
+        if self.msaa is not None:
+            return self.msaa, False
+        samples = self._samples(QUALITY_MSAA[quality])
+        return samples, samples == 0
 
     def face_budget(self, width: int, height: int):
         """The face budget of meshes in a ``width`` × ``height`` image: ``max_faces`` from 320 px on, half of it
@@ -423,15 +464,18 @@ class GLRenderer:
             return self.shadow_size
         return max(256, self.shadow_size // 2)
 
-    def scene(self, world) -> GLScene:
-        """A new :class:`GLScene` for a world (built lazily, on its first render)."""
-        return GLScene(self, world)
+    def scene(self, world, quality: str = "default") -> GLScene:
+        """A new :class:`GLScene` for a world (built lazily, on its first render), drawn at render quality
+        ``quality`` (:data:`RENDER_QUALITIES`)."""
+        self.mode(quality)  # checked here, in one line
+        return GLScene(self, world, quality)
 
     # ----- targets -------------------------------------------------------------------------------------
-    def _target(self, kind: str, size: tuple[int, int]):
+    def _target(self, kind: str, size: tuple[int, int], samples: int = 0):
         """Framebuffers of one size, kept for reuse: ``color`` (sRGB colour + depth/body-id attachments,
-        multisampled when ``msaa``; with their single-sample resolve targets) or ``depth`` (depth/body id only)."""
-        key = (kind, size)
+        multisampled when ``samples``; with their single-sample resolve targets), ``smooth`` (plain RGBA8 colour
+        holding sRGB values + depth/body id, and the edge-smoothed colour) or ``depth`` (depth/body id only)."""
+        key = (kind, size, samples)
         t = self._targets.get(key)
         if t is not None:
             return t
@@ -439,7 +483,7 @@ class GLRenderer:
             for res in self._targets.pop(next(iter(self._targets))).values():
                 if hasattr(res, "release"):
                     res.release()
-        ctx, ms = self.ctx, self.msaa
+        ctx, ms = self.ctx, samples
         t = {}
         if kind == "color":
             t["col"] = ctx.texture(size, 4, samples=ms, internal_format=_GL_SRGB8_ALPHA8)
@@ -453,6 +497,14 @@ class GLRenderer:
                 t["fbo_col1"] = ctx.framebuffer([t["col1"]])
                 t["zs1"] = ctx.renderbuffer(size, 2, dtype="f4")
                 t["fbo_zs1"] = ctx.framebuffer([t["zs1"]])
+        elif kind == "smooth":
+            t["col"] = ctx.texture(size, 4)
+            t["col"].filter = (_GL_NEAREST, _GL_NEAREST)
+            t["zs"] = ctx.renderbuffer(size, 2, dtype="f4")
+            t["d"] = ctx.depth_renderbuffer(size)
+            t["fbo"] = ctx.framebuffer([t["col"], t["zs"]], t["d"])
+            t["out"] = ctx.renderbuffer(size, 4)
+            t["fbo_out"] = ctx.framebuffer([t["out"]])
         else:
             t["zs"] = ctx.renderbuffer(size, 2, dtype="f4")
             t["d"] = ctx.depth_renderbuffer(size)
@@ -465,8 +517,10 @@ class GLRenderer:
                pixel_convention: str | None = None):
         """Render views (all of one image size): ``(rgb (K, H, W, 3) uint8 or None, depth (K, H, W) float32
         metres or None, seg (K, H, W) int32 or None)``. With ``rgb`` one lit pass gives all three; without it a
-        plain depth pass (cheaper) gives depth and segmentation. Our context is made current for the call and the
-        previous one restored (PyBullet's EGL plugin, in the same process, has a context of its own)."""
+        plain depth pass (cheaper) gives depth and segmentation. Each view is drawn at its scene's render quality
+        (views of worlds at different qualities are drawn in one pass per quality). Our context is made current for
+        the call and the previous one restored (PyBullet's EGL plugin, in the same process, has a context of its
+        own)."""
         if os.getpid() != self.pid:
             raise GLUnavailable("this GL renderer was made in another process (a GL context does not survive fork)")
         with current(self.ctx):
@@ -482,17 +536,26 @@ class GLRenderer:
         W, H = int(views[0].camera.width), int(views[0].camera.height)
         if any((int(v.camera.width), int(v.camera.height)) != (W, H) for v in views):
             raise ValueError("render: all views of one call must have the same image size")
-        ctx = self.ctx
+        K = len(views)
+        out = (np.empty((K, H, W, 3), np.uint8) if rgb else None, np.empty((K, H, W), np.float32) if depth else None,
+               np.empty((K, H, W), np.int32) if segmentation else None)
+        modes = [self.mode(v.scene.quality) if rgb else (0, False) for v in views]
+        for mode in dict.fromkeys(modes):
+            idx = [k for k in range(K) if modes[k] == mode]
+            self._render_mode([views[k] for k in idx], idx, mode, shift, out)
+        return out
+
+    def _render_mode(self, views, idx, mode, shift, out) -> None:
+        """Views of one mode (samples, smoothing) into ``out`` at indices ``idx``, in chunks of one atlas each."""
+        rgb, want_zs = out[0] is not None, out[1] is not None or out[2] is not None
+        W, H = int(views[0].camera.width), int(views[0].camera.height)
         budget = self.face_budget(W, H)
         levels = {id(sc): sc.sync(budget) for sc in {id(v.scene): v.scene for v in views}.values()}
         K = len(views)
         cols = max(1, min(K, _MAX_ATLAS // W))
         per = cols * max(1, _MAX_ATLAS // H)
-        want_zs = depth or segmentation
-        out_rgb = np.empty((K, H, W, 3), np.uint8) if rgb else None
-        out_d = np.empty((K, H, W), np.float32) if depth else None
-        out_s = np.empty((K, H, W), np.int32) if segmentation else None
         mats = [(_projection(v.camera, shift), gl_view(v.pose)) for v in views]
+        ctx = self.ctx
         ctx.enable(ctx.DEPTH_TEST | ctx.CULL_FACE)
         ctx.front_face, ctx.cull_face = "cw", "back"  # counter-clockwise in the world, y flipped on screen
         for c0 in range(0, K, per):
@@ -502,25 +565,7 @@ class GLRenderer:
             nrows = math.ceil(n / ncols)
             size = (ncols * W, nrows * H)
             tiles = [((i % ncols) * W, (i // ncols) * H) for i in range(n)]
-            if rgb:
-                t = self._target("color", size)
-                fbo = t["fbo"]
-                fbo.use()
-                ctx.enable_direct(_GL_FRAMEBUFFER_SRGB)
-                fbo.viewport = (0, 0) + size
-                fbo.clear(*_BACKGROUND, 1.0, depth=1.0)  # clears every colour attachment, so then:
-                t["fbo_zs"].use()
-                t["fbo_zs"].viewport = (0, 0) + size
-                t["fbo_zs"].clear(0.0, 0.0, 0.0, 0.0)  # depth and body id 0: background
-                fbo.use()
-                prog, vao_of = self.prog_color, "color"
-            else:
-                t = self._target("depth", size)
-                fbo = t["fbo"]
-                fbo.use()
-                fbo.viewport = (0, 0) + size
-                fbo.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)
-                prog, vao_of = self.prog_depth, "depth"
+            t, fbo, prog, vao_of = self._begin(rgb, mode, size)
             last = None
             for (x, y), k in zip(tiles, chunk):
                 v = views[k]
@@ -537,37 +582,89 @@ class GLRenderer:
                 fbo.viewport = (x, y, W, H)
                 levels[id(v.scene)][vao_of].render()
             full = (0, 0) + size
+            dest = [idx[k] for k in chunk]
             if rgb:
-                ctx.disable_direct(_GL_FRAMEBUFFER_SRGB)
-                if self.msaa:
-                    ctx.copy_framebuffer(t["fbo_col1"], t["fbo_col"])  # resolve (attachment 0) in linear light
-                    src = t["fbo_col1"]
-                else:
-                    src = fbo
-                buf = np.frombuffer(src.read(viewport=full, components=3, alignment=1), np.uint8)
-                img = buf.reshape(nrows, H, ncols, W, 3).transpose(0, 2, 1, 3, 4).reshape(nrows * ncols, H, W, 3)
-                out_rgb[c0:c0 + n] = img[:n]
+                img = _untile(self._read_color(t, mode, full, (W, H)), nrows, ncols, H, W, 3)
+                out[0][dest] = img[:n]
             if not want_zs:
                 continue
-            if rgb and self.msaa:  # depth and body id of each pixel from its samples
-                t["fbo_zs1"].use()
-                t["fbo_zs1"].viewport = full
-                ctx.disable(ctx.DEPTH_TEST | ctx.CULL_FACE)
-                t["zs"].use(location=3)
-                _set(self.prog_resolve, "u_samples", self.msaa)
-                self.vao_resolve.render(vertices=3)
-                ctx.enable(ctx.DEPTH_TEST | ctx.CULL_FACE)
-                zs = t["fbo_zs1"].read(viewport=full, components=2, dtype="f4", alignment=1)
-            else:
-                zs = fbo.read(viewport=full, components=2, attachment=1 if rgb else 0, dtype="f4", alignment=1)
-            buf = np.frombuffer(zs, np.float32)
-            img = buf.reshape(nrows, H, ncols, W, 2).transpose(0, 2, 1, 3, 4).reshape(nrows * ncols, H, W, 2)[:n]
+            zs = _untile(np.frombuffer(self._read_zs(t, rgb, mode, full), np.float32), nrows, ncols, H, W, 2)[:n]
             for j, k in enumerate(chunk):
-                if depth:
-                    out_d[k] = np.where(img[j, :, :, 1] > 0, img[j, :, :, 0], np.float32(views[k].camera.far))
-                if segmentation:
-                    out_s[k] = img[j, :, :, 1].astype(np.int32) - 1
-        return out_rgb, out_d, out_s
+                if out[1] is not None:
+                    out[1][idx[k]] = np.where(zs[j, :, :, 1] > 0, zs[j, :, :, 0], np.float32(views[k].camera.far))
+                if out[2] is not None:
+                    out[2][idx[k]] = zs[j, :, :, 1].astype(np.int32) - 1
+
+    def _begin(self, rgb: bool, mode, size):
+        """Bind and clear the target of one atlas: (targets, framebuffer, program, vertex-array kind)."""
+        ctx = self.ctx
+        samples, smooth = mode
+        if not rgb:
+            t = self._target("depth", size)
+            fbo = t["fbo"]
+            fbo.use()
+            fbo.viewport = (0, 0) + size
+            fbo.clear(0.0, 0.0, 0.0, 0.0, depth=1.0)
+            return t, fbo, self.prog_depth, "depth"
+        if smooth:
+            t = self._target("smooth", size)
+            fbo = t["fbo"]
+            fbo.use()
+            fbo.viewport = (0, 0) + size
+            ctx.disable_direct(_GL_FRAMEBUFFER_SRGB)  # the shader encodes sRGB: the values are written as they are
+            fbo.clear(*_BACKGROUND_SRGB, 1.0, depth=1.0)  # clears every colour attachment, so then:
+            _clear_attachment(1, (0.0, 0.0, 0.0, 0.0))  # depth and body id 0: background
+            return t, fbo, self.prog_color_srgb, "color_srgb"
+        t = self._target("color", size, samples)
+        fbo = t["fbo"]
+        fbo.use()
+        ctx.enable_direct(_GL_FRAMEBUFFER_SRGB)
+        fbo.viewport = (0, 0) + size
+        fbo.clear(*_BACKGROUND, 1.0, depth=1.0)  # clears every colour attachment, so then:
+        t["fbo_zs"].use()
+        t["fbo_zs"].viewport = (0, 0) + size
+        t["fbo_zs"].clear(0.0, 0.0, 0.0, 0.0)  # depth and body id 0: background
+        fbo.use()
+        return t, fbo, self.prog_color, "color"
+
+    def _read_color(self, t, mode, full, tile) -> np.ndarray:
+        """The atlas's RGB (rows bottom-up in the buffer, i.e. image rows top-down), after the resolve (MSAA) or
+        the edge smoothing (default quality)."""
+        ctx = self.ctx
+        samples, smooth = mode
+        if smooth:
+            t["fbo_out"].use()
+            t["fbo_out"].viewport = full
+            ctx.disable(ctx.DEPTH_TEST | ctx.CULL_FACE)
+            t["col"].use(location=3)
+            _set(self.prog_smooth, "u_tile", tile)
+            self.vao_smooth.render(vertices=3)
+            ctx.enable(ctx.DEPTH_TEST | ctx.CULL_FACE)
+            src = t["fbo_out"]
+        else:
+            ctx.disable_direct(_GL_FRAMEBUFFER_SRGB)
+            if samples:
+                ctx.copy_framebuffer(t["fbo_col1"], t["fbo_col"])  # resolve (attachment 0) in linear light
+                src = t["fbo_col1"]
+            else:
+                src = t["fbo"]
+        return np.frombuffer(src.read(viewport=full, components=3, alignment=1), np.uint8)
+
+    def _read_zs(self, t, rgb: bool, mode, full) -> bytes:
+        """The atlas's (depth, body id + 1) pairs: from the one sample of each pixel, or (MSAA) resolved from its
+        samples."""
+        ctx = self.ctx
+        samples = mode[0]
+        if rgb and samples:  # depth and body id of each pixel from its samples
+            t["fbo_zs1"].use()
+            t["fbo_zs1"].viewport = full
+            ctx.disable(ctx.DEPTH_TEST | ctx.CULL_FACE)
+            t["zs"].use(location=3)
+            _set(self.prog_resolve, "u_samples", samples)
+            self.vao_resolve.render(vertices=3)
+            ctx.enable(ctx.DEPTH_TEST | ctx.CULL_FACE)
+            return t["fbo_zs1"].read(viewport=full, components=2, dtype="f4", alignment=1)
+        return t["fbo"].read(viewport=full, components=2, attachment=1 if rgb else 0, dtype="f4", alignment=1)
 
     def release(self) -> None:
         if os.getpid() == self.pid:
@@ -578,11 +675,24 @@ class GLRenderer:
         self._targets = {}
 
 
+def _untile(buf: np.ndarray, nrows: int, ncols: int, H: int, W: int, c: int) -> np.ndarray:
+    """(nrows · ncols, H, W, c) views from an atlas of nrows × ncols tiles read back as one buffer."""
+    return buf.reshape(nrows, H, ncols, W, c).transpose(0, 2, 1, 3, 4).reshape(nrows * ncols, H, W, c)
+
+
+def _clear_attachment(i: int, value) -> None:
+    """Clear colour attachment ``i`` of the bound framebuffer alone (glClearBufferfv)."""
+    fn = gl_proc("glClearBufferfv", None, ctypes.c_uint, ctypes.c_int, ctypes.c_void_p)
+    v = (ctypes.c_float * 4)(*value)
+    fn(_GL_COLOR, i, ctypes.addressof(v))
+
+
 _SHARED: dict = {}
 
 
 def shared_renderer() -> GLRenderer:
-    """The process's default :class:`GLRenderer` (created on first use; a new one in a forked child)."""
+    """The process's default :class:`GLRenderer` (created on first use; a new one in a forked child): each view at
+    its world's render quality."""
     pid = os.getpid()
     r = _SHARED.get(pid)
     if r is None:

@@ -5,7 +5,8 @@ Vertices carry a position and normal in their link's frame, texture coordinates,
 matrices are read from an RGBA32F texture whose row ``slot`` holds the four columns of that link's world matrix.
 Lighting is in linear light: vertex colours are decoded from sRGB here, textures are sRGB textures (decoded by the
 GL when sampled and filtered), and the colour target is an sRGB framebuffer (encoded by the GL on write, resolved in
-linear light).
+linear light). The default quality has no multisampling: its colour pass (:data:`COLOR_FS_SRGB`) encodes sRGB itself
+into a plain RGBA8 target, and an edge-smoothing pass (:data:`SMOOTH_FS`) runs over the encoded image.
 """
 
 _COMMON = """
@@ -74,6 +75,14 @@ flat in int v_layer;
 flat in int v_seg;
 layout(location = 0) out vec4 f_col;
 layout(location = 1) out vec2 f_zs;
+vec3 encode(vec3 c) {
+#ifdef SRGB_OUT
+    c = clamp(c, 0.0, 1.0);  // linear light to sRGB here: the target is plain RGBA8
+    return mix(c * 12.92, 1.055 * pow(c, vec3(1.0 / 2.4)) - 0.055, step(vec3(0.0031308), c));
+#else
+    return c;  // linear light: the sRGB target encodes on write (and MSAA resolves in linear light)
+#endif
+}
 float lit(vec3 p, vec3 n) {
     if (u_shadows == 0) return 1.0;
     vec4 q = u_light_vp * vec4(p + n * (1.5 * u_texel), 1.0);
@@ -100,10 +109,13 @@ void main() {
     float spec = ndl > 0.0 ? pow(max(dot(n, H), 0.0), u_shininess) : 0.0;
     vec3 hemi = mix(u_ground, u_sky, 0.5 + 0.5 * n.z);
     vec3 c = base.rgb * (u_ambient * hemi + u_diffuse * ndl * sh * u_light_col) + u_specular * spec * sh * u_light_col;
-    f_col = vec4(c, 1.0);
+    f_col = vec4(encode(c), 1.0);
     f_zs = vec2(v_z, float(v_seg + 1));  // at the pixel centre (MSAA interpolates there); 0, 0: background
 }
 """
+
+# The default quality's colour pass: the same shading, encoded to sRGB in the shader (no sRGB target, no MSAA).
+COLOR_FS_SRGB = COLOR_FS.replace("#version 330\n", "#version 330\n#define SRGB_OUT\n", 1)
 
 DEPTH_VS = _COMMON + """
 uniform mat4 u_viewproj;
@@ -183,4 +195,41 @@ void main() {
 SHADOW_FS = """
 #version 330
 void main() {}
+"""
+
+# Edge smoothing of the default quality (no MSAA): a pixel on a contrast edge is blended with its neighbour across the
+# edge, by how far it sits from the mean of its four neighbours. Luma from the sRGB-encoded values; five texel reads,
+# no filtering, so the result is a fixed function of the image (deterministic); neighbours are clamped to the pixel's
+# tile (``u_tile``: tile size in pixels), so views drawn side by side never mix. Flat areas and gentle gradients are
+# left as they are (local luma range under max(1/16, 1/6 of the brightest)).
+SMOOTH_FS = """
+#version 330
+uniform sampler2D u_img;
+uniform ivec2 u_tile;
+out vec4 f_col;
+float luma(vec3 c) { return dot(c, vec3(0.299, 0.587, 0.114)); }
+void main() {
+    ivec2 p = ivec2(gl_FragCoord.xy);
+    ivec2 t0 = (p / u_tile) * u_tile;
+    ivec2 t1 = t0 + u_tile - 1;
+    vec3 cM = texelFetch(u_img, p, 0).rgb;
+    vec3 cN = texelFetch(u_img, clamp(p + ivec2(0, 1), t0, t1), 0).rgb;
+    vec3 cS = texelFetch(u_img, clamp(p - ivec2(0, 1), t0, t1), 0).rgb;
+    vec3 cE = texelFetch(u_img, clamp(p + ivec2(1, 0), t0, t1), 0).rgb;
+    vec3 cW = texelFetch(u_img, clamp(p - ivec2(1, 0), t0, t1), 0).rgb;
+    float lM = luma(cM), lN = luma(cN), lS = luma(cS), lE = luma(cE), lW = luma(cW);
+    float lo = min(lM, min(min(lN, lS), min(lE, lW)));
+    float hi = max(lM, max(max(lN, lS), max(lE, lW)));
+    float range = hi - lo;
+    if (range < max(0.0625, hi * 0.166)) {
+        f_col = vec4(cM, 1.0);
+        return;
+    }
+    float w = clamp(abs((lN + lS + lE + lW) * 0.25 - lM) / range, 0.0, 1.0);
+    w = w * w * (3.0 - 2.0 * w) * 0.375;
+    vec3 nb;
+    if (abs(lN + lS - 2.0 * lM) >= abs(lE + lW - 2.0 * lM)) nb = abs(lN - lM) >= abs(lS - lM) ? cN : cS;
+    else nb = abs(lE - lM) >= abs(lW - lM) ? cE : cW;
+    f_col = vec4(mix(cM, nb, w), 1.0);
+}
 """
