@@ -255,6 +255,60 @@ def test_shadow_darkens_the_floor_under_a_box():
     assert np.abs(out[0][away[1], away[0]] - out[1024][away[1], away[0]]).max() <= 1
 
 
+def _shadow_texels(world) -> bytes:
+    from spatialact.envs.gl.context import current
+
+    with current(world.gl.ctx):
+        return world.gl.shadow.tex.read()
+
+
+def test_shadow_map_redraws_only_what_moved_and_equals_a_full_redraw():
+    """Nothing moved: the map is kept (no draw). The arm moves: the static map (everything else) is drawn once,
+    then each frame is a copy of it and one draw of the arm. An object that was still moves: the static map is
+    drawn again without it. After each change the map equals, texel for texel, the one a fresh world in the same
+    state draws in one go, and so do the images."""
+    cam = CameraSpec(64, 48, 60.0)
+    T = TABLE_VIEWS[0]
+    w = _world("gl", {"generator": "tabletop", "seed": 2}, panda=True)
+    try:
+        p, cid = w.p, w.client
+        bodies = [p.getBodyUniqueId(i, physicsClientId=cid) for i in range(p.getNumBodies(physicsClientId=cid))]
+        robot, thing = bodies[-1], bodies[-2]
+        w.render(T, cam)
+        sm = w.gl.shadow
+        d0 = sm.draws
+        w.render(T, cam)
+        assert sm.draws == d0  # nothing moved
+        copies = sm.can_copy
+        states = [("arm", 1, 0.5), ("arm", 1, 0.9), ("arm", 3, -1.2), ("object", None, None)]
+        for what, joint, q in states:
+            before = sm.draws
+            if what == "arm":
+                p.resetJointState(robot, joint, q, physicsClientId=cid)
+            else:
+                pos, orn = p.getBasePositionAndOrientation(thing, physicsClientId=cid)
+                p.resetBasePositionAndOrientation(thing, [pos[0] + 0.05, pos[1], pos[2]], orn, physicsClientId=cid)
+            img = w.render(T, cam)
+            if copies:  # the first move of a still slot draws the static map and the movers; later moves, the movers
+                assert sm.draws - before == (2 if (what, q) in (("arm", 0.5), ("object", None)) else 1)
+            fresh = _world("gl", {"generator": "tabletop", "seed": 2}, panda=True)
+            try:
+                fb = [fresh.p.getBodyUniqueId(i, physicsClientId=fresh.client)
+                      for i in range(fresh.p.getNumBodies(physicsClientId=fresh.client))]
+                for j in range(p.getNumJoints(robot, physicsClientId=cid)):
+                    fresh.p.resetJointState(fb[-1], j, p.getJointState(robot, j, physicsClientId=cid)[0],
+                                            physicsClientId=fresh.client)
+                pos, orn = p.getBasePositionAndOrientation(thing, physicsClientId=cid)
+                fresh.p.resetBasePositionAndOrientation(fb[-2], pos, orn, physicsClientId=fresh.client)
+                ref = fresh.render(T, cam)
+                assert _shadow_texels(fresh) == _shadow_texels(w)
+                assert all(np.array_equal(a, b) for a, b in zip(img[:2], ref[:2]))
+            finally:
+                fresh.close()
+    finally:
+        w.close()
+
+
 def _slanted_box(gl, quality="default", colour=(0.02, 0.02, 0.02)):
     w = BulletWorld("gl", gl=gl, render_quality=quality)
     p = w.p

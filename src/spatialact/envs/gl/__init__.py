@@ -7,7 +7,8 @@ metric depth and segmentation back to numpy.
 * :mod:`.context` — the per-process EGL context, its renderer string, :class:`GLUnavailable`;
 * :mod:`.meshes` — a world's visual shapes as triangle parts (primitives tessellated, mesh files read and cached);
 * :mod:`.decimate` — quadric-error vertex clustering for meshes over the face budget;
-* :mod:`.shaders` — GLSL of the shadow, colour and depth/segmentation passes;
+* :mod:`.shaders` — GLSL of the shadow, colour, depth/segmentation and edge-smoothing passes;
+* :mod:`.shadow` — the light's camera and the shadow map (kept while nothing moves, only movers redrawn);
 * :mod:`.renderer` — :class:`GLRenderer` (programs, targets, batched rendering) and :class:`GLScene` (one world).
 """
 

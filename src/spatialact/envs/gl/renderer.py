@@ -3,12 +3,12 @@
 One :class:`GLRenderer` per process (:func:`shared_renderer`) holds the programs and render targets; each world gets
 a :class:`GLScene` (its geometry in one merged vertex buffer, its textures in one sRGB texture array, a matrix
 texture with one row per link, a shadow map). A call renders K views — of one world or of several (the environments
-of an in-process vector env) — into tiles of one framebuffer: per view one draw call for colour and, when depth or
-segmentation is asked, one for those, then a single read back to numpy.
+of an in-process vector env) — into tiles of one framebuffer: per view one draw call (colour, depth and body id
+from one pass), then the edge smoothing (or the MSAA resolve) and one read back per image kind to numpy.
 
-Each frame the link matrices are read from PyBullet (``getBasePositionAndOrientation``, ``getLinkStates``); the
-shadow map is redrawn when one of them changed. Frames: poses are OpenCV camera-to-world (4, 4), metres, world +Z
-up; images are row 0 at the top. Passes:
+Each frame the link poses are read from PyBullet (``getBasePositionAndOrientation``, ``getLinkStates``) and those
+that changed are converted and uploaded; the shadow map (:mod:`.shadow`) redraws only what moved. Frames: poses
+are OpenCV camera-to-world (4, 4), metres, world +Z up; images are row 0 at the top. Passes:
 
 * shadow: a directional light along the scene's light direction (``world.light["lightDirection"]``, towards the
   light), an orthographic depth map over the scene's bounds; geometry within 0.25 m of the scene's top (a ceiling)
@@ -40,6 +40,7 @@ from ...geometry import pose_from_pybullet
 from ..camera import TINY_SHIFT_PX, gl_projection, gl_view
 from .context import GLUnavailable, current, gl_context, gl_info, gl_proc
 from .meshes import MAX_FACES, SceneGeometry, extract_scene
+from .shadow import ShadowMap, light_camera
 from .shaders import (COLOR_FS, COLOR_FS_SRGB, COLOR_VS, DEPTH_FS, DEPTH_VS, RESOLVE_FS, RESOLVE_VS, SHADOW_FS,
                       SHADOW_VS, SMOOTH_FS)
 
@@ -53,7 +54,6 @@ QUALITY_MSAA = {"default": 0, "high": 4}
 _MAX_ATLAS = 2048  # pixels per side of one batch of tiles
 _GL_SRGB8_ALPHA8 = 0x8C43
 _GL_FRAMEBUFFER_SRGB = 0x8DB9
-_GL_CLIP_DISTANCE0 = 0x3000
 _GL_TEXTURE_2D_ARRAY = 0x8C1A
 _GL_COLOR = 0x1800
 _GL_NEAREST = 0x2600
@@ -114,12 +114,11 @@ class GLScene:
         self.ctx = renderer.ctx
         self._res: list = []
         self.geometry: SceneGeometry | None = None
-        self._mats_prev = None
-        self._shadow_valid = False
-        self.shadow_tex = self.shadow_fbo = None
+        self._mats_prev = self._pose_prev = None
+        self._moving = None  # per slot: moved since the scene was read
+        self.shadow: ShadowMap | None = None
         self.shadow_texel = 0.01
         self._levels: dict = {}
-        self._shadow_budget = None
 
     # ----- building ------------------------------------------------------------------------------------
     def invalidate(self) -> None:
@@ -134,17 +133,16 @@ class GLScene:
             r.release()
         self._res = []
         self._levels = {}
-        self._shadow_valid = False
         self._mats_prev = None
+        if self.shadow is not None:
+            self.shadow.release()
+            self.shadow = None
 
     def release(self) -> None:
         if os.getpid() == self.renderer.pid:  # (in a forked child the objects are the parent's: left alone)
             with current(self.ctx):
                 self._release_buffers()
-                if self.shadow_fbo is not None:
-                    self.shadow_fbo.release()
-                    self.shadow_tex.release()
-        self.shadow_fbo = self.shadow_tex = None
+        self.shadow = None
         self.geometry = None
 
     def _build(self, budget) -> None:
@@ -158,13 +156,15 @@ class GLScene:
         ctx = self.ctx
         # per-frame query plan: bases (body, slot) and links (body, [links], [slots])
         self._bases = [(b, i) for i, (b, link) in enumerate(geo.slots) if link < 0]
+        self._base_of = {i: b for b, i in self._bases}
         slot_of = {key: i for i, key in enumerate(geo.slots)}
         self._links = [(b, links, [slot_of[(b, k)] for k in links]) for b, links in geo.links.items()]
         self.mats = ctx.texture((4, max(len(geo.slots), 1)), 4, dtype="f4")
         self.mats.filter = (0x2600, 0x2600)  # GL_NEAREST: matrices are read with texelFetch
         self._res.append(self.mats)
-        mats = self._matrices()
-        self._upload(mats)
+        pos, quat = self._poses()
+        mats = self._matrices(pos, quat)
+        self._upload(mats, pos, quat)
         lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
         for slot, _, part in geo.parts:
             M = mats[slot]
@@ -183,6 +183,7 @@ class GLScene:
         self.texture = self._texture_array(images)
         self._res.append(self.texture)
         self._light()
+        self._moving = np.zeros(len(mats), bool)
         self._levels = {}
         self._add_level(budget, geo)
 
@@ -225,15 +226,15 @@ class GLScene:
                  "color": ctx.vertex_array(r.prog_color, lit, ibo, skip_errors=True),
                  "color_srgb": ctx.vertex_array(r.prog_color_srgb, lit, ibo, skip_errors=True),
                  "depth": ctx.vertex_array(r.prog_depth, [(vbo, "3f 24x 3i", "in_pos", "in_ids")], ibo),
-                 "shadow": ctx.vertex_array(r.prog_shadow, [(vbo, "3f 24x 3i", "in_pos", "in_ids")], ibo)}
-        self._res += [vbo, ibo] + [level[k] for k in ("color", "color_srgb", "depth", "shadow")]
+                 "vbo": vbo, "faces_array": faces, "face_slots": vb["ids"][faces[:, 0], 0]}
+        self._res += [vbo, ibo] + [level[k] for k in ("color", "color_srgb", "depth")]
         self._levels[budget] = level
         return level
 
     def level(self, budget) -> dict:
         """The level of detail for face budget ``budget`` (built on first use): ``faces`` (drawn), ``decimated``
-        (mesh files decimated), and the vertex arrays ``color`` (linear light out), ``color_srgb`` (sRGB out),
-        ``depth``, ``shadow``."""
+        (mesh files decimated), the vertex arrays ``color`` (linear light out), ``color_srgb`` (sRGB out) and
+        ``depth``, and for the shadow map its vertex buffer ``vbo``, ``faces_array`` (F, 3) and ``face_slots``."""
         lv = self._levels.get(budget)
         return lv if lv is not None else self._add_level(budget)
 
@@ -268,51 +269,21 @@ class GLScene:
         return tex
 
     def _light(self) -> None:
+        """The light (direction towards it, colour) and its shadow map over the scene's bounds."""
         light = getattr(self.world, "light", None) or {}
         d = np.asarray(light.get("lightDirection", _DEFAULT_LIGHT), dtype=np.float64)
         d = d / (np.linalg.norm(d) or 1.0)
         self.light_dir = d
         self.light_col = np.asarray(light.get("lightColor", (1.0, 0.97, 0.92)), dtype=np.float64)
-        # an orthographic light camera over the scene's bounds, looking along −d
-        lo, hi = self.bounds
-        centre = (lo + hi) / 2
-        radius = float(np.linalg.norm(hi - lo)) / 2 + 0.1
-        f = -d
-        up = np.array([0.0, 0.0, 1.0]) if abs(f[2]) < 0.99 else np.array([1.0, 0.0, 0.0])
-        x = np.cross(f, up)
-        x /= np.linalg.norm(x)
-        y = np.cross(x, f)
-        V = np.eye(4)
-        V[0, :3], V[1, :3], V[2, :3] = x, y, -f
-        V[:3, 3] = -V[:3, :3] @ (centre - f * radius)
-        corners = np.array([[a, b, c, 1.0] for a in (lo[0], hi[0]) for b in (lo[1], hi[1]) for c in (lo[2], hi[2])])
-        pc = corners @ V.T
-        l, r = pc[:, 0].min(), pc[:, 0].max()
-        bo, t = pc[:, 1].min(), pc[:, 1].max()
-        n_, f_ = -pc[:, 2].max() - 0.1, -pc[:, 2].min() + 0.1
-        P = np.array([[2 / (r - l), 0, 0, -(r + l) / (r - l)], [0, 2 / (t - bo), 0, -(t + bo) / (t - bo)],
-                      [0, 0, -2 / (f_ - n_), -(f_ + n_) / (f_ - n_)], [0, 0, 0, 1]])
-        self.light_vp = P @ V
-        self._light_extent = max(r - l, t - bo)
-
-    def _shadow_map(self, S: int) -> None:
-        """(Re)allocate the shadow map at S × S texels."""
-        if self.shadow_tex is not None and self.shadow_tex.size == (S, S):
-            return
-        if self.shadow_tex is not None:
-            self.shadow_fbo.release()
-            self.shadow_tex.release()
-        self.shadow_tex = self.ctx.depth_texture((S, S))
-        self.shadow_tex.compare_func = "<="
-        self.shadow_tex.repeat_x = self.shadow_tex.repeat_y = False
-        self.shadow_fbo = self.ctx.framebuffer(depth_attachment=self.shadow_tex)
+        self.light_vp, self._light_extent = light_camera(d, self.bounds)
+        self.shadow = ShadowMap(self.ctx, self.renderer.prog_shadow, self.light_vp, self.top_z - 0.25)
 
     # ----- per frame -----------------------------------------------------------------------------------
-    def _matrices(self) -> np.ndarray:
-        """World matrices (n_slots, 4, 4) of the slots' link frames, read from PyBullet now."""
+    def _poses(self) -> tuple[np.ndarray, np.ndarray]:
+        """The slots' link frames as PyBullet gives them now: positions (n_slots, 3) in metres, (x, y, z, w)
+        quaternions (n_slots, 4) — of a base, its centre of mass."""
         p, cid = self.world.p, self.world.client
-        geo = self.geometry
-        n = max(len(geo.slots), 1)
+        n = max(len(self.geometry.slots), 1)
         pos = np.zeros((n, 3))
         quat = np.zeros((n, 4))
         quat[:, 3] = 1.0
@@ -323,59 +294,56 @@ class GLScene:
             states = p.getLinkStates(body, links, computeForwardKinematics=1, physicsClientId=cid)
             for s, st in zip(slots, states):
                 pos[s], quat[s] = st[4], st[5]
-        M = pose_from_pybullet(pos, quat)
-        for body, slot in self._bases:  # centre of mass -> the base's link frame
-            M[slot] = M[slot] @ geo.base_inertial_inv[body]
+        return pos, quat
+
+    def _matrices(self, pos: np.ndarray, quat: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """World matrices (n, 4, 4) of the slots ``rows`` (default: all) from their poses (:meth:`_poses`)."""
+        rows = np.arange(len(pos)) if rows is None else rows
+        M = pose_from_pybullet(pos[rows], quat[rows])
+        for j, slot in enumerate(rows):  # centre of mass -> the base's link frame
+            body = self._base_of.get(int(slot))
+            if body is not None:
+                M[j] = M[j] @ self.geometry.base_inertial_inv[body]
         return M
 
-    def _upload(self, mats: np.ndarray) -> None:
+    def _upload(self, mats: np.ndarray, pos: np.ndarray, quat: np.ndarray) -> None:
         # row s of the texture: the four columns of slot s's matrix
         self.mats.write(np.ascontiguousarray(np.transpose(mats, (0, 2, 1))).astype(np.float32).tobytes())
-        self._mats_prev = mats
+        self._mats_prev, self._pose_prev = mats, (pos, quat)
 
     def sync(self, budget) -> dict:
         """Bring the GPU copy up to date for a render at face budget ``budget`` and return that level: rebuild
-        when the body count changed, upload the link matrices when one moved, redraw the shadow map then."""
+        when the body count changed, upload the link matrices when one moved, bring the shadow map up to date
+        (redrawing what moved)."""
         p, cid = self.world.p, self.world.client
+        moved = False
         if self.geometry is None or p.getNumBodies(physicsClientId=cid) != self.geometry.n_bodies:
             self._build(budget)
-        else:
-            mats = self._matrices()
-            if not np.array_equal(mats, self._mats_prev):
-                self._upload(mats)
-                self._shadow_valid = False
+        else:  # only the slots whose pose changed are converted again
+            pos, quat = self._poses()
+            changed = (pos != self._pose_prev[0]).any(axis=1) | (quat != self._pose_prev[1]).any(axis=1)
+            if changed.any():
+                rows = np.nonzero(changed)[0]
+                mats = self._mats_prev.copy()
+                mats[rows] = self._matrices(pos, quat, rows)
+                self._upload(mats, pos, quat)
+                self._moving |= changed
+                moved = True
         lv = self.level(budget)
         S = self.renderer.shadow_texels(budget)
-        if S and (not self._shadow_valid or self._shadow_budget != budget):
-            self._shadow_map(S)
+        if S:
             self.shadow_texel = self._light_extent / S
             # shadows come from a coarser level: a texel of the map is a centimetre or more anyway
-            self._draw_shadow(self.level(None if budget is None else max(24, budget // 4)))
-            self._shadow_budget = budget
+            key = None if budget is None else max(24, budget // 4)
+            self.shadow.update(key, self.level(key), S, self.mats, self._moving, moved)
         return lv
-
-    def _draw_shadow(self, lv: dict) -> None:
-        ctx, r = self.ctx, self.renderer
-        self.shadow_fbo.use()
-        self.shadow_fbo.clear(depth=1.0)
-        self.mats.use(location=1)
-        _set(r.prog_shadow, "u_light_vp", _mat_bytes(self.light_vp))
-        _set(r.prog_shadow, "u_clip_z", self.top_z - 0.25)
-        ctx.enable(ctx.DEPTH_TEST | ctx.CULL_FACE)
-        ctx.enable_direct(_GL_CLIP_DISTANCE0)
-        # the faces turned away from the light go into the map: lit surfaces never shadow themselves
-        ctx.front_face, ctx.cull_face = "ccw", "front"
-        lv["shadow"].render()
-        ctx.cull_face = "back"
-        ctx.disable_direct(_GL_CLIP_DISTANCE0)
-        self._shadow_valid = True
 
     def bind_color(self, prog) -> None:
         self.texture.use(location=0)
         self.mats.use(location=1)
         r = self.renderer
-        if self.shadow_tex is not None:
-            self.shadow_tex.use(location=2)
+        if self.shadow is not None and self.shadow.tex is not None:
+            self.shadow.tex.use(location=2)
         _set(prog, "u_light_vp", _mat_bytes(self.light_vp))
         _set(prog, "u_light_dir", tuple(self.light_dir))
         _set(prog, "u_light_col", tuple(self.light_col))
@@ -430,6 +398,7 @@ class GLRenderer:
             _set(pc, "u_sky", (1.0, 1.0, 1.04))
             _set(pc, "u_ground", (0.72, 0.66, 0.60))
         self._targets: dict = {}
+        self._uniform_cache: dict = {}
         self.pid = os.getpid()
 
     def _samples(self, msaa: int) -> int:
@@ -554,20 +523,21 @@ class GLRenderer:
         K = len(views)
         cols = max(1, min(K, _MAX_ATLAS // W))
         per = cols * max(1, _MAX_ATLAS // H)
-        mats = [(_projection(v.camera, shift), gl_view(v.pose)) for v in views]
+        viewproj, view, eye = _view_uniforms(views, shift)
+        far = np.array([v.camera.far for v in views], np.float32)
         ctx = self.ctx
         ctx.enable(ctx.DEPTH_TEST | ctx.CULL_FACE)
         ctx.front_face, ctx.cull_face = "cw", "back"  # counter-clockwise in the world, y flipped on screen
         for c0 in range(0, K, per):
-            chunk = list(range(c0, min(K, c0 + per)))
-            n = len(chunk)
+            n = min(K, c0 + per) - c0
             ncols = min(cols, n)
             nrows = math.ceil(n / ncols)
             size = (ncols * W, nrows * H)
-            tiles = [((i % ncols) * W, (i // ncols) * H) for i in range(n)]
             t, fbo, prog, vao_of = self._begin(rgb, mode, size)
+            u_vp, u_view, u_eye = self._uniforms(prog)
             last = None
-            for (x, y), k in zip(tiles, chunk):
+            for i in range(n):
+                k = c0 + i
                 v = views[k]
                 if v.scene is not last:
                     if rgb:
@@ -575,25 +545,32 @@ class GLRenderer:
                     else:
                         v.scene.mats.use(location=1)
                     last = v.scene
-                P, Vm = mats[k]
-                _set(prog, "u_viewproj", _mat_bytes(P @ Vm))
-                _set(prog, "u_view", _mat_bytes(Vm))
-                _set(prog, "u_eye", tuple(float(a) for a in np.asarray(v.pose)[:3, 3]))
-                fbo.viewport = (x, y, W, H)
+                u_vp.write(viewproj[k])
+                u_view.write(view[k])
+                if u_eye is not None:
+                    u_eye.write(eye[k])
+                fbo.viewport = ((i % ncols) * W, (i // ncols) * H, W, H)
                 levels[id(v.scene)][vao_of].render()
             full = (0, 0) + size
-            dest = [idx[k] for k in chunk]
+            dest = idx[c0:c0 + n]
             if rgb:
-                img = _untile(self._read_color(t, mode, full, (W, H)), nrows, ncols, H, W, 3)
-                out[0][dest] = img[:n]
+                _untile_into(out[0], dest, self._read_color(t, mode, full, (W, H)), nrows, ncols, H, W, 3)
             if not want_zs:
                 continue
-            zs = _untile(np.frombuffer(self._read_zs(t, rgb, mode, full), np.float32), nrows, ncols, H, W, 2)[:n]
-            for j, k in enumerate(chunk):
-                if out[1] is not None:
-                    out[1][idx[k]] = np.where(zs[j, :, :, 1] > 0, zs[j, :, :, 0], np.float32(views[k].camera.far))
-                if out[2] is not None:
-                    out[2][idx[k]] = zs[j, :, :, 1].astype(np.int32) - 1
+            zs = np.empty((n, H, W, 2), np.float32)
+            _untile_into(zs, range(n), self._read_zs(t, rgb, mode, full), nrows, ncols, H, W, 2)
+            hit = zs[..., 1] > 0
+            if out[1] is not None:
+                out[1][dest] = np.where(hit, zs[..., 0], far[c0:c0 + n, None, None])
+            if out[2] is not None:
+                out[2][dest] = zs[..., 1].astype(np.int32) - 1
+
+    def _uniforms(self, prog) -> tuple:
+        """The per-view uniforms of a program (``u_viewproj``, ``u_view``, ``u_eye`` or None), looked up once."""
+        got = self._uniform_cache.get(id(prog))
+        if got is None:
+            got = self._uniform_cache[id(prog)] = (prog["u_viewproj"], prog["u_view"], prog.get("u_eye", None))
+        return got
 
     def _begin(self, rgb: bool, mode, size):
         """Bind and clear the target of one atlas: (targets, framebuffer, program, vertex-array kind)."""
@@ -628,8 +605,8 @@ class GLRenderer:
         return t, fbo, self.prog_color, "color"
 
     def _read_color(self, t, mode, full, tile) -> np.ndarray:
-        """The atlas's RGB (rows bottom-up in the buffer, i.e. image rows top-down), after the resolve (MSAA) or
-        the edge smoothing (default quality)."""
+        """The atlas's RGBA, (height, width, 4) uint8 (rows bottom-up in the buffer, i.e. image rows top-down),
+        after the resolve (MSAA) or the edge smoothing (default quality); a buffer reused by the next call."""
         ctx = self.ctx
         samples, smooth = mode
         if smooth:
@@ -648,13 +625,16 @@ class GLRenderer:
                 src = t["fbo_col1"]
             else:
                 src = t["fbo"]
-        return np.frombuffer(src.read(viewport=full, components=3, alignment=1), np.uint8)
+        buf = _buffer(t, "rgba_buf", full[2] * full[3] * 4)
+        src.read_into(buf, viewport=full, components=4, alignment=1)
+        return np.frombuffer(buf, np.uint8).reshape(full[3], full[2], 4)
 
-    def _read_zs(self, t, rgb: bool, mode, full) -> bytes:
-        """The atlas's (depth, body id + 1) pairs: from the one sample of each pixel, or (MSAA) resolved from its
-        samples."""
+    def _read_zs(self, t, rgb: bool, mode, full) -> np.ndarray:
+        """The atlas's (depth, body id + 1) pairs, (height, width, 2) float32: from the one sample of each pixel,
+        or (MSAA) resolved from its samples; a buffer reused by the next call."""
         ctx = self.ctx
         samples = mode[0]
+        buf = _buffer(t, "zs_buf", full[2] * full[3] * 8)
         if rgb and samples:  # depth and body id of each pixel from its samples
             t["fbo_zs1"].use()
             t["fbo_zs1"].viewport = full
@@ -663,21 +643,58 @@ class GLRenderer:
             _set(self.prog_resolve, "u_samples", samples)
             self.vao_resolve.render(vertices=3)
             ctx.enable(ctx.DEPTH_TEST | ctx.CULL_FACE)
-            return t["fbo_zs1"].read(viewport=full, components=2, dtype="f4", alignment=1)
-        return t["fbo"].read(viewport=full, components=2, attachment=1 if rgb else 0, dtype="f4", alignment=1)
+            t["fbo_zs1"].read_into(buf, viewport=full, components=2, dtype="f4", alignment=1)
+        else:
+            t["fbo"].read_into(buf, viewport=full, components=2, attachment=1 if rgb else 0, dtype="f4", alignment=1)
+        return np.frombuffer(buf, np.float32).reshape(full[3], full[2], 2)
 
     def release(self) -> None:
         if os.getpid() == self.pid:
             with current(self.ctx):
                 for t in self._targets.values():
                     for res in t.values():
-                        res.release()
+                        if hasattr(res, "release"):  # (read-back buffers are bytearrays)
+                            res.release()
         self._targets = {}
 
 
-def _untile(buf: np.ndarray, nrows: int, ncols: int, H: int, W: int, c: int) -> np.ndarray:
-    """(nrows · ncols, H, W, c) views from an atlas of nrows × ncols tiles read back as one buffer."""
-    return buf.reshape(nrows, H, ncols, W, c).transpose(0, 2, 1, 3, 4).reshape(nrows * ncols, H, W, c)
+def _view_uniforms(views, shift) -> tuple[list, list, list]:
+    """Per view, the bytes of ``u_viewproj`` (projection × view, column-major float32), ``u_view`` and ``u_eye``
+    (the camera centre, world metres)."""
+    proj: dict = {}
+    vp, vw, eye = [], [], []
+    for v in views:
+        P = proj.get(v.camera)
+        if P is None:
+            P = proj[v.camera] = _projection(v.camera, shift)
+        Vm = gl_view(v.pose)
+        vp.append(_mat_bytes(P @ Vm))
+        vw.append(_mat_bytes(Vm))
+        eye.append(np.asarray(v.pose, np.float64)[:3, 3].astype(np.float32).tobytes())
+    return vp, vw, eye
+
+
+def _buffer(t: dict, name: str, nbytes: int) -> bytearray:
+    """A read-back buffer of ``nbytes`` kept in the target ``t`` (no fresh pages each frame)."""
+    buf = t.get(name)
+    if buf is None or len(buf) != nbytes:
+        buf = t[name] = bytearray(nbytes)
+    return buf
+
+
+def _untile_into(dst: np.ndarray, dest, atlas: np.ndarray, nrows: int, ncols: int, H: int, W: int, c: int) -> None:
+    """Copy the views of an atlas of ``nrows`` × ``ncols`` tiles (H × W each, atlas rows top-down, ≥ ``c``
+    channels) into ``dst[dest[i]]`` (the first ``c`` channels), view i at row i // ncols, column i % ncols."""
+    dest = list(dest)
+    tiles = atlas.reshape(nrows, H, ncols, W, atlas.shape[-1])
+    contiguous = dest == list(range(dest[0], dest[0] + len(dest))) if dest else True
+    for r in range(nrows):
+        m = min(ncols, len(dest) - r * ncols)
+        block = tiles[r, :, :m, :, :c].transpose(1, 0, 2, 3)
+        if contiguous:
+            dst[dest[0] + r * ncols:dest[0] + r * ncols + m] = block
+        else:
+            dst[dest[r * ncols:r * ncols + m]] = block
 
 
 def _clear_attachment(i: int, value) -> None:
