@@ -7,19 +7,23 @@ Scene: the GripperManip tabletop (seed 2) with the Franka Panda, seen from views
 arm moves before every call (a joint is set), so link matrices and the shadow map are redone as in a closed-loop
 rollout. ``gl`` is the default render quality (one sample per pixel, edge smoothing, 512² shadow map below 320 px
 and 1,024² from there, meshes decimated to a face budget that follows the image size); ``gl high`` is
-``render_quality="high"`` (4× MSAA: the default before). Each figure is the best of ``--rounds`` timed rounds of at
+``render_quality="high"`` (4× MSAA: the default before). ``mujoco`` / ``mujoco-4x`` are MuJoCo's renderer
+(``mujoco_peer.py``: the same triangles, textures and link poses as an MJCF, one directional light with shadows,
+the same shadow-map size, through EGL) with no MSAA / 4× MSAA, matching gl / gl-high; MuJoCo renders one view per
+call, so its K = 64 figure is timed at 128² only, like tiny's. Each figure is the best of ``--rounds`` timed rounds of at
 least ``--seconds`` seconds (the machine is shared). tiny and egl at K = 64 are timed at 128² only (they render one
 view at a time, so their rate does not depend on K; elsewhere the K = 8 figure stands and the cell says so). Aims on
 a 2-core CPU: gl ≥ 8× tiny at 128², K = 1, and ≥ 20× at K = 64; on a GPU, ≥ 5 000 images/s at 128² batched.
 
 Usage: .venv/bin/python benchmarks/bench_render.py [--seconds 1.0] [--rounds 2] [--sizes 128,256,512] [--ks 1,8,64]
-       [--renderers tiny,egl,gl,gl-high] [--quick] [--json]
+       [--renderers tiny,egl,gl,gl-high,mujoco,mujoco-4x] [--quick] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 
@@ -28,16 +32,41 @@ import numpy as np
 SCENE = {"generator": "tabletop", "seed": 2}
 
 
-#: row label -> (BulletWorld renderer, render quality)
+#: row label -> (BulletWorld renderer, render quality); the mujoco rows draw the gl scene's triangles in MuJoCo
+#: (``mujoco_peer.py``) without multisampling / with 4× MSAA, to match gl / gl-high
 CONFIGS = {"tiny": ("tiny", "default"), "egl": ("egl", "default"), "gl": ("gl", "default"),
-           "gl-high": ("gl", "high")}
+           "gl-high": ("gl", "high"), "mujoco": ("gl", "mujoco"), "mujoco-4x": ("gl", "mujoco-4x")}
+
+
+class MujocoRow:
+    """bench adapter: ``render_batch`` through a :class:`mujoco_peer.MujocoPeer` made per image size."""
+
+    def __init__(self, world, msaa: int):
+        self.world, self.msaa, self.peers = world, msaa, {}
+        self.p, self.client = world.p, world.client
+
+    def render_batch(self, views, cam, depth=True):
+        peer = self.peers.get((cam.width, cam.height))
+        if peer is None:
+            from mujoco_peer import MujocoPeer
+
+            r = self.world.gl.renderer
+            S = r.shadow_texels(r.face_budget(cam.width, cam.height))
+            peer = self.peers[(cam.width, cam.height)] = MujocoPeer(self.world, cam.width, cam.height, self.msaa, S,
+                                                                    cam.fov_deg)
+        return peer.render(views)
+
+    def close(self):
+        for peer in self.peers.values():
+            peer.close()
+        self.world.close()
 
 
 def make_world(renderer: str, quality: str = "default"):
     from spatialact.envs.rendering import BulletWorld
     from spatialact.envs.scenes import build_scene
 
-    w = BulletWorld(renderer, render_quality=quality)
+    w = BulletWorld(renderer, render_quality=quality if quality in ("default", "high") else "default")
     info = build_scene(w, SCENE)
     robot = w.p.loadURDF("franka_panda/panda.urdf", [0, 0, info.table_z], useFixedBase=True,
                          physicsClientId=w.client)
@@ -106,15 +135,23 @@ def main(argv=None) -> int:
         renderer, quality = CONFIGS[label]
         try:
             world, info, robot = make_world(renderer, quality)
+            if quality.startswith("mujoco"):
+                try:
+                    import mujoco_peer  # noqa: F401 - sets MUJOCO_GL=egl before mujoco is imported
+                    import mujoco  # noqa: F401
+                except ImportError as e:
+                    world.close()
+                    raise EGLUnavailable(f"mujoco is not installed ({e}): pip install mujoco") from None
+                world = MujocoRow(world, 4 if quality == "mujoco-4x" else 0)
         except EGLUnavailable as e:
             print(f"{label}: unavailable ({e})", file=sys.stderr)
             continue
-        if renderer == "gl":
+        if renderer == "gl" and not label.startswith("mujoco"):
             gl_name = world.gl_renderer
         for size in sizes:
             cam = CameraSpec(size, size, 60.0)
             for k in ks:
-                if renderer in ("tiny", "egl") and k > 8 and size != sizes[0]:
+                if (renderer in ("tiny", "egl") or label.startswith("mujoco")) and k > 8 and size != sizes[0]:
                     results[(label, size, k)] = None  # renders one by one: the K = 8 rate stands
                     continue
                 results[(label, size, k)] = measure(world, robot, poses(info, k), cam, args.seconds, args.rounds)
@@ -141,10 +178,22 @@ def main(argv=None) -> int:
         return 0
     headers = ["renderer", "size"] + [f"K={k} images/s (× tiny)" for k in ks]
     widths = [max(len(str(r[i])) for r in rows + [headers]) for i in range(len(headers))]
-    print(f"RGB + depth images/s, Panda tabletop, arm moving; gl = {gl_name} (gl: default quality, gl-high: 4× MSAA)")
+    mj = ""
+    if any(k[0].startswith("mujoco") for k in results):
+        import mujoco
+
+        mj = f"; mujoco {mujoco.__version__} through MUJOCO_GL={os.environ.get('MUJOCO_GL')}"
+    print(f"RGB + depth images/s, Panda tabletop, arm moving; gl = {gl_name}{mj}")
+    print("gl: default quality (1 sample, edge smoothing), gl-high: 4× MSAA; mujoco: no MSAA, mujoco-4x: 4× MSAA; "
+          "all with shadows (512² map below 320 px, 1024² from it)")
     print("  ".join(h.ljust(w) for h, w in zip(headers, widths)))
     for r in rows:
         print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
+    for ours, peer in (("gl", "mujoco"), ("gl-high", "mujoco-4x")):
+        cells = [f"{size}² K={k}: {results[(ours, size, k)] / results[(peer, size, k)]:.2f}×"
+                 for size in sizes for k in ks if results.get((ours, size, k)) and results.get((peer, size, k))]
+        if cells:
+            print(f"{ours} / {peer} (matched settings): " + ", ".join(cells))
     return 0
 
 

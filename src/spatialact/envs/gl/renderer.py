@@ -162,8 +162,8 @@ class GLScene:
         self.mats = ctx.texture((4, max(len(geo.slots), 1)), 4, dtype="f4")
         self.mats.filter = (0x2600, 0x2600)  # GL_NEAREST: matrices are read with texelFetch
         self._res.append(self.mats)
-        pos, quat = self._poses()
-        mats = self._matrices(pos, quat)
+        pos, quat = self.poses()
+        mats = self.link_matrices(pos, quat)
         self._upload(mats, pos, quat)
         lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
         for slot, _, part in geo.parts:
@@ -226,7 +226,7 @@ class GLScene:
                  "color": ctx.vertex_array(r.prog_color, lit, ibo, skip_errors=True),
                  "color_srgb": ctx.vertex_array(r.prog_color_srgb, lit, ibo, skip_errors=True),
                  "depth": ctx.vertex_array(r.prog_depth, [(vbo, "3f 24x 3i", "in_pos", "in_ids")], ibo),
-                 "vbo": vbo, "faces_array": faces, "face_slots": vb["ids"][faces[:, 0], 0]}
+                 "vbo": vbo, "faces_array": faces, "face_slots": vb["ids"][faces[:, 0], 0], "geometry": geo}
         self._res += [vbo, ibo] + [level[k] for k in ("color", "color_srgb", "depth")]
         self._levels[budget] = level
         return level
@@ -234,7 +234,8 @@ class GLScene:
     def level(self, budget) -> dict:
         """The level of detail for face budget ``budget`` (built on first use): ``faces`` (drawn), ``decimated``
         (mesh files decimated), the vertex arrays ``color`` (linear light out), ``color_srgb`` (sRGB out) and
-        ``depth``, and for the shadow map its vertex buffer ``vbo``, ``faces_array`` (F, 3) and ``face_slots``."""
+        ``depth``, for the shadow map its vertex buffer ``vbo``, ``faces_array`` (F, 3) and ``face_slots``, and
+        the ``geometry`` (:class:`~spatialact.envs.gl.meshes.SceneGeometry`) it was made from."""
         lv = self._levels.get(budget)
         return lv if lv is not None else self._add_level(budget)
 
@@ -279,7 +280,7 @@ class GLScene:
         self.shadow = ShadowMap(self.ctx, self.renderer.prog_shadow, self.light_vp, self.top_z - 0.25)
 
     # ----- per frame -----------------------------------------------------------------------------------
-    def _poses(self) -> tuple[np.ndarray, np.ndarray]:
+    def poses(self) -> tuple[np.ndarray, np.ndarray]:
         """The slots' link frames as PyBullet gives them now: positions (n_slots, 3) in metres, (x, y, z, w)
         quaternions (n_slots, 4) — of a base, its centre of mass."""
         p, cid = self.world.p, self.world.client
@@ -296,8 +297,9 @@ class GLScene:
                 pos[s], quat[s] = st[4], st[5]
         return pos, quat
 
-    def _matrices(self, pos: np.ndarray, quat: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
-        """World matrices (n, 4, 4) of the slots ``rows`` (default: all) from their poses (:meth:`_poses`)."""
+    def link_matrices(self, pos: np.ndarray, quat: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """World matrices (n, 4, 4) of the link frames of the slots ``rows`` (default: all) from their poses as
+        :meth:`poses` gives them (a base's centre of mass turned into its link frame)."""
         rows = np.arange(len(pos)) if rows is None else rows
         M = pose_from_pybullet(pos[rows], quat[rows])
         for j, slot in enumerate(rows):  # centre of mass -> the base's link frame
@@ -320,12 +322,12 @@ class GLScene:
         if self.geometry is None or p.getNumBodies(physicsClientId=cid) != self.geometry.n_bodies:
             self._build(budget)
         else:  # only the slots whose pose changed are converted again
-            pos, quat = self._poses()
+            pos, quat = self.poses()
             changed = (pos != self._pose_prev[0]).any(axis=1) | (quat != self._pose_prev[1]).any(axis=1)
             if changed.any():
                 rows = np.nonzero(changed)[0]
                 mats = self._mats_prev.copy()
-                mats[rows] = self._matrices(pos, quat, rows)
+                mats[rows] = self.link_matrices(pos, quat, rows)
                 self._upload(mats, pos, quat)
                 self._moving |= changed
                 moved = True
