@@ -110,6 +110,27 @@ def measure(world, robot, views, cam, seconds: float, rounds: int) -> float:
     return best
 
 
+def record_figures(results: dict) -> None:
+    """The headline figures for docs/performance.md (``figures.record``; nothing when run alone): gl at the default
+    against tiny at 128², K = 1 and 64 (aims 8× and 20×), against gl-high (the default before), and gl / gl-high
+    against MuJoCo at matched settings (no MSAA / 4× MSAA)."""
+    from figures import record
+
+    def rate(label, size, k):  # a renderer timed at K = 8 only (one view at a time): its K = 8 rate stands
+        if (label, size, k) not in results:
+            return None
+        v = results[(label, size, k)]
+        return v if v is not None else results.get((label, size, 8))
+
+    for k, aim in ((1, "≥ 8× tiny"), (64, "≥ 20× tiny")):
+        for label, anchor, aim_ in (("gl", "tiny", aim), ("gl", "gl-high", None), ("gl", "mujoco", "≥ 1× mujoco"),
+                                    ("gl-high", "mujoco-4x", "≥ 1× mujoco")):
+            v, a = rate(label, 128, k), rate(anchor, 128, k)
+            if v is not None and a is not None:
+                record("render", f"{label} RGB+depth, 128², K = {k}", v, "images/s", anchor=anchor,
+                       anchor_value=a, aim=aim_)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=1.0)
@@ -172,6 +193,7 @@ def main(argv=None) -> int:
                 ratio = f" ({v / tiny:.1f}×)" if tiny and label != "tiny" else ""
                 cells.append(f"{v:.1f}{ratio}")
             rows.append([label, f"{size}²"] + cells)
+    record_figures(results)
     if args.json:
         print(json.dumps({"gl_renderer": gl_name, "results": [
             {"renderer": k[0], "size": k[1], "K": k[2], "images_per_s": v} for k, v in results.items()]}))
