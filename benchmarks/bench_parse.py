@@ -13,8 +13,12 @@ worst case on 1 MB hostile answers.
 3. Hostile answers of 1 MB (tests/parse_corpus.py HOSTILE: unclosed fences followed by spaces or letters, think
    tags, braces, quotes, digits, duplicate keys, ...): the time of one parse_response each, and the ratio of the
    time at 1 MB to the time at 125 kB (linear: about 8).
+4. Hostile shapes of 1 MB at the content level (tests/parse_shapes.py: ``[["W"],["W"],...]``, the worst known,
+   names of one step, step keys, unknown keys, distinct vectors, numbers, deep nesting, long strings, ...): one
+   parse_response each (JSON decoding, repairs and the ActionSequence included), best of 3, wall and CPU time.
+   ``--before SRC`` runs this section with another source tree first, in the same run.
 
-Not part of the test suite. Usage: python benchmarks/bench_parse.py
+Not part of the test suite. Usage: python benchmarks/bench_parse.py [--shapes-only] [--before SRC]
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from parse_corpus import CORPUS, HOSTILE  # noqa: E402
+from parse_shapes import SHAPES  # noqa: E402
 
 from spatialact.action_space import ActionSequence, StepSizes, extract_json_text, parse_response  # noqa: E402
 from spatialact.action_space.parsing import parse_response_fast, parse_response_reference  # noqa: E402
@@ -127,5 +132,45 @@ def main() -> None:
     print(f"  all {len(HOSTILE)} families at 1 MB: {total:.2f} s")
 
 
+def shapes(label: str = "") -> float:
+    """Section 4: the content-level shapes (tests/parse_shapes.py) at 1 MB: one parse_response each, best of 3,
+    wall time and this process's CPU time (the CPU time is the steadier figure on a shared machine). Returns the
+    worst wall time."""
+    print(f"4. hostile shapes at 1 MB (many steps, keys, numbers, names; deep nesting; long strings){label}: one "
+          "parse_response each, best of 3")
+    worst = 0.0
+    for name, (make, ok) in SHAPES.items():
+        text = make(1_000_000)
+        wall = cpu = float("inf")
+        for _ in range(3):
+            t0, c0 = time.perf_counter(), time.process_time()
+            res = parse_response(text)
+            wall, cpu = min(wall, time.perf_counter() - t0), min(cpu, time.process_time() - c0)
+        assert res.ok is ok, name
+        worst = max(worst, wall)
+        print(f"  {name:42s} {wall * 1e3:8.1f} ms  (CPU {cpu * 1e3:6.1f} ms)  {len(res.sequence):7,} steps, "
+              f"{res.n_repairs:7,} repairs")
+    print(f"  the worst: {worst * 1e3:.0f} ms")
+    return worst
+
+
 if __name__ == "__main__":
-    main()
+    import argparse
+    import os
+    import subprocess
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--shapes-only", action="store_true", help="only section 4")
+    ap.add_argument("--before", metavar="SRC", help="also section 4 with the spatialact of another source tree "
+                                                    "(its src/ folder), in the same run")
+    ap.add_argument("--label", default="", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.shapes_only and not a.before:
+        shapes(a.label)
+        sys.exit(0)
+    if not a.shapes_only:
+        main()
+    if a.before:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [a.before, os.environ.get("PYTHONPATH")]))}
+        subprocess.run([sys.executable, __file__, "--shapes-only", "--label", " (before)"], env=env, check=True)
+    shapes(" (this tree)" if a.before else "")

@@ -18,6 +18,7 @@ time"). A well-formed answer takes a fast path (:func:`parse_response_fast`) who
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import math
 import re
@@ -486,6 +487,23 @@ def _get(d: dict, keys: tuple[str, ...]) -> tuple[bool, Any, str | None]:
     return False, None, None
 
 
+def _getter(d: dict):
+    """``keys -> _get(d, keys)``; for a large dict its keys are normalised once, not once per call."""
+    if len(d) <= 8:
+        return functools.partial(_get, d)
+    first: dict = {}  # normalised key -> (position, value, key) of its first occurrence
+    for i, (k, v) in enumerate(d.items()):
+        first.setdefault(_norm_key(k), (i, v, k))
+
+    def get(keys: tuple[str, ...]) -> tuple[bool, Any, str | None]:
+        found = [first[k] for k in keys if k in first]
+        if not found:
+            return False, None, None
+        _, v, k = min(found, key=lambda f: f[0])
+        return True, v, k
+    return get
+
+
 def _number(v: Any, where: str, ctx: _Ctx) -> float | None:
     """A finite float from a number or numeric string (repaired); None when it is not one."""
     if isinstance(v, bool):
@@ -593,10 +611,11 @@ def _primitive(name: Any, where: str, ctx: _Ctx) -> Primitive | None:
 def _count_step(d: dict, where: str, ctx: _Ctx) -> tuple[Step, bool]:
     """A counts step from ``{"actions": [...], "step_nums": [...], "gripper": g}``; returns (step, usable)."""
     _check_duplicates(d, where, ctx)
-    has_a, actions, akey = _get(d, _ACTION_KEYS)
-    has_n, nums, nkey = _get(d, _NUM_KEYS)
-    has_g, grip, gkey = _get(d, _GRIPPER_KEYS)
-    has_v, vec, vkey = _get(d, _VECTOR_KEYS)
+    get = _getter(d)
+    has_a, actions, akey = get(_ACTION_KEYS)
+    has_n, nums, nkey = get(_NUM_KEYS)
+    has_g, grip, gkey = get(_GRIPPER_KEYS)
+    has_v, vec, vkey = get(_VECTOR_KEYS)
     if not (has_a or has_n or has_v):
         rest = {k: v for k, v in d.items() if k != gkey}
         if _actions_as_keys(rest):
@@ -645,32 +664,28 @@ def _count_step(d: dict, where: str, ctx: _Ctx) -> tuple[Step, bool]:
     counts = [0] * N_MOTION
     gesture: int | None = None
     recognised = explicit_empty
+    memo: dict = {}  # (name, step_num) frozen -> (effect, repairs relative to the action's where)
     for name, num, w in pairs:
-        p = _primitive(name, w, ctx)
-        if p is None:
-            continue
-        spec = PRIMITIVE_TABLE[p]
-        if spec.gripper is not None:
-            if num is not None and not (isinstance(num, (int, float)) and not isinstance(num, bool) and num == 1):
-                ctx.repair(w, f"{p.value} sets the gripper; its step_num {_short(num)} is ignored")
-            gesture, recognised = spec.gripper, True
-            continue
-        if p is Primitive.STAY:
-            recognised = True
-            continue
-        n = _count(num, w, ctx)
-        if n is None:
-            ctx.repair(w, f"{p.value} dropped")
+        key = None if ctx.strict else (_scalar(name), _scalar(num))
+        hit = memo.get(key) if key is not None and None not in key else None
+        if hit is None and key is not None and None not in key:
+            rec = _Recorder(ctx)
+            effect = _action(name, num, _SLOT, rec)
+            if all(x.startswith(_SLOT) for x, _ in rec.made):
+                memo[key] = hit = (effect, [(x[len(_SLOT):], what) for x, what in rec.made])
+        if hit is None:
+            effect = _action(name, num, w, ctx)
+        else:
+            effect, made = hit
+            for x, what in made:
+                ctx.repair(w + x, what)
+        if effect is None:
             continue
         recognised = True
-        if spec.motion_as is not None:
-            p = spec.motion_as
-        col = MOTION_PRIMITIVES.index(p)
-        if n < 0:
-            col ^= 1  # the opposite primitive of the same axis
-            ctx.repair(w, f"negative count {_fmt(n)} read as {_fmt(-n)} × {MOTION_PRIMITIVES[col].value}")
-            n = -n
-        counts[col] += n
+        if effect[0] == "gripper":
+            gesture = effect[1]
+        elif effect[0] == "count":
+            counts[effect[1]] += effect[2]
     for col, n in enumerate(counts):
         if n > ctx.cap:
             ctx.repair(where, f"{MOTION_PRIMITIVES[col].value} × {_fmt(n)} clamped to the cap {ctx.cap}")
@@ -684,6 +699,33 @@ def _count_step(d: dict, where: str, ctx: _Ctx) -> tuple[Step, bool]:
                 ctx.repair(f"{where}.{gkey}", f"gripper {g} contradicts the gesture; the gripper field wins")
             gripper, recognised = g, True
     return Step(counts=tuple(counts), gripper=gripper), recognised
+
+
+def _action(name: Any, num: Any, w: str, ctx) -> tuple | None:
+    """What one ``(action name, step_num)`` pair of a counts step does, its repairs made at ``w``: None (dropped),
+    ``("gripper", g)``, ``("stay",)`` or ``("count", column, n)`` (n ≥ 0, the column of MOTION_PRIMITIVES)."""
+    p = _primitive(name, w, ctx)
+    if p is None:
+        return None
+    spec = PRIMITIVE_TABLE[p]
+    if spec.gripper is not None:
+        if num is not None and not (isinstance(num, (int, float)) and not isinstance(num, bool) and num == 1):
+            ctx.repair(w, f"{p.value} sets the gripper; its step_num {_short(num)} is ignored")
+        return ("gripper", spec.gripper)
+    if p is Primitive.STAY:
+        return ("stay",)
+    n = _count(num, w, ctx)
+    if n is None:
+        ctx.repair(w, f"{p.value} dropped")
+        return None
+    if spec.motion_as is not None:
+        p = spec.motion_as
+    col = MOTION_PRIMITIVES.index(p)
+    if n < 0:
+        col ^= 1  # the opposite primitive of the same axis
+        ctx.repair(w, f"negative count {_fmt(n)} read as {_fmt(-n)} × {MOTION_PRIMITIVES[col].value}")
+        n = -n
+    return ("count", col, n)
 
 
 def _vector_step(v: Any, where: str, ctx: _Ctx) -> tuple[Step, bool]:
@@ -716,8 +758,14 @@ def _vector_step(v: Any, where: str, ctx: _Ctx) -> tuple[Step, bool]:
 
 
 def _is_number_list(v: Any) -> bool:
-    return isinstance(v, list) and bool(v) and all(
-        isinstance(x, (int, float, str)) and not isinstance(x, bool) and _looks_numeric(x) for x in v)
+    if not isinstance(v, list) or not v:
+        return False
+    for x in v:
+        t = type(x)
+        if t is not int and t is not float and not (
+                isinstance(x, (int, float, str)) and not isinstance(x, bool) and _looks_numeric(x)):
+            return False
+    return True
 
 
 def _looks_numeric(x: Any) -> bool:
@@ -732,7 +780,7 @@ def _looks_numeric(x: Any) -> bool:
 def _any_step(v: Any, where: str, ctx: _Ctx) -> tuple[Step, bool, str]:
     """One step in any form: a counts dict, a vector list, a list of names, or nothing (Stay)."""
     if isinstance(v, dict):
-        has_v = _get(v, _VECTOR_KEYS)[0] and not _get(v, _ACTION_KEYS)[0]
+        has_v = not _get(v, _ACTION_KEYS)[0] and _get(v, _VECTOR_KEYS)[0]
         step, ok = _count_step(v, where, ctx)
         return step, ok, "vector" if has_v else "stepped"
     if isinstance(v, list) and v and all(isinstance(x, str) for x in v) and not _is_number_list(v):
@@ -779,18 +827,14 @@ def _interpret(obj: Any, where: str, ctx: _Ctx, depth: int = 0) -> tuple[list[tu
             _check_duplicates(obj, where, ctx)  # a flat answer is one step: _count_step reports them (once)
         if step_keys:
             step_keys.sort(key=lambda nk: nk[0])
-            for k in obj:
-                if not numbered and not _STEP_KEY.match(_text(k)):
-                    ctx.repair(_key(k), "key is not a step; ignored")
+            if not numbered and len(step_keys) != len(obj):  # some keys are no step_N
+                for k in obj:
+                    if not _STEP_KEY.match(_text(k)):
+                        ctx.repair(_key(k), "key is not a step; ignored")
             nums = [n for n, _ in step_keys]
             if len(set(nums)) != len(nums):
                 ctx.repair(where, "repeated step numbers; kept in the order given")
-            out, fmts = [], set()
-            for _, k in step_keys:
-                step, ok, fmt = _any_step(obj[k], _key(k), ctx)
-                out.append((step, ok))
-                fmts.add(fmt)
-            return out, "vector" if fmts == {"vector"} else "stepped"
+            return _steps([obj[k] for _, k in step_keys], [_key(k) for _, k in step_keys], ctx)
         if _actions_are_steps(obj):
             _, actions, akey = _get(obj, _ACTION_KEYS)
             return _interpret(actions, akey, ctx, depth + 1)
@@ -822,13 +866,111 @@ def _interpret(obj: Any, where: str, ctx: _Ctx, depth: int = 0) -> tuple[list[tu
             if len(merged) == len(obj):  # [{"step_1": {...}}, {"step_2": {...}}]: one object of steps
                 ctx.repair(where, "a list of one-step objects read as one object of steps")
                 return _interpret(merged, where, ctx, depth + 1)
-        out, fmts = [], set()
-        for i, v in enumerate(obj):
-            step, ok, fmt = _any_step(v, f"steps[{i}]", ctx)
-            out.append((step, ok))
-            fmts.add(fmt)
-        return out, "vector" if fmts == {"vector"} else "stepped"
+        return _steps(obj, None, ctx)
     ctx.fail(where, f"expected a JSON object or list, got {type(obj).__name__}")
+
+
+def _steps(values: list, wheres, ctx: _Ctx) -> tuple[list[tuple[Step, bool]], str]:
+    """Every step of a list or an object of steps (``values``, at ``wheres[i]`` or ``steps[i]`` when ``wheres`` is
+    None) read by :func:`_any_step`, and the answer's format. A step value met before (the same JSON value: a long
+    answer repeating one small step) is read once: its (immutable) Step is used again and the repairs it made are
+    made again at its own ``where`` (each of them begins with the step's ``where``), so the result is the same as
+    reading each one, in time linear in the answer whatever it repeats. Lenient mode only (strict mode stops at the
+    first repair)."""
+    out, fmts = [], set()
+    seen: dict = {}
+    pending = None  # (index, where suffix, what) of the last repair, when only counted (no note kept any more)
+    for i, v in enumerate(values):
+        key = None if ctx.strict else _frozen(v)
+        hit = None if key is None else seen.get(key)
+        if hit is None and key is not None:
+            rec = _Recorder(ctx)
+            res = _any_step(v, _SLOT, rec)
+            if all(w.startswith(_SLOT) for w, _ in rec.made):
+                seen[key] = hit = (*res, [(w[len(_SLOT):], what) for w, what in rec.made])
+            else:  # never so; then it is read each time
+                seen[key] = False
+        if not hit:
+            if pending is not None:
+                ctx.last, pending = _last(wheres, pending), None
+            step, ok, fmt = _any_step(v, f"steps[{i}]" if wheres is None else wheres[i], ctx)
+        else:
+            step, ok, fmt, made = hit
+            if made:
+                if ctx.n_repairs >= MAX_REPAIR_NOTES:  # no note is kept any more: count them, keep the last
+                    ctx.n_repairs += len(made)
+                    pending = (i, *made[-1])
+                else:
+                    where = f"steps[{i}]" if wheres is None else wheres[i]
+                    for w, what in made:
+                        ctx.repair(where + w, what)
+        out.append((step, ok))
+        fmts.add(fmt)
+    if pending is not None:
+        ctx.last = _last(wheres, pending)
+    return out, "vector" if fmts == {"vector"} else "stepped"
+
+
+def _last(wheres, pending: tuple) -> tuple[str, str]:
+    i, w, what = pending
+    return (f"steps[{i}]" if wheres is None else wheres[i]) + w, what
+
+
+_SLOT = "\x00step\x00"  # the where of a memoised step while it is read the first time (no JSON key holds it)
+_MEMO_ITEMS = 32  # the largest step value memoised (scalars in it): larger ones are rare, read each time
+
+
+class _Recorder:
+    """A lenient :class:`_Ctx` stand-in that keeps the repairs one step makes, ``(where, what)``."""
+
+    def __init__(self, ctx: _Ctx):
+        self.strict, self.sizes, self.cap = False, ctx.sizes, ctx.cap
+        self.made: list[tuple[str, str]] = []
+
+    def repair(self, where: str, what: str) -> None:
+        self.made.append((where, what))
+
+    def fail(self, where: str, what: str):
+        raise ParseError(f"{where}: {what}")
+
+
+def _frozen(v: Any) -> Any:
+    """A hashable key that tells step values apart as the parser does (a string, an int, a bool and a float of
+    the same value are different; so are 0.0 and -0.0; a dict's keys in order), or None for a value with more than
+    _MEMO_ITEMS scalars, a dict with repeated keys or more than 4 keys, or anything nested deeper. A list of strings
+    is the tuple of them; other lists and dicts are tagged tuples holding at least one tuple (never equal to it)."""
+    t = type(v)
+    if t is str:
+        return v
+    if t is list:
+        if len(v) > _MEMO_ITEMS:
+            return None
+        for x in v:
+            if type(x) is not str:
+                break
+        else:
+            return tuple(v)
+        out = [_scalar(x) for x in v]
+        return None if None in out else ("list", *out)
+    if (t is dict or (t is _JSONDict and not v.duplicates)) and len(v) <= 4:  # repeated keys: not memoised
+        out = []
+        for k, x in v.items():
+            f = _frozen(x) if type(x) is list else _scalar(x)
+            if f is None:
+                return None
+            out.append((k, f))
+        return ("dict", *out)
+    return None
+
+
+def _scalar(x: Any) -> Any:
+    """A JSON scalar as a tagged tuple (None for anything else)."""
+    t = type(x)
+    if t is float:
+        return (t, repr(x))
+    if t is str or t is int or t is bool or x is None:
+        return (t, x)
+    return None
 
 
 def _check_cap(cap: Any) -> int:
