@@ -36,6 +36,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-diagnostics", action="store_true",
                    help="run the suite alone and plain: no diagnostic subset, no mirrored episodes")
     p.add_argument("--workers", type=int, default=1, help="parallel worker processes (default 1)")
+    from .runs import add_render_quality
+
+    add_render_quality(p, "; part of each agent's run configuration")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.add_argument("--json", action="store_true", help="print the score table as JSON")
 
@@ -78,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     if diagnostics:
         tasks += [t for t in builtin_suite(DIAGNOSTIC_SUITE, seed=args.seed) if t.id not in main_ids]
         source += f"+suite:{DIAGNOSTIC_SUITE}:seed={args.seed}"
-    cfg = EpisodeConfig(mode=args.mode, seed=args.seed)
+    cfg = EpisodeConfig(mode=args.mode, seed=args.seed, render_quality=args.render_quality)
     run_dirs, table, diag_rows, failures = [], [], [], {}
 
     def mean(xs):

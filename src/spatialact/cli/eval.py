@@ -45,7 +45,8 @@ from pathlib import Path
 from spatialact.vocab import BASELINE_AGENTS, ENVS, KINDS, MODES, PROFILES, RUN_BACKENDS, VARIANTS
 
 from .main import print_json, seed_arg
-from .runs import check_image_side, default_image_side, failure_summary, parse_agent_args, run_defaults
+from .runs import (add_render_quality, check_image_side, default_image_side, failure_summary, parse_agent_args,
+                   run_defaults)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -69,6 +70,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="renderer: auto (gl when its OpenGL context starts, else tiny, saying why; default), gl (the"
                         " project's OpenGL renderer: a GPU, or Mesa on a CPU), tiny (PyBullet's CPU renderer) or egl"
                         " (PyBullet's EGL plugin); the GL that answered is in each record")
+    add_render_quality(p, "; part of the run configuration (a resume at another quality is refused)")
     p.add_argument("--scene", metavar="FILE", default=None,
                    help="a mesh scene (.glb/.gltf/.obj/.ply) for navigation tasks that have none (scene: null, e.g."
                         " camera-path tasks built with --no-scene), so they run in it; their poses must be in the"
@@ -240,7 +242,7 @@ def run(args: argparse.Namespace) -> int:
         raise CLIError(f"--limit {args.limit}: must be 0 or more")
     cfg = EpisodeConfig(mode=args.mode, env=args.env, renderer=args.renderer, width=args.size, height=args.size,
                         max_steps=args.max_steps, profile=args.profile, weights=parse_weights(args.weights),
-                        seed=args.seed)
+                        seed=args.seed, render_quality=args.render_quality)
     kwargs = parse_agent_args(args.agent_arg)
     try:
         agent = AgentSpec(args.agent, kwargs)

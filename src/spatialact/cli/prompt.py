@@ -22,7 +22,7 @@ from .main import print_json
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from .runs import MAX_IMAGE_SIDE, MIN_IMAGE_SIDE, run_defaults
+    from .runs import MAX_IMAGE_SIDE, MIN_IMAGE_SIDE, add_render_quality, run_defaults
 
     defaults = run_defaults()  # eval's, from the one definition both read
     p.add_argument("task_id", metavar="TASK_ID", help="id of the task in the task file")
@@ -40,6 +40,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--renderer", choices=["auto", "tiny", "egl", "gl"], default=defaults.renderer,
                    help=f"renderer when rendering: auto (gl, else tiny saying why), tiny (PyBullet's CPU "
                         f"renderer), egl, gl (the project's OpenGL renderer); default {defaults.renderer}, as eval")
+    add_render_quality(p, ", as eval")
     p.add_argument("--json", action="store_true", help="print JSON (messages with image file names) instead of text")
     p.add_argument("--cues", metavar="LIST", default=None,
                    help="cue prompting as --agent-arg cues=LIST would give it: any of matches,depth,size")
@@ -63,10 +64,11 @@ def _shows_files(task, mode: str) -> bool:
     return (mode == "one-shot" and bool(task.start_image and task.goal_image)) or task.scene is None
 
 
-def observation_for(task, mode: str, width: int = 128, height: int = 128, renderer: str = "auto") -> dict:
+def observation_for(task, mode: str, width: int = 128, height: int = 128, renderer: str = "auto",
+                    render_quality: str = "default") -> dict:
     """The first observation of an eval episode of ``task`` in ``mode`` (what the agent sees, as
     ``spatialact.evaluation.episode`` builds it): the task's image files (one-shot with both, or no scene), else
-    the views rendered in its scene (``width`` × ``height`` pixels, ``renderer``) with their depth (metres) and
+    the views rendered in its scene (``width`` × ``height`` pixels, ``renderer`` at ``render_quality``) with their depth (metres) and
     intrinsics (pixels). Unusable image files raise a one-line CLIError naming task, field and path."""
     from .main import CLIError
 
@@ -85,7 +87,7 @@ def observation_for(task, mode: str, width: int = 128, height: int = 128, render
     except ImportError as e:
         raise CLIError(f"task {task.id!r} must be rendered, which needs the simulator: {e} "
                        f"(pip install 'spatialact[sim]')") from None
-    env = make_env(task.kind, task=task, width=width, height=height, renderer=renderer)
+    env = make_env(task.kind, task=task, width=width, height=height, renderer=renderer, render_quality=render_quality)
     try:
         o, _ = env.reset(seed=0, options={"task": task})
         obs["rgb"] = obs["start_rgb"] = np.asarray(o["rgb"])
@@ -144,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
     for name in ("prompt.txt", "messages.json"):  # by the output rule, before any work
         check_out(out / name, folder=False)
     _example_image(task, args.mode)
-    obs = observation_for(task, args.mode, width, height, args.renderer)
+    obs = observation_for(task, args.mode, width, height, args.renderer, args.render_quality)
     why = cue_problem(task, cues, {k for k in ("depth", "intrinsics") if obs.get(k) is not None})
     if why:
         raise CLIError(why.replace("--agent-arg cues=", "--cues "))

@@ -63,6 +63,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     b.add_argument("--size", type=int, default=384, help="image width in pixels (default 384)")
     b.add_argument("--renderer", choices=["tiny", "egl", "gl", "auto"], default="tiny",
                    help="renderer (default tiny: PyBullet's CPU renderer, the same images everywhere)")
+    from .runs import add_render_quality
+
+    add_render_quality(b)
     b.add_argument("--no-progress", action="store_true", help="no progress bar")
     b.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
@@ -94,6 +97,7 @@ def _build(args: argparse.Namespace) -> int:
     from .table import format_table
 
     try:
+        from spatialact.envs.rendering import render_quality_default
         from spatialact.questions.generate import build_questions, parse_types
     except ImportError as e:
         raise CLIError(f"questions build needs the simulator (pip install 'spatialact[sim]'): {e}") from None
@@ -118,9 +122,10 @@ def _build(args: argparse.Namespace) -> int:
         mesh = scene_file(args.scene)
     out = check_out(args.out, folder=False)
     check_out(out.parent / f"{out.stem}_images", f"--out {out}: image folder")
-    res = build_questions(out, n=args.n, seed=args.seed, types=types, trajectory=traj, mesh=mesh,
-                          max_keyframes=args.max_keyframes, renderer=args.renderer, size=args.size,
-                          progress=not args.no_progress and sys.stderr.isatty())
+    with render_quality_default(args.render_quality):  # the worlds the builder makes draw at it
+        res = build_questions(out, n=args.n, seed=args.seed, types=types, trajectory=traj, mesh=mesh,
+                              max_keyframes=args.max_keyframes, renderer=args.renderer, size=args.size,
+                              progress=not args.no_progress and sys.stderr.isatty())
     counts: dict = {}
     for q in res.questions:
         k = (q["type"], q["format"])

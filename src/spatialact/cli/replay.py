@@ -33,6 +33,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rows", type=int, default=8, help="rows of the contact sheet (default 8)")
     p.add_argument("--renderer", choices=["tiny", "egl", "gl", "auto"], default="tiny",
                    help="renderer: tiny (default), egl, gl (the project's OpenGL renderer) or auto (gl, else tiny)")
+    from .runs import add_render_quality
+
+    add_render_quality(p, "; written to replay.json")
     p.add_argument("--video-fps", type=float, default=2.0, help="frames per second of replay.mp4 (default 2)")
 
 
@@ -67,6 +70,7 @@ def _scene_from_file(path: str, traj_path: str) -> dict:
 def run(args: argparse.Namespace) -> int:
     from spatialact.envs import replay_trajectory
     from spatialact.envs.replay import replay_scene_for
+    from spatialact.envs.rendering import render_quality_default
     from spatialact.envs.replay_run import write_contact_sheet, write_side_by_side_video
     from spatialact.outputs import make_folder, output_path, write_text
     from spatialact.trajectories import load_trajectory
@@ -95,8 +99,9 @@ def run(args: argparse.Namespace) -> int:
     check_out(args.out)
     for path in files.values():  # the files it will replace, by the same rule, before the replay
         check_out(path, folder=False)
-    res = replay_trajectory(traj, scene=scene, keyframes=None if scene and scene.get("keyframes") else kf,
-                            height=args.height, renderer=args.renderer)
+    with render_quality_default(args.render_quality):  # the world replay_trajectory makes draws at it
+        res = replay_trajectory(traj, scene=scene, keyframes=None if scene and scene.get("keyframes") else kf,
+                                height=args.height, renderer=args.renderer)
     # only now: a trajectory that cannot be replayed leaves no folder behind
     make_folder(args.out, "--out")
     name = os.path.basename(os.path.normpath(args.traj))
@@ -109,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
     out = {**res.summary(), "trajectory": os.path.abspath(args.traj), "recorded_frames": res.recorded is not None,
            "position_errors_m": [float(v) for v in res.position_errors],
            "rotation_errors_deg": [float(v) for v in res.rotation_errors * 180.0 / 3.141592653589793],
-           "scene": res.scene, "video": video, "contact_sheet": sheet}
+           "scene": res.scene, "video": video, "contact_sheet": sheet, "render_quality": args.render_quality}
     write_text(files["replay.json"], json.dumps(out, indent=1, default=str), "--out")
     print(f"{name}: {len(res.keyframes)} keyframes replayed in a {res.scene.get('source')} scene; largest pose error "
           f"{res.position_errors.max() * 1000:.1f} mm, {res.rotation_errors.max() * 180 / 3.141592653589793:.2f} deg "

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 __all__ = ["parse_agent_args", "failure_summary", "run_defaults", "default_image_side", "check_image_side",
-           "MIN_IMAGE_SIDE", "MAX_IMAGE_SIDE"]
+           "MIN_IMAGE_SIDE", "MAX_IMAGE_SIDE", "add_render_quality"]
 
 #: The bounds of an image side in pixels (``eval --size``, ``prompt --size/--width/--height``): 8 to 4096.
 MIN_IMAGE_SIDE, MAX_IMAGE_SIDE = 8, 4096
@@ -20,6 +20,17 @@ def run_defaults():
     from spatialact.evaluation.episode import EpisodeConfig
 
     return EpisodeConfig()
+
+
+def add_render_quality(p, what: str = "") -> None:
+    """The ``--render-quality`` option (``default`` or ``high``) of the commands that render: eval, demo, prompt,
+    replay, questions build; ``what``: a clause on where the choice goes."""
+    from spatialact.evaluation.episode import RENDER_QUALITIES
+
+    p.add_argument("--render-quality", choices=list(RENDER_QUALITIES), default="default",
+                   help="how the gl renderer draws: default (one sample per pixel and edge smoothing, the same images"
+                        " on every device) or high (4× multisampling: the images gl drew before the default changed;"
+                        " several times slower on a CPU); tiny and egl draw the same either way" + what)
 
 
 def default_image_side(renderer: str, model: bool, env: str = "pybullet") -> int:

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..tasks import Task
 from .replay import ReplayWorld, TaskRecording, build_replay_world, is_replay_scene, scene_aspect
-from .rendering import BulletWorld, check_render_quality
+from .rendering import BulletWorld, check_render_quality, default_render_quality
 from .scenes import build_scene, normalise_scene_spec
 from .world import World
 
@@ -34,9 +34,10 @@ class PyBulletWorld(World):
     :class:`~spatialact.envs.replay.ReplayWorld` of a replay scene, else None; ``scene_key`` identifies the loaded
     scene (a replay scene's keyframes are not part of it: tasks on one trajectory share the world); ``keyframes``
     the configured replayed task's keyframes; ``step_count`` the whole steps moved since the start (an EgoDex
-    replay's observing camera follows it). ``render_quality`` (``"default"`` or ``"high"``): how the gl renderer
-    draws this world (:class:`BulletWorld`); every subclass takes it as a keyword, whether or not its constructor
-    names it (:meth:`__init_subclass__`).
+    replay's observing camera follows it). ``render_quality`` (``"default"`` or ``"high"``; None:
+    :func:`~spatialact.envs.rendering.default_render_quality`): how the gl renderer draws this world
+    (:class:`BulletWorld`); every subclass takes it as a keyword, whether or not its constructor names it
+    (:meth:`__init_subclass__`).
     """
 
     def __init__(self, camera, renderer: str = "tiny", render_quality: str | None = None):
@@ -44,7 +45,7 @@ class PyBulletWorld(World):
         if render_quality is not None:
             self.render_quality = check_render_quality(render_quality)
         elif not hasattr(self, "render_quality"):
-            self.render_quality = "default"
+            self.render_quality = default_render_quality()
         self.backend = self.make_backend(renderer)  # EGL (if asked) loads here, before any body exists
         self.replay: ReplayWorld | None = None
         self.scene_key = None

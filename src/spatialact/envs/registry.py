@@ -62,7 +62,7 @@ def env_class(kind: str):
 
 def make_env(kind: str, *, task=None, action_mode: str = "step", renderer: str = "tiny", width: int | None = None,
              height: int | None = None, seed: int | None = None, backend: str = "pybullet", wrap: bool = True,
-             render_quality: str = "default", **kw):
+             render_quality: str | None = None, **kw):
     """An environment for a task kind (``nav``, ``manip``, ``hand``).
 
     ``backend="pybullet"`` (default: CameraNav, GripperManip, HandManip — and GameNav for a game task, or a fixed
@@ -74,7 +74,8 @@ def make_env(kind: str, *, task=None, action_mode: str = "step", renderer: str =
     ``recorded``, ``both``: replayed tasks), ...) or, when the environment does not take them, to its world
     (``min_overlap`` for CameraNav, ``wrist_camera`` for the tabletop environments). ``render_quality``:
     ``"default"`` or ``"high"`` (4× multisampling), how the gl renderer draws a PyBullet world (the env keyword
-    reaches the world; tiny and egl draw the same either way; the game draws its own screen and ignores it).
+    reaches the world; tiny and egl draw the same either way; the game and habitat draw their own and ignore it);
+    None: :func:`~spatialact.envs.rendering.default_render_quality`.
     """
     if kind not in KIND_TO_ID:
         raise ValueError(f"kind must be one of {tuple(KIND_TO_ID)}, got {kind!r}")
@@ -83,11 +84,11 @@ def make_env(kind: str, *, task=None, action_mode: str = "step", renderer: str =
     game = backend == "game" or (backend == "pybullet" and runs_in_game(task, kw.get("scene")))
     if height is None:
         height = 120 if game else 128
-    from .rendering import check_render_quality
+    from .rendering import check_render_quality, default_render_quality
 
-    check_render_quality(render_quality)
+    render_quality = check_render_quality(render_quality or default_render_quality())
     kwargs = dict(task=task, action_mode=action_mode, renderer=renderer, width=width, height=height, **kw)
-    if not game:
+    if backend == "pybullet" and not game:
         kwargs["render_quality"] = render_quality
     if game:
         if kind != "nav":

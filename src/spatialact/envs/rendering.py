@@ -20,6 +20,7 @@ build time`` banner, GL vendor/renderer lines, ``Destroy EGL OpenGL window``) is
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import pkgutil
 import re
@@ -33,7 +34,8 @@ from .gl.renderer import RENDER_QUALITIES
 
 __all__ = ["BulletWorld", "CameraSpec", "view_matrix", "projection_matrix", "intrinsics_matrix",
            "EGLUnavailable", "RENDERERS", "capture_c_output", "import_pybullet", "resolve_renderer",
-           "default_image_size", "MLLM_IMAGE_SIZE", "RENDER_QUALITIES", "check_render_quality"]
+           "default_image_size", "MLLM_IMAGE_SIZE", "RENDER_QUALITIES", "check_render_quality",
+           "default_render_quality", "render_quality_default"]
 
 RENDERERS = ("tiny", "egl", "gl", "auto")
 # Images shown to MLLM agents when the gl renderer draws them (its lighting and multisampling pay off at this size);
@@ -46,6 +48,26 @@ def check_render_quality(quality) -> str:
     if quality not in RENDER_QUALITIES:
         raise ValueError(f"render_quality must be one of {', '.join(RENDER_QUALITIES)}, got {quality!r}")
     return quality
+
+
+_QUALITY = contextvars.ContextVar("spatialact_render_quality", default="default")
+
+
+def default_render_quality() -> str:
+    """The render quality a world gets when none is named: ``"default"``, or the one
+    :func:`render_quality_default` set around the current code."""
+    return _QUALITY.get()
+
+
+@contextlib.contextmanager
+def render_quality_default(quality: str):
+    """Within the block, worlds made without a ``render_quality`` (``make_env``, ``BulletWorld``, and the code that
+    makes them: a trajectory replay, a question builder) draw at ``quality``; a quality named explicitly wins."""
+    token = _QUALITY.set(check_render_quality(quality))
+    try:
+        yield quality
+    finally:
+        _QUALITY.reset(token)
 
 
 def gpu_present() -> bool:
@@ -135,12 +157,13 @@ class BulletWorld:
     ``render_quality`` (:data:`RENDER_QUALITIES`): how the gl renderer draws this world — ``"default"`` (the same on
     every device: one sample per pixel and an edge-smoothing pass) or ``"high"`` (4× multisampling, several times
     slower on a CPU). TinyRenderer and PyBullet's EGL plugin have no such setting: they draw the same either way.
+    None: :func:`default_render_quality`.
     """
 
-    def __init__(self, renderer: str = "tiny", gl=None, render_quality: str = "default"):
+    def __init__(self, renderer: str = "tiny", gl=None, render_quality: str | None = None):
         if renderer not in RENDERERS:
             raise ValueError(f"renderer must be one of {RENDERERS}, got {renderer!r}")
-        self.render_quality = check_render_quality(render_quality)
+        self.render_quality = check_render_quality(render_quality or default_render_quality())
         p = import_pybullet()
         import pybullet_data
 

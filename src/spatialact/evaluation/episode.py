@@ -49,6 +49,9 @@ __all__ = ["EpisodeConfig", "EpisodeFrames", "run_episode", "episode_key", "reco
            "RETRIED_ON_RESUME", "is_failure", "observation_supplies"]
 
 _VARIANT = re.compile(r"[A-Za-z0-9_.-]{0,40}")
+#: How the gl renderer draws (``spatialact.envs.gl.RENDER_QUALITIES``, the same names: tested; named here so a run's
+#: configuration is checked without loading the simulator).
+RENDER_QUALITIES = ("default", "high")
 
 
 class TaskInputError(ValueError):
@@ -62,7 +65,10 @@ class EpisodeConfig:
     ``env``: ``pybullet`` (the embedded default), ``habitat`` (CameraNav on habitat-sim, when installed) or
     ``none`` (one-shot scoring only, no simulator). Images are ``width``×``height`` pixels. ``variant`` (empty by
     default) tells apart runs of the same tasks that diagnostics transform (e.g. ``"mirror"`` for FlipEval): it
-    is part of every episode's key and record, and of the run configuration when not empty.
+    is part of every episode's key and record, and of the run configuration when not empty. ``render_quality``
+    (:data:`RENDER_QUALITIES`): how the gl renderer draws — ``"default"`` (one sample per pixel and edge smoothing,
+    the same on every device) or ``"high"`` (4× multisampling); part of the run configuration when not the
+    default, so a resume at another quality is refused.
     """
 
     mode: str = "one-shot"
@@ -75,6 +81,7 @@ class EpisodeConfig:
     weights: tuple[float, float, float] | None = None
     seed: int = 0
     variant: str = ""
+    render_quality: str = "default"
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -90,6 +97,9 @@ class EpisodeConfig:
             object.__setattr__(self, "weights", w)
         if not isinstance(self.variant, str) or not _VARIANT.fullmatch(self.variant):
             raise ValueError(f"variant must be at most 40 characters of [A-Za-z0-9_.-], got {self.variant!r}")
+        if self.render_quality not in RENDER_QUALITIES:
+            raise ValueError(f"render_quality must be one of {', '.join(RENDER_QUALITIES)}, "
+                             f"got {self.render_quality!r}")
         if int(self.max_steps) < 1:
             raise ValueError(f"max_steps must be at least 1, got {self.max_steps!r}")
 
@@ -98,6 +108,8 @@ class EpisodeConfig:
         d["weights"] = list(self.weights) if self.weights is not None else None
         if not self.variant:  # runs made before variants existed keep their configuration
             del d["variant"]
+        if self.render_quality == "default":  # ... and before the render quality was a setting
+            del d["render_quality"]
         return d
 
 
@@ -358,7 +370,7 @@ def _make_env(task: Task, cfg: EpisodeConfig):
 
     return make_env(task.kind, task=task, action_mode="continuous", renderer=cfg.renderer, width=cfg.width,
                     height=cfg.height, seed=cfg.seed, backend=name, max_steps=max(cfg.max_steps, 1),
-                    terminate_on_success=False)
+                    terminate_on_success=False, render_quality=cfg.render_quality)
 
 
 def _observation(task: Task, cfg: EpisodeConfig, env, obs: dict | None, info: dict | None, start_rgb,

@@ -116,10 +116,18 @@ def config_diff(old: dict, new: dict, prefix: str = "", ignore: Iterable[str] = 
 
 
 def config_refusal(run_dir, diff: list[str], old: dict, new: dict, stored_provenance: dict | None = None) -> str:
-    """The one line a resume with a different configuration is refused with. A changed prompt version is named
+    """The one line a resume with a different configuration is refused with. A changed render quality names both
+    qualities (absent from a configuration: ``"default"``). A changed prompt version is named
     plainly (the prompt templates changed — CHANGELOG.md says how —, so stored answers were given to another prompt;
     a run stored before the version was part of the configuration has it in its provenance)."""
     prompt = [d for d in diff if d.split(" ", 1)[0] == "prompt_version"]
+    quality = [d for d in diff if d.split(" ", 1)[0] == "render_quality"]
+    if quality and not prompt:
+        rest = [d for d in diff if d not in quality]
+        was, now = old.get("render_quality") or "default", new.get("render_quality") or "default"
+        return (f"{run_dir}: this run was rendered at render quality {was} and cannot be resumed at {now} (its "
+                f"images would differ); use a new output directory, or --render-quality {was} to resume"
+                + (f" (the configuration also differs in {', '.join(rest)})" if rest else ""))
     if not prompt:
         return (f"{run_dir}: the configuration differs from the stored one in {', '.join(diff)}; "
                 f"use a new output directory (or the stored settings) to resume")

@@ -1,9 +1,11 @@
-"""Whether the runs of a report compare like for like: the same tasks, run in the same mode.
+"""Whether the runs of a report compare like for like: the same tasks, run in the same mode, drawn at the same render
+quality.
 
 A closed-loop run on 50 tasks beside a one-shot run on the default suite gives two columns whose means measure
 different things. :func:`compare_runs` says what differs — the task set (its source: suite or task file with its
-hash; the number of tasks) and the mode — and which tasks every run has: a task is shared when every run has an
-episode of that task id and the runs agree on what the task is (kind, start and goal poses, ground truth, where the
+hash; the number of tasks), the mode and the render quality (``"default"`` or ``"high"``: the images an agent saw;
+a run's configuration without one is ``"default"``) — and which tasks every run has: a task is shared when every
+run has an episode of that task id and the runs agree on what the task is (kind, start and goal poses, ground truth, where the
 records carry them). :func:`on_tasks` restricts runs to such a set of tasks, for a like-for-like table.
 """
 
@@ -18,27 +20,31 @@ __all__ = ["RunsDifferWarning", "Comparison", "RunSetup", "compare_runs", "on_ta
 
 
 class RunsDifferWarning(UserWarning):
-    """The runs of a report were run on different tasks or in different modes."""
+    """The runs of a report were run on different tasks, in different modes or at different render qualities."""
 
 
 @dataclass(frozen=True)
 class RunSetup:
-    """What one run was run on: ``tasks`` (the suite or task file, with its hash when known), its ``modes`` and
-    its task ids (plain episodes)."""
+    """What one run was run on: ``tasks`` (the suite or task file, with its hash when known), its ``modes``, its
+    task ids (plain episodes) and its ``render_quality``."""
 
     label: str
     tasks: str
     modes: tuple[str, ...]
     task_ids: frozenset
+    render_quality: str = "default"
 
-    def describe(self) -> str:
+    def describe(self, quality: bool = False) -> str:
+        """One clause: label, tasks, modes, number of tasks (and with ``quality`` the render quality)."""
         n = len(self.task_ids)
-        return f"{self.label}: {self.tasks}, {', '.join(self.modes) or 'mode unknown'}, {n} task{'s' * (n != 1)}"
+        q = f", render quality {self.render_quality}" if quality else ""
+        return f"{self.label}: {self.tasks}, {', '.join(self.modes) or 'mode unknown'}, {n} task{'s' * (n != 1)}{q}"
 
 
 @dataclass(frozen=True)
 class Comparison:
-    """The runs' setups, what differs between them (``"tasks"``, ``"mode"``) and the task ids all of them share."""
+    """The runs' setups, what differs between them (``"tasks"``, ``"mode"``, ``"render quality"``) and the task ids
+    all of them share."""
 
     setups: tuple[RunSetup, ...]
     differs: tuple[str, ...]
@@ -52,8 +58,10 @@ class Comparison:
         """One paragraph naming the runs and what differs ("" when they compare like for like)."""
         if self.like_for_like:
             return ""
-        what = " and ".join({"tasks": "their tasks", "mode": "their mode"}[d] for d in self.differs)
-        text = f"The runs differ in {what}: " + "; ".join(s.describe() for s in self.setups) + "."
+        names = {"tasks": "their tasks", "mode": "their mode", "render quality": "their render quality"}
+        what = " and ".join(names[d] for d in self.differs)
+        quality = "render quality" in self.differs
+        text = f"The runs differ in {what}: " + "; ".join(s.describe(quality) for s in self.setups) + "."
         if "tasks" not in self.differs:
             return text
         if not self.shared:
@@ -81,9 +89,18 @@ def _content(r: dict) -> str | None:
                       default=str)
 
 
-def _task_source(run: RunData) -> str:
+def _run_config(run: RunData) -> dict:
     cfg = run.config.get("config", run.config) if isinstance(run.config, dict) else {}
-    cfg = cfg if isinstance(cfg, dict) else {}
+    return cfg if isinstance(cfg, dict) else {}
+
+
+def _render_quality(run: RunData) -> str:
+    """The run's render quality: its configuration's, ``"default"`` when it names none."""
+    return str(_run_config(run).get("render_quality") or "default")
+
+
+def _task_source(run: RunData) -> str:
+    cfg = _run_config(run)
     recs = run.records or run.all_records
     prov = (recs[0].get("provenance") if recs else None) or {}
     prov = prov if isinstance(prov, dict) else {}
@@ -103,7 +120,7 @@ def compare_runs(runs: list[RunData]) -> Comparison:
                 content.setdefault(str(r.get("task_id")), c)
         ids = frozenset(str(r.get("task_id")) for r in run.records)
         modes = tuple(sorted({str(r.get("mode")) for r in run.records if r.get("mode")}))
-        setups.append(RunSetup(run.label, _task_source(run), modes, ids))
+        setups.append(RunSetup(run.label, _task_source(run), modes, ids, _render_quality(run)))
         contents.append(content)
     common = frozenset.intersection(*(s.task_ids for s in setups)) if setups else frozenset()
     # a task id is shared only when the runs that say what the task is agree
@@ -113,6 +130,8 @@ def compare_runs(runs: list[RunData]) -> Comparison:
         differs.append("tasks")
     if any(s.modes != setups[0].modes for s in setups):
         differs.append("mode")
+    if any(s.render_quality != setups[0].render_quality for s in setups):
+        differs.append("render quality")
     return Comparison(tuple(setups), tuple(differs), shared)
 
 
