@@ -9,7 +9,9 @@ metric depth and segmentation back to numpy.
 * :mod:`.decimate` — quadric-error vertex clustering for meshes over the face budget;
 * :mod:`.shaders` — GLSL of the shadow, colour, depth/segmentation and edge-smoothing passes;
 * :mod:`.shadow` — the light's camera and the shadow map (kept while nothing moves, only movers redrawn);
-* :mod:`.renderer` — :class:`GLRenderer` (programs, targets, batched rendering) and :class:`GLScene` (one world).
+* :mod:`.renderer` — :class:`GLRenderer` (programs, targets, batched rendering) and :class:`GLScene` (one world);
+* :mod:`.dump` — scene dumps: a world's scene and link poses saved, drawn again without PyBullet
+  (:class:`~.dump.DumpedScene`; imported from there, not here).
 """
 
 from .context import GLUnavailable, gl_available, gl_context, gl_info

@@ -100,6 +100,13 @@ def _projection(cam, shift_px) -> np.ndarray:
     return np.diag([1.0, -1.0, 1.0, 1.0]) @ gl_projection(cam, shift_px)
 
 
+def texture_side(images: list) -> int:
+    """The side in texels of a scene's texture array: the largest image side, rounded up to a power of two, from 64
+    to 512 (every image is resized to it)."""
+    size = max(max(im.shape[0], im.shape[1]) for im in images)
+    return int(min(512, max(64, 1 << max(0, math.ceil(math.log2(max(size, 1)))))))
+
+
 class GLScene:
     """The GPU copy of one world's visual scene; rebuilt when the world's bodies change, matrices every frame.
 
@@ -145,13 +152,21 @@ class GLScene:
         self.shadow = None
         self.geometry = None
 
+    def read_geometry(self, budget) -> SceneGeometry:
+        """The world's visual shapes at face budget ``budget`` (meshes decimated to it), read from PyBullet."""
+        w = self.world
+        return extract_scene(w.p, w.client, getattr(w, "registered_meshes", None), getattr(w, "textures", None),
+                             budget)
+
+    def body_count(self) -> int:
+        """How many bodies the world holds now (a change rebuilds the scene)."""
+        return self.world.p.getNumBodies(physicsClientId=self.world.client)
+
     def _build(self, budget) -> None:
         """Read the world's visual shapes (at face budget ``budget``) and set up what all levels share: the link
         slots and their matrix texture, the texture array, the scene bounds, the light and its shadow map."""
         self._release_buffers()
-        w = self.world
-        geo = extract_scene(w.p, w.client, getattr(w, "registered_meshes", None), getattr(w, "textures", None),
-                            budget)
+        geo = self.read_geometry(budget)
         self.geometry = geo
         ctx = self.ctx
         # per-frame query plan: bases (body, slot) and links (body, [links], [slots])
@@ -190,9 +205,7 @@ class GLScene:
     def _add_level(self, budget, geo: SceneGeometry | None = None) -> dict:
         """The vertex and index buffers of one level of detail (face budget) and their vertex arrays."""
         if geo is None:
-            w = self.world
-            geo = extract_scene(w.p, w.client, getattr(w, "registered_meshes", None), getattr(w, "textures", None),
-                                budget)
+            geo = self.read_geometry(budget)
         ctx, r = self.ctx, self.renderer
         mats = self._mats_prev
         # parts small to large (world size now): big surfaces drawn last are mostly rejected by the depth test
@@ -250,13 +263,12 @@ class GLScene:
         ctx = self.ctx
         if not images:
             images = [np.full((4, 4, 4), 255, np.uint8)]
-        size = max(max(im.shape[0], im.shape[1]) for im in images)
-        S = int(min(512, max(64, 1 << max(0, math.ceil(math.log2(max(size, 1)))))))
-        from PIL import Image
-
+        S = texture_side(images)
         data = np.empty((len(images), S, S, 4), np.uint8)
         for i, im in enumerate(images):
-            if im.shape[:2] != (S, S):
+            if im.shape[:2] != (S, S):  # (Pillow only then: a scene dump holds its textures at S already)
+                from PIL import Image
+
                 im = np.asarray(Image.fromarray(im).resize((S, S), Image.BILINEAR))
             data[i] = im[::-1]  # GL's t = 0 is the image's bottom row (OBJ / glTF texture coordinates)
         tex = ctx.texture_array((S, S, len(images)), 4)
@@ -317,9 +329,8 @@ class GLScene:
         """Bring the GPU copy up to date for a render at face budget ``budget`` and return that level: rebuild
         when the body count changed, upload the link matrices when one moved, bring the shadow map up to date
         (redrawing what moved)."""
-        p, cid = self.world.p, self.world.client
         moved = False
-        if self.geometry is None or p.getNumBodies(physicsClientId=cid) != self.geometry.n_bodies:
+        if self.geometry is None or self.body_count() != self.geometry.n_bodies:
             self._build(budget)
         else:  # only the slots whose pose changed are converted again
             pos, quat = self.poses()
