@@ -4,9 +4,11 @@
       camera-geometry questions after SpatialScore's VGBench (relative_pose, primitive, fov, depth, relative_depth,
       distance, tracking) and task-flow questions after SpaCE-10 (task_flow), N of every type and format, from
       simulator renders of procedural rooms; with --trajectory FILE, from a recorded camera path replayed in its
-      scene (a room around the path, or the mesh of --scene). Writes the question file (JSONL, validated against
-      the shipped schema) and its images and depth maps in <out stem>_images/. The same seed gives the same file
-      and images (same renderer and device).
+      scene (a room around the path, or the mesh of --scene); with --trajectory RECORDING (a game trajectory
+      folder, a DROID episode with --episode, an EgoDex .hdf5 with its video), from the recording's own frames,
+      camera poses, intrinsics and depth (the types it can give; one it cannot is refused). Writes the question
+      file (JSONL, validated against the shipped schema) and its images and depth maps in <out stem>_images/. The
+      same seed gives the same file and images (same renderer and device).
   spatialact questions score Q.jsonl --agent openai --agent-arg model=gpt-4o --out runs/q-gpt4o
       asks an agent every question — option questions under every rotation of their options (CircularEval), numeric
       ones once — and writes one record per answer in the run directory (resumable: a rerun asks only what is
@@ -25,6 +27,8 @@ Exit status: 0 every answer scored, 1 some answers failed (API errors: rerun to 
 Examples:
   spatialact questions build --out questions/q.jsonl --n 4
   spatialact questions build --out questions/tum.jsonl --trajectory cam.txt --types relative_pose,task_flow
+  spatialact questions build --out questions/game.jsonl --trajectory map01/ --n 2
+  spatialact questions build --out questions/droid.jsonl --trajectory droid_1.0.1/ --episode 3
   spatialact questions score questions/q.jsonl --agent oracle --out runs/q-oracle
   spatialact questions score questions/q.jsonl --agent openai --agent-arg model=gpt-4o --out runs/q-gpt4o
 """
@@ -51,18 +55,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="question types (default all): relative_pose, primitive, fov, depth, relative_depth, "
                         "distance, tracking, task_flow")
     b.add_argument("--trajectory", metavar="FILE", default=None,
-                   help="a camera-path trajectory (TUM, KITTI, RealEstate10K, generic .npz/.json, EgoDex with "
-                        "--entity camera): questions from its replay instead of procedural rooms")
+                   help="a recording asked on its own frames, poses, intrinsics (and depth): a game trajectory "
+                        "folder, a DROID episode (LeRobot folder, --episode), an EgoDex .hdf5 with its .mp4; or a "
+                        "camera path (TUM, KITTI, RealEstate10K, generic .npz/.json) replayed in a scene")
     b.add_argument("--format", default=None, help="trajectory format (default: guessed from the file)")
     b.add_argument("--entity", default=None, help="EgoDex: camera")
+    b.add_argument("--episode", type=int, default=None, help="episode of a LeRobot (DROID) dataset (default: first)")
+    b.add_argument("--camera", default=None,
+                   help="DROID: the one camera whose frames and recorded poses are used (default: every camera "
+                        "with a video and extrinsics)")
     b.add_argument("--scene", metavar="MESH", default=None,
                    help="with --trajectory: a mesh scene (.glb/.gltf/.obj/.ply) to replay in (default: a room "
                         "around the path)")
     b.add_argument("--max-keyframes", type=int, default=None, metavar="N",
                    help="with --trajectory: replay only the first N keyframes (one a second)")
-    b.add_argument("--size", type=int, default=384, help="image width in pixels (default 384)")
-    b.add_argument("--renderer", choices=["tiny", "egl", "gl", "auto"], default="tiny",
-                   help="renderer (default tiny: PyBullet's CPU renderer, the same images everywhere)")
+    b.add_argument("--size", type=int, default=None,
+                   help="image width in pixels (default 384; a recording's frames keep their recorded size)")
+    b.add_argument("--renderer", choices=["tiny", "egl", "gl", "auto"], default=None,
+                   help="renderer (default tiny: PyBullet's CPU renderer, the same images everywhere; not for a "
+                        "recording, whose frames are not re-rendered)")
     from .runs import add_render_quality
 
     add_render_quality(b)
@@ -101,31 +112,28 @@ def _build(args: argparse.Namespace) -> int:
         from spatialact.questions.generate import build_questions, parse_types
     except ImportError as e:
         raise CLIError(f"questions build needs the simulator (pip install 'spatialact[sim]'): {e}") from None
-    if not 16 <= args.size <= 4096:
-        raise CLIError(f"--size must be between 16 and 4096 pixels, got {args.size}")
+    size = 384 if args.size is None else args.size
+    if not 16 <= size <= 4096:
+        raise CLIError(f"--size must be between 16 and 4096 pixels, got {size}")
     if args.max_keyframes is not None and args.max_keyframes < 2:
         raise CLIError(f"--max-keyframes must be at least 2, got {args.max_keyframes}")
     if args.trajectory is None:
         for opt, v in (("--scene", args.scene), ("--format", args.format), ("--entity", args.entity),
-                       ("--max-keyframes", args.max_keyframes)):
+                       ("--max-keyframes", args.max_keyframes), ("--episode", args.episode),
+                       ("--camera", args.camera)):
             if v is not None:
                 raise CLIError(f"{opt} goes with --trajectory")
-    types = parse_types(args.types)
+    types = None if args.types is None else parse_types(args.types)
     traj = None
     mesh = None
     if args.trajectory is not None:
-        from spatialact.trajectories import load_trajectory
-
-        from .tasks import scene_file
-
-        traj = load_trajectory(args.trajectory, args.format, entity=args.entity)
-        mesh = scene_file(args.scene)
+        traj, mesh = _trajectory(args)
     out = check_out(args.out, folder=False)
     check_out(out.parent / f"{out.stem}_images", f"--out {out}: image folder")
     with render_quality_default(args.render_quality):  # the worlds the builder makes draw at it
         res = build_questions(out, n=args.n, seed=args.seed, types=types, trajectory=traj, mesh=mesh,
-                              max_keyframes=args.max_keyframes, renderer=args.renderer, size=args.size,
-                              progress=not args.no_progress and sys.stderr.isatty())
+                              max_keyframes=args.max_keyframes, renderer=args.renderer or "tiny", size=size,
+                              progress=not args.no_progress and sys.stderr.isatty(), camera=args.camera)
     counts: dict = {}
     for q in res.questions:
         k = (q["type"], q["format"])
@@ -141,6 +149,35 @@ def _build(args: argparse.Namespace) -> int:
         print(f"spatialact questions: skipped {v} {k} question{'s' * (v != 1)}: no scene could give one",
               file=sys.stderr)
     return 0
+
+
+def _trajectory(args: argparse.Namespace):
+    """(the trajectory of ``--trajectory``, the mesh of ``--scene``); options that a recording (asked on its own
+    frames: game, DROID, EgoDex with its video) does not take are refused in one line."""
+    from spatialact.questions.recorded import is_recording
+    from spatialact.trajectories import load_trajectory
+
+    from .main import CLIError
+    from .tasks import scene_file
+
+    options = {"camera": args.camera} if args.camera is not None else {}
+    if args.camera is not None and (args.format or "").lower() not in ("", "droid", "lerobot"):
+        raise CLIError(f"--camera goes with a DROID episode, not --format {args.format}")
+    traj = load_trajectory(args.trajectory, args.format, entity=args.entity, episode=args.episode, **options)
+    if args.camera is not None and traj.meta.get("source") != "droid":
+        raise CLIError(f"--camera goes with a DROID episode; {args.trajectory} is a {traj.meta.get('source')} "
+                       "trajectory")
+    if args.episode is not None and traj.meta.get("source") != "droid":
+        raise CLIError(f"--episode goes with a LeRobot (DROID) dataset; {args.trajectory} is a "
+                       f"{traj.meta.get('source')} trajectory")
+    if is_recording(traj):
+        quality = None if args.render_quality == "default" else args.render_quality
+        for opt, v in (("--scene", args.scene), ("--size", args.size), ("--renderer", args.renderer),
+                       ("--render-quality", quality)):
+            if v is not None:
+                raise CLIError(f"{opt}: {args.trajectory} is a {traj.meta.get('source')} recording, asked on its "
+                               "own frames (not re-rendered, at their recorded size)")
+    return traj, scene_file(args.scene)
 
 
 def question_images_problem(questions, size_only: bool = False) -> str | None:

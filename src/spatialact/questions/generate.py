@@ -34,7 +34,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .record import QUESTION_TYPES, SCHEMA_VERSION, TYPE_FORMATS, option_letters, save_questions
+from .drafts import (BLUE, FMT_SHORT, FRAME_TEXT, MIN_OVERLAP, RED, ROTATION_TEXT, YELLOW, Draft, draw_marks,
+                     marked_point, pick_pixels, pose_far, pose_text, project, question_record, shuffle_options,
+                     smooth_mask, spread_values)
+from .record import QUESTION_TYPES, TYPE_FORMATS, option_letters, save_questions
 
 __all__ = ["build_questions", "BuildResult", "SceneViews", "procedural_scenes", "trajectory_scenes",
            "generate_in_scene", "pose_text", "sequence_text", "FRAME_TEXT", "ROTATION_TEXT",
@@ -42,16 +45,8 @@ __all__ = ["build_questions", "BuildResult", "SceneViews", "procedural_scenes", 
 
 QUESTIONS_PER_SCENE = 6   # procedural: one room for about this many questions
 TASKS_PER_SCENE = 4       # procedural tasks (start → goal) per room: their poses are the room's views
-MIN_OVERLAP = 0.3         # shared view (both ways) of two views a question compares
-_FMT_SHORT = {"multiple_choice": "mc", "judgment": "yn", "numeric": "num"}
 _STRUCTURAL = ("floor", "ceiling", "wall", "door", "window", "painting", "rug")
-RED, BLUE, YELLOW = (235, 30, 30), (30, 110, 255), (255, 215, 0)
 
-FRAME_TEXT = ("Camera frame: +X points right, +Y points down and +Z points forward (the viewing direction). "
-              "Pixel coordinates (x, y): x to the right and y down from the top-left pixel (0, 0).")
-ROTATION_TEXT = ("Rotations: pan about +Y (pan right is positive), tilt about +X (tilt up is positive), roll about "
-                 "+Z (counter-clockwise is positive: the image turns counter-clockwise, the camera's right side "
-                 "dips); the rotation is R = R_y(pan) · R_x(tilt) · R_z(roll).")
 
 
 @dataclass
@@ -121,16 +116,17 @@ def trajectory_scenes(traj, *, renderer: str = "tiny", size: int = 384, mesh: st
     """Yield the one scene of a recorded camera path (TUM, KITTI, RealEstate10K, generic, EgoDex's head camera)
     replayed in its replay scene (a procedural room around the path, or the mesh ``mesh``): the views are the poses
     its metric ground truth reaches at each step (docs/trajectories.md), the flows its windows of two and three steps.
-    DROID and EgoDex hand trajectories move a robot or a hand, not the camera: refused (ValueError)."""
+    Recordings with frames (game, DROID, EgoDex) go to :mod:`.recorded`; an EgoDex hand without its video is refused
+    (ValueError)."""
     from ..envs import make_env, replay_trajectory
     from ..envs.replay import replay_scene_for, scene_aspect
     from ..tasks.extraction import keyframe_indices
 
     src = traj.meta.get("source")
     if src == "droid" or (src == "egodex" and traj.meta.get("entity") != "camera"):
-        raise ValueError(f"{traj.meta.get('path')}: questions are generated from camera paths (TUM, KITTI, "
-                         f"RealEstate10K, generic, EgoDex --entity camera); this {src} trajectory moves a "
-                         f"{'robot' if src == 'droid' else 'hand'}")
+        # recordings with their frames are asked on them (spatialact.questions.recorded); what reaches here has none
+        raise ValueError(f"{traj.meta.get('path')}: this {src} trajectory has no recorded frames (its video is "
+                         "missing), and its moving body is not a camera path to replay")
     scene = None
     if mesh is not None:
         kf = keyframe_indices(len(traj), traj.fps, None)
@@ -163,8 +159,6 @@ def trajectory_scenes(traj, *, renderer: str = "tiny", size: int = 384, mesh: st
 
 
 # ----- geometry and drawing helpers ---------------------------------------------------------------------------------
-def _intrinsics(cam) -> dict:
-    return {"fx": float(cam.fx), "fy": float(cam.fy), "cx": float(cam.cx), "cy": float(cam.cy)}
 
 
 def _render(scene: SceneViews, T, cam=None, seg: bool = False):
@@ -194,85 +188,16 @@ def _inside(scene: SceneViews, T) -> bool:
     return not any(np.all(x >= lo - 0.15) and np.all(x <= hi + 0.15) for lo, hi in scene.obstacles)
 
 
-def _smooth_mask(depth: np.ndarray, far: float, margin: int, rel: float = 0.03, k: int = 2) -> np.ndarray:
-    """Pixels where a marker is unambiguous: a surface (not the far plane), depth within ``rel`` over the
-    (2k+1)² neighbourhood, at least ``margin`` pixels from the border."""
-    from numpy.lib.stride_tricks import sliding_window_view
-
-    d = depth.astype(np.float64)
-    pad = np.pad(d, k, mode="edge")
-    win = sliding_window_view(pad, (2 * k + 1, 2 * k + 1))
-    dev = np.abs(win - d[..., None, None]).max(axis=(-1, -2))
-    ok = (d < far * 0.99) & (d > 0) & (dev <= rel * d)
-    m = max(0, int(margin))
-    if m:
-        ok[:m], ok[-m:], ok[:, :m], ok[:, -m:] = False, False, False, False
-    return ok
 
 
-def _unproject(T, cam, x: float, y: float, z: float) -> np.ndarray:
-    pc = np.array([(x - cam.cx) / cam.fx * z, (y - cam.cy) / cam.fy * z, z])
-    return np.asarray(T)[:3, :3] @ pc + np.asarray(T)[:3, 3]
 
 
-def _project(T, cam, X) -> tuple[float, float, float]:
-    T = np.asarray(T)
-    pc = T[:3, :3].T @ (np.asarray(X) - T[:3, 3])
-    if pc[2] <= 1e-6:
-        return math.nan, math.nan, float(pc[2])
-    return float(cam.fx * pc[0] / pc[2] + cam.cx), float(cam.fy * pc[1] / pc[2] + cam.cy), float(pc[2])
 
 
-def _draw(rgb: np.ndarray, marks) -> np.ndarray:
-    """The image with markers: ``marks`` = [(x, y, colour, label or None)]: a filled disc with a white ring and
-    a black outline at the pixel, the label in a box beside it."""
-    from PIL import Image, ImageDraw, ImageFont
-
-    im = Image.fromarray(np.ascontiguousarray(rgb))
-    d = ImageDraw.Draw(im)
-    H, W = rgb.shape[:2]
-    r = max(3, round(min(W, H) / 64))
-    font = ImageFont.load_default()
-    for x, y, colour, label in marks:
-        x, y = float(x), float(y)
-        d.ellipse([x - r - 1, y - r - 1, x + r + 1, y + r + 1], fill=(0, 0, 0))
-        d.ellipse([x - r, y - r, x + r, y + r], fill=(255, 255, 255))
-        d.ellipse([x - r + 2, y - r + 2, x + r - 2, y + r - 2], fill=colour)
-        if label:
-            bx, by = x + r + 2, y - r - 12
-            bx = min(bx, W - 8 * len(label) - 4)
-            by = max(by, 0)
-            x0, y0, x1, y1 = d.textbbox((bx + 2, by + 1), label, font=font)
-            d.rectangle([x0 - 2, y0 - 1, x1 + 2, y1 + 1], fill=(0, 0, 0))
-            d.text((bx + 2, by + 1), label, fill=(255, 255, 255), font=font)
-    return np.asarray(im)
 
 
-def _pick(rng, mask: np.ndarray, n: int = 1, min_dist: float = 0.0, avoid=(), tries: int = 200):
-    """``n`` pixels (x, y) of ``mask``, at least ``min_dist`` apart and from ``avoid``; None if not found."""
-    ys, xs = np.nonzero(mask)
-    if len(xs) < n:
-        return None
-    got: list[tuple[int, int]] = []
-    for _ in range(tries):
-        i = int(rng.integers(len(xs)))
-        p = (int(xs[i]), int(ys[i]))
-        if all(math.dist(p, q) >= min_dist for q in list(got) + list(avoid)):
-            got.append(p)
-            if len(got) == n:
-                return got
-    return None
 
 
-def pose_text(rel: np.ndarray) -> str:
-    """A relative pose in words: the position of camera 2 in camera 1's frame (metres) and its rotation as pan,
-    tilt, roll (degrees; docs/conventions.md's convention, :data:`ROTATION_TEXT`)."""
-    from .. import geometry
-
-    pan, tilt, roll = np.degrees(geometry.matrix_to_ptr(np.asarray(rel)[:3, :3]))
-    x, y, z = np.asarray(rel)[:3, 3]
-    return (f"position (x, y, z) = ({x:+.2f}, {y:+.2f}, {z:+.2f}) m; "
-            f"pan {pan:+.1f}°, tilt {tilt:+.1f}°, roll {roll:+.1f}°")
 
 
 def sequence_text(seq) -> str:
@@ -284,53 +209,13 @@ def sequence_text(seq) -> str:
     return " ".join(parts)
 
 
-def _pose_far(a: np.ndarray, b: np.ndarray, t_min: float = 0.15, r_min: float = math.radians(8.0)) -> bool:
-    from .. import geometry
-
-    return (float(np.linalg.norm(a[:3, 3] - b[:3, 3])) >= t_min
-            or float(geometry.rotation_error(a, b)) >= r_min)
 
 
-def _shuffle(rng, options: list, values: list, correct: int):
-    """Options and values in a random order; the letter of the correct one."""
-    order = rng.permutation(len(options))
-    opts = [options[i] for i in order]
-    vals = [values[i] for i in order]
-    return opts, vals, option_letters(len(opts))[int(np.flatnonzero(order == correct)[0])]
 
 
-def _spread(rng, truth: float, factors, lo: float, hi: float, fmt, n: int = 3, min_ratio: float = 1.12):
-    """``n`` distractor values truth × a factor, within [lo, hi], pairwise (and from the truth) at least
-    ``min_ratio`` apart and written differently by ``fmt``; None if not found."""
-    cand = [truth * f for f in rng.permutation(np.asarray(factors, dtype=np.float64))]
-    got: list[float] = []
-    for v in cand:
-        if not lo <= v <= hi:
-            continue
-        if all(max(v / w, w / v) >= min_ratio and fmt(v) != fmt(w) for w in got + [truth]):
-            got.append(float(v))
-        if len(got) == n:
-            return got
-    return None
 
 
 # ----- one question of each type ----------------------------------------------------------------------------------
-@dataclass
-class _Draft:
-    """A generated question before its files are written: views are (pose, camera, depth map or None); images are
-    (rgb, view index, role)."""
-
-    question: str
-    format: str
-    answer: object
-    views: list
-    images: list
-    options: list | None = None
-    option_values: list | None = None
-    unit: str | None = None
-    points: list = field(default_factory=list)
-    sequence: dict | None = None
-    meta: dict = field(default_factory=dict)
 
 
 def _view_pairs(scene: SceneViews, rng, min_t: float = 0.1, min_r: float = math.radians(5.0), tries: int = 60):
@@ -353,7 +238,7 @@ def _view_pairs(scene: SceneViews, rng, min_t: float = 0.1, min_r: float = math.
         yield i, j
 
 
-def gen_relative_pose(scene: SceneViews, rng, fmt: str) -> _Draft | None:
+def gen_relative_pose(scene: SceneViews, rng, fmt: str) -> Draft | None:
     from .. import geometry
 
     for i, j in _view_pairs(scene, rng):
@@ -370,7 +255,7 @@ def gen_relative_pose(scene: SceneViews, rng, fmt: str) -> _Draft | None:
             R = geometry.relative_pose(scene.views[a], scene.views[b])
             if float(np.linalg.norm(R[:3, 3])) > 3.0:
                 continue
-            if all(_pose_far(R, Q) and pose_text(R) != pose_text(Q) for Q in got + [rel]):
+            if all(pose_far(R, Q) and pose_text(R) != pose_text(Q) for Q in got + [rel]):
                 got.append(R)
                 if len(got) == want:
                     break
@@ -384,14 +269,14 @@ def gen_relative_pose(scene: SceneViews, rng, fmt: str) -> _Draft | None:
                  "and its rotation from camera 1's orientation.")
         meta = {"pair": [i, j]}
         if fmt == "multiple_choice":
-            opts, vals, letter = _shuffle(rng, [pose_text(P) for P in [rel] + got],
+            opts, vals, letter = shuffle_options(rng, [pose_text(P) for P in [rel] + got],
                                           [P.tolist() for P in [rel] + got], 0)
-            return _Draft(question=intro + " What is the relative pose of camera 2 with respect to camera 1?",
+            return Draft(question=intro + " What is the relative pose of camera 2 with respect to camera 1?",
                           format=fmt, answer=letter, options=opts, option_values=vals, views=views, images=images,
                           meta=meta)
         truth = bool(rng.random() < 0.5)
         shown = rel if truth else got[0]
-        return _Draft(question=intro + " Is the following the relative pose of camera 2 with respect to camera 1? "
+        return Draft(question=intro + " Is the following the relative pose of camera 2 with respect to camera 1? "
                                + pose_text(shown),
                       format=fmt, answer="A" if truth else "B", options=["Yes", "No"], option_values=[True, False],
                       views=views, images=images, meta={**meta, "shown_pose": shown.tolist(), "shown_is_true": truth})
@@ -404,7 +289,7 @@ def _primitives():
     return MOTION_PRIMITIVES
 
 
-def gen_primitive(scene: SceneViews, rng, fmt: str) -> _Draft | None:
+def gen_primitive(scene: SceneViews, rng, fmt: str) -> Draft | None:
     from ..action_space import PRIMITIVE_TABLE, ActionSequence, Step
 
     prims = _primitives()
@@ -429,7 +314,7 @@ def gen_primitive(scene: SceneViews, rng, fmt: str) -> _Draft | None:
         others = [k for k in rng.permutation(len(prims)) if k not in (p, opposite)][:2]
         names = [prims[k] for k in [p, opposite] + others]
         texts = [f"{q.value}: {PRIMITIVE_TABLE[q].description}" for q in names]
-        opts, vals, letter = _shuffle(rng, texts, [q.value for q in names], 0)
+        opts, vals, letter = shuffle_options(rng, texts, [q.value for q in names], 0)
         rgb = [_render(scene, X)[0] for X in (T, T2)]
         units = (f"one unit is {sizes.translation:g} m" if axis < 3
                  else f"one unit is {math.degrees(sizes.rotation):.2f}°")
@@ -437,14 +322,14 @@ def gen_primitive(scene: SceneViews, rng, fmt: str) -> _Draft | None:
              "primitive, in its own frame. " + FRAME_TEXT + " Truck moves along X, Pedestal along Y (Pedestal Up is "
              "-Y), Dolly along Z; Tilt, Pan and Roll turn about X, Y and Z (Tilt Up, Pan Right and Roll CCW are "
              "positive). Which primitive links Image 1 to Image 2?")
-        return _Draft(question=q, format=fmt, answer=letter, options=opts, option_values=vals,
+        return Draft(question=q, format=fmt, answer=letter, options=opts, option_values=vals,
                       views=[(T, scene.camera, None), (T2, scene.camera, None)],
                       images=[(rgb[0], 0, "before"), (rgb[1], 1, "after")], sequence=seq.to_dict(),
                       meta={"primitive": prims[p].value, "count": n, "unit": units})
     return None
 
 
-def gen_fov(scene: SceneViews, rng, fmt: str) -> _Draft | None:
+def gen_fov(scene: SceneViews, rng, fmt: str) -> Draft | None:
     from ..envs.rendering import CameraSpec
 
     W = int(scene.camera.width)
@@ -462,13 +347,13 @@ def gen_fov(scene: SceneViews, rng, fmt: str) -> _Draft | None:
              f"The image is {W} x {H} pixels. What is the camera's horizontal field of view, in degrees?")
         base = dict(views=[(T, cam, None)], images=[(rgb, 0, "view")], meta={"vertical_fov_deg": cam.fov_deg})
         if fmt == "numeric":
-            return _Draft(question=q, format=fmt, answer=hfov, unit="deg", **base)
+            return Draft(question=q, format=fmt, answer=hfov, unit="deg", **base)
         fmt_v = lambda v: f"{v:.1f}°"  # noqa: E731
-        d = _spread(rng, hfov, (0.55, 0.68, 0.8, 1.25, 1.45, 1.7), 10.0, 170.0, fmt_v)
+        d = spread_values(rng, hfov, (0.55, 0.68, 0.8, 1.25, 1.45, 1.7), 10.0, 170.0, fmt_v)
         if d is None:
             continue
-        opts, vals, letter = _shuffle(rng, [fmt_v(v) for v in [hfov] + d], [hfov] + d, 0)
-        return _Draft(question=q, format=fmt, answer=letter, options=opts, option_values=vals, **base)
+        opts, vals, letter = shuffle_options(rng, [fmt_v(v) for v in [hfov] + d], [hfov] + d, 0)
+        return Draft(question=q, format=fmt, answer=letter, options=opts, option_values=vals, **base)
     return None
 
 
@@ -481,7 +366,7 @@ def _marked_views(scene: SceneViews, rng, seg: bool = False, extra=()):
             continue
         rgb, depth, s = _render(scene, V, seg=seg)
         margin = max(4, int(0.06 * min(depth.shape)))
-        yield V, rgb, depth, s, _smooth_mask(depth, scene.camera.far, margin)
+        yield V, rgb, depth, s, smooth_mask(depth, scene.camera.far, margin)
 
 
 def _object_views(scene: SceneViews, rng, n: int = 12):
@@ -516,38 +401,31 @@ def _object_views(scene: SceneViews, rng, n: int = 12):
     return out
 
 
-def _point(T, cam, depth, label: str, view: int, x: int, y: int, obj: str | None = None) -> dict:
-    z = float(depth[y, x])
-    p = {"label": label, "view": view, "pixel": [int(x), int(y)], "world": _unproject(T, cam, x, y, z).tolist(),
-         "depth": z}
-    if obj is not None:
-        p["object"] = obj
-    return p
 
 
-def gen_depth(scene: SceneViews, rng, fmt: str) -> _Draft | None:
+def gen_depth(scene: SceneViews, rng, fmt: str) -> Draft | None:
     for T, rgb, depth, _, mask in _marked_views(scene, rng):
-        px = _pick(rng, mask)
+        px = pick_pixels(rng, mask)
         if px is not None:
             break
     else:
         return None
     x, y = px[0]
     cam = scene.camera
-    pt = _point(T, cam, depth, "red", 0, x, y)
+    pt = marked_point(T, cam, depth, "red", 0, x, y)
     q = (f"A red marker is drawn in Image 1 at pixel (x, y) = ({x}, {y}). " + FRAME_TEXT + " What is the depth of the "
          "surface point under the marker: its distance from the camera along the viewing direction (the Z "
          "coordinate in the camera frame, not the distance along the ray), in metres?")
-    return _Draft(question=q, format=fmt, answer=pt["depth"], unit="m", views=[(T, cam, depth)],
-                  images=[(_draw(rgb, [(x, y, RED, None)]), 0, "view")], points=[pt])
+    return Draft(question=q, format=fmt, answer=pt["depth"], unit="m", views=[(T, cam, depth)],
+                  images=[(draw_marks(rgb, [(x, y, RED, None)]), 0, "view")], points=[pt])
 
 
-def gen_relative_depth(scene: SceneViews, rng, fmt: str) -> _Draft | None:
+def gen_relative_depth(scene: SceneViews, rng, fmt: str) -> Draft | None:
     cam = scene.camera
     for T, rgb, depth, _, mask in _marked_views(scene, rng):
         W = depth.shape[1]
         for _ in range(30):
-            px = _pick(rng, mask, 4, min_dist=max(12.0, 0.12 * W))
+            px = pick_pixels(rng, mask, 4, min_dist=max(12.0, 0.12 * W))
             if px is None:
                 break
             z = [float(depth[y, x]) for x, y in px]
@@ -560,18 +438,18 @@ def gen_relative_depth(scene: SceneViews, rng, fmt: str) -> _Draft | None:
             continue
         closest = bool(rng.random() < 0.5)
         k = int(np.argmin(z) if closest else np.argmax(z))
-        points = [_point(T, cam, depth, str(i + 1), 0, x, y) for i, (x, y) in enumerate(px)]
-        img = _draw(rgb, [(x, y, YELLOW, str(i + 1)) for i, (x, y) in enumerate(px)])
+        points = [marked_point(T, cam, depth, str(i + 1), 0, x, y) for i, (x, y) in enumerate(px)]
+        img = draw_marks(rgb, [(x, y, YELLOW, str(i + 1)) for i, (x, y) in enumerate(px)])
         which = "closest to" if closest else "farthest from"
         q = ("Four points are marked in Image 1, labelled 1 to 4. " + FRAME_TEXT + f" Which marked point is {which} "
              "the camera, measured as depth along the viewing direction (the Z coordinate in the camera frame)?")
-        return _Draft(question=q, format=fmt, answer=option_letters(4)[k],
+        return Draft(question=q, format=fmt, answer=option_letters(4)[k],
                       options=[f"Point {i + 1}" for i in range(4)], option_values=z, views=[(T, cam, depth)],
                       images=[(img, 0, "view")], points=points, meta={"asks": "closest" if closest else "farthest"})
     return None
 
 
-def gen_distance(scene: SceneViews, rng, fmt: str) -> _Draft | None:
+def gen_distance(scene: SceneViews, rng, fmt: str) -> Draft | None:
     if not scene.objects:
         return None
     cam = scene.camera
@@ -585,48 +463,48 @@ def gen_distance(scene: SceneViews, rng, fmt: str) -> _Draft | None:
         if len(visible) < 2:
             continue
         oa, ob = (visible[int(i)] for i in rng.choice(len(visible), size=2, replace=False))
-        pa = _pick(rng, (names == oa) & mask)
-        pb = _pick(rng, (names == ob) & mask, avoid=pa, min_dist=10.0)
+        pa = pick_pixels(rng, (names == oa) & mask)
+        pb = pick_pixels(rng, (names == ob) & mask, avoid=pa, min_dist=10.0)
         if pa is None or pb is None:
             continue
         (xa, ya), (xb, yb) = pa[0], pb[0]
-        A = _point(T, cam, depth, "red", 0, xa, ya, oa)
-        B = _point(T, cam, depth, "blue", 0, xb, yb, ob)
+        A = marked_point(T, cam, depth, "red", 0, xa, ya, oa)
+        B = marked_point(T, cam, depth, "blue", 0, xb, yb, ob)
         dist = float(np.linalg.norm(np.asarray(A["world"]) - np.asarray(B["world"])))
         if dist < 0.2:
             continue
-        img = _draw(rgb, [(xa, ya, RED, None), (xb, yb, BLUE, None)])
+        img = draw_marks(rgb, [(xa, ya, RED, None), (xb, yb, BLUE, None)])
         q = (f"Image 1 shows two marked points on two different objects: a red marker at pixel ({xa}, {ya}) and a "
              f"blue marker at pixel ({xb}, {yb}). What is the straight-line distance in 3-D between the two marked "
              "surface points, in metres?")
         base = dict(views=[(T, cam, depth)], images=[(img, 0, "view")], points=[A, B],
                     meta={"objects": [oa, ob]})
         if fmt == "numeric":
-            return _Draft(question=q, format=fmt, answer=dist, unit="m", **base)
+            return Draft(question=q, format=fmt, answer=dist, unit="m", **base)
         fmt_v = lambda v: f"{v:.2f} m"  # noqa: E731
-        d = _spread(rng, dist, (0.45, 0.6, 0.75, 1.3, 1.55, 1.9), 0.02, 100.0, fmt_v, min_ratio=1.15)
+        d = spread_values(rng, dist, (0.45, 0.6, 0.75, 1.3, 1.55, 1.9), 0.02, 100.0, fmt_v, min_ratio=1.15)
         if d is None:
             continue
-        opts, vals, letter = _shuffle(rng, [fmt_v(v) for v in [dist] + d], [dist] + d, 0)
-        return _Draft(question=q, format=fmt, answer=letter, options=opts, option_values=vals, **base)
+        opts, vals, letter = shuffle_options(rng, [fmt_v(v) for v in [dist] + d], [dist] + d, 0)
+        return Draft(question=q, format=fmt, answer=letter, options=opts, option_values=vals, **base)
     return None
 
 
-def gen_tracking(scene: SceneViews, rng, fmt: str) -> _Draft | None:
+def gen_tracking(scene: SceneViews, rng, fmt: str) -> Draft | None:
     cam = scene.camera
     for i, j in _view_pairs(scene, rng, tries=40):
         A, B = scene.views[i], scene.views[j]
         rgb_a, d_a, _ = _render(scene, A)
         rgb_b, d_b, _ = _render(scene, B)
-        m_a = _smooth_mask(d_a, cam.far, max(4, int(0.08 * cam.width)))
-        m_b = _smooth_mask(d_b, cam.far, max(4, int(0.08 * cam.width)))
+        m_a = smooth_mask(d_a, cam.far, max(4, int(0.08 * cam.width)))
+        m_b = smooth_mask(d_b, cam.far, max(4, int(0.08 * cam.width)))
         for _ in range(10):
-            px = _pick(rng, m_a)
+            px = pick_pixels(rng, m_a)
             if px is None:
                 break
             x, y = px[0]
-            P = _point(A, cam, d_a, "red", 0, x, y)
-            u, v, z = _project(B, cam, P["world"])
+            P = marked_point(A, cam, d_a, "red", 0, x, y)
+            u, v, z = project(B, cam, P["world"])
             if not (math.isfinite(u) and math.isfinite(v)):
                 continue
             ui, vi = int(round(u)), int(round(v))
@@ -634,21 +512,21 @@ def gen_tracking(scene: SceneViews, rng, fmt: str) -> _Draft | None:
                 continue
             if abs(float(d_b[vi, ui]) - z) > 0.03 * z + 0.01:  # hidden behind something in view 2
                 continue
-            others = _pick(rng, m_b, 3, min_dist=max(16.0, 0.12 * cam.width), avoid=[(u, v)])
+            others = pick_pixels(rng, m_b, 3, min_dist=max(16.0, 0.12 * cam.width), avoid=[(u, v)])
             if others is None:
                 continue
             cands = [(u, v)] + [(float(a), float(b)) for a, b in others]
             order = rng.permutation(4)
             shown = [cands[k] for k in order]
             k_true = int(np.flatnonzero(order == 0)[0])
-            img_a = _draw(rgb_a, [(x, y, RED, None)])
-            img_b = _draw(rgb_b, [(round(a), round(b), YELLOW, str(n + 1)) for n, (a, b) in enumerate(shown)])
+            img_a = draw_marks(rgb_a, [(x, y, RED, None)])
+            img_b = draw_marks(rgb_b, [(round(a), round(b), YELLOW, str(n + 1)) for n, (a, b) in enumerate(shown)])
             points = [P] + [{"label": str(n + 1), "view": 1, "pixel": [float(a), float(b)]}
                             for n, (a, b) in enumerate(shown)]
             q = (f"Image 1 shows a red marker at pixel ({x}, {y}). Image 2 shows the same scene from another "
                  "viewpoint, with four candidate points labelled 1 to 4. Which candidate point in Image 2 is the same "
                  "3-D point as the red marker in Image 1?")
-            return _Draft(question=q, format=fmt, answer=option_letters(4)[k_true],
+            return Draft(question=q, format=fmt, answer=option_letters(4)[k_true],
                           options=[f"Point {n + 1}" for n in range(4)], option_values=[list(c) for c in shown],
                           views=[(A, cam, d_a), (B, cam, d_b)], images=[(img_a, 0, "view 1"), (img_b, 1, "view 2")],
                           points=points, meta={"pair": [i, j]})
@@ -692,7 +570,7 @@ def _corruptions(rng, seq, cap: int):
     return out
 
 
-def gen_task_flow(scene: SceneViews, rng, fmt: str) -> _Draft | None:
+def gen_task_flow(scene: SceneViews, rng, fmt: str) -> Draft | None:
     from .. import geometry
 
     flows = [f for f in scene.flows if len(f[1]) >= 1 and not f[1].has_vectors]
@@ -720,7 +598,7 @@ def gen_task_flow(scene: SceneViews, rng, fmt: str) -> _Draft | None:
             continue
         rgb = [_render(scene, T)[0] for T in (T0, end)]
         seqs = [seq] + [s for _, s in chosen]
-        opts, vals, letter = _shuffle(rng, [sequence_text(s) for s in seqs], [s.to_dict() for s in seqs], 0)
+        opts, vals, letter = shuffle_options(rng, [sequence_text(s) for s in seqs], [s.to_dict() for s in seqs], 0)
         q = ("The camera moved from the view in Image 1 to the view in Image 2 by executing a sequence of steps. "
              "Each step names motion primitives and how many units of each; within a step the camera first "
              "translates, then rotates, in its own frame at the start of the step. " + FRAME_TEXT + " Truck Right "
@@ -728,7 +606,7 @@ def gen_task_flow(scene: SceneViews, rng, fmt: str) -> _Draft | None:
              "and Roll CCW turn positively about X, Y and Z. One unit is "
              f"{u_t:g} m for Truck, Pedestal and Dolly and {math.degrees(u_r):.2f}° for Tilt, Pan and Roll. Which "
              "sequence did the camera execute?")
-        return _Draft(question=q, format=fmt, answer=letter, options=opts, option_values=vals,
+        return Draft(question=q, format=fmt, answer=letter, options=opts, option_values=vals,
                       views=[(T0, scene.camera, None), (end, scene.camera, None)],
                       images=[(rgb[0], 0, "start"), (rgb[1], 1, "end")], sequence=seq.to_dict(),
                       meta={"corruptions": [k for k, _ in chosen], "n_steps": len(seq)})
@@ -742,62 +620,13 @@ assert set(GENERATORS) == set(QUESTION_TYPES)
 
 
 # ----- records and files ---------------------------------------------------------------------------------------------
-def _write_png(path: Path, rgb: np.ndarray) -> None:
-    from ..agents.prompts import png_bytes
-
-    path.write_bytes(png_bytes(rgb))
 
 
-def _finish(draft: _Draft, qid: str, typ: str, scene: SceneViews, seed: int, image_dir: Path) -> dict:
-    """The question record of a draft; its images (PNG) and depth maps (.npy, float32 metres) written to
-    ``image_dir`` as ``<id>_<k>.png`` and ``<id>_view<k>_depth.npy``."""
-    image_dir.mkdir(parents=True, exist_ok=True)
-    views = []
-    for k, (T, cam, depth) in enumerate(draft.views):
-        v = {"pose": np.asarray(T, dtype=np.float64).tolist(), "width": int(cam.width), "height": int(cam.height),
-             "intrinsics": _intrinsics(cam), "depth": None}
-        if depth is not None:
-            p = image_dir / f"{qid}_view{k}_depth.npy"
-            np.save(p, np.ascontiguousarray(depth, dtype=np.float32), allow_pickle=False)
-            v["depth"] = str(p)
-        views.append(v)
-    images = []
-    for k, (rgb, view, role) in enumerate(draft.images):
-        p = image_dir / f"{qid}_{k + 1}.png"
-        _write_png(p, rgb)
-        images.append({"path": str(p), "view": int(view), "role": role})
-    rec = {"schema_version": SCHEMA_VERSION, "id": qid, "type": typ, "format": draft.format,
-           "source": scene.source, "scene": scene.spec, "seed": int(seed), "question": draft.question}
-    if draft.options is not None:
-        rec["options"] = list(draft.options)
-    rec["answer"] = draft.answer if isinstance(draft.answer, str) else float(draft.answer)
-    if draft.unit is not None:
-        rec["unit"] = draft.unit
-    if draft.option_values is not None:
-        rec["option_values"] = [_plain(v) for v in draft.option_values]
-    rec["images"] = images
-    rec["views"] = views
-    if draft.points:
-        rec["points"] = [_plain(p) for p in draft.points]
-    if draft.sequence is not None:
-        rec["sequence"] = draft.sequence
-    rec["meta"] = _plain(draft.meta)
-    return rec
 
 
-def _plain(x):
-    if isinstance(x, dict):
-        return {str(k): _plain(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_plain(v) for v in x]
-    if isinstance(x, np.ndarray):
-        return _plain(x.tolist())
-    if isinstance(x, np.generic):
-        return x.item()
-    return x
 
 
-def generate_in_scene(scene: SceneViews, typ: str, fmt: str, rng) -> _Draft | None:
+def generate_in_scene(scene: SceneViews, typ: str, fmt: str, rng) -> Draft | None:
     """One question of ``typ`` in ``fmt`` from ``scene`` (a draft: its images not yet written), or None when the
     scene cannot give one (no two objects in view for ``distance``, no replayed flow for ``task_flow``, …)."""
     if typ not in GENERATORS:
@@ -823,15 +652,40 @@ def parse_types(text: str | None) -> tuple[str, ...]:
     return tuple(out)
 
 
+def _sources(n_items, types, *, seed, trajectory, mesh, max_keyframes, renderer, size, camera):
+    """(scenes, how many, the generator of one draft, the types asked) for :func:`build_questions`: a recording's
+    own frames (:mod:`.recorded`), a camera path replayed in its scene, or procedural rooms."""
+    if trajectory is not None:
+        from .recorded import generate_in_recording, is_recording, recording_from, recording_types
+
+        if is_recording(trajectory):
+            if mesh is not None:
+                raise ValueError(f"{trajectory.meta.get('path')}: a {trajectory.meta.get('source')} recording is "
+                                 "asked on its own frames: no --scene (a mesh scene is for camera paths)")
+            rec = recording_from(trajectory, camera=camera, max_keyframes=max_keyframes)
+            return [rec], 1, generate_in_recording, recording_types(rec, types)
+        if camera is not None:
+            raise ValueError(f"{trajectory.meta.get('path')}: camera {camera!r}: only a DROID episode has cameras "
+                             "to choose")
+        scenes = trajectory_scenes(trajectory, renderer=renderer, size=size, mesh=mesh, max_keyframes=max_keyframes)
+        return scenes, 1, generate_in_scene, QUESTION_TYPES if types is None else types
+    types = QUESTION_TYPES if types is None else types
+    n_scenes = max(1, math.ceil(n_items(types) / QUESTIONS_PER_SCENE))
+    return procedural_scenes(n_scenes, seed, renderer=renderer, size=size), n_scenes, generate_in_scene, types
+
+
 def build_questions(out, *, n: int = 4, seed: int = 0, types=None, trajectory=None, mesh: str | None = None,
                     max_keyframes: int | None = None, renderer: str = "tiny", size: int = 384,
-                    progress: bool = False) -> BuildResult:
+                    progress: bool = False, camera: str | None = None) -> BuildResult:
     """Generate ``n`` questions of every (type, format) pair of ``types`` (default all, :data:`TYPE_FORMATS`) and
     write them to the question file ``out`` (JSONL), their images and depth maps to ``<out stem>_images/``.
 
     Views come from procedural rooms (seeded by ``seed``; about :data:`QUESTIONS_PER_SCENE` questions a room), or,
     with ``trajectory`` (a :class:`~spatialact.trajectories.Trajectory`), from its camera path replayed in its scene
     (``mesh``: a mesh scene instead of a room around the path; ``max_keyframes``: replay only the first keyframes).
+    A recording — a game trajectory, a DROID episode (``camera``: one camera instead of all), an EgoDex episode with
+    its video — is asked on its own frames, poses, intrinsics and depth (:mod:`spatialact.questions.recorded`):
+    ``types`` None means every type it can give, a type it cannot give is refused; frames keep their recorded size.
     ``renderer``: tiny (default: CPU, the same images everywhere), egl, gl or auto; ``size``: image width in pixels.
     A question a scene cannot give is tried in the next scene; those no scene gives are counted in
     ``BuildResult.skipped``. Deterministic: the same arguments give the same file and images (same renderer and
@@ -843,20 +697,18 @@ def build_questions(out, *, n: int = 4, seed: int = 0, types=None, trajectory=No
         raise ValueError(f"--size must be between 16 and 4096 pixels, got {size}")
     if seed < 0:
         raise ValueError(f"--seed must be ≥ 0, got {seed}")
-    types = tuple(types) if types is not None else QUESTION_TYPES
-    for t in types:
+    types = tuple(types) if types is not None else None
+    for t in types or ():
         if t not in QUESTION_TYPES:
             raise ValueError(f"unknown question type {t!r} (expected one of {', '.join(QUESTION_TYPES)})")
     out = Path(out)
     image_dir = out.parent / f"{out.stem}_images"
+    scenes, n_scenes, generate, types = _sources(lambda ts: n * sum(len(TYPE_FORMATS[t]) for t in ts), types,
+                                                 seed=seed, trajectory=trajectory, mesh=mesh,
+                                                 max_keyframes=max_keyframes, renderer=renderer, size=size,
+                                                 camera=camera)
     variants = [(t, f) for t in types for f in TYPE_FORMATS[t]]
     items = [(t, f, k) for k in range(n) for t, f in variants]
-    if trajectory is not None:
-        scenes = trajectory_scenes(trajectory, renderer=renderer, size=size, mesh=mesh, max_keyframes=max_keyframes)
-        n_scenes = 1
-    else:
-        n_scenes = max(1, math.ceil(len(items) / QUESTIONS_PER_SCENE))
-        scenes = procedural_scenes(n_scenes, seed, renderer=renderer, size=size)
     queues: list[list[int]] = [[] for _ in range(n_scenes)]
     for i in range(len(items)):
         queues[i % n_scenes].append(i)
@@ -873,7 +725,7 @@ def build_questions(out, *, n: int = 4, seed: int = 0, types=None, trajectory=No
                 typ, fmt, k = items[i]
                 rng = np.random.default_rng([int(seed), QUESTION_TYPES.index(typ), TYPE_FORMATS[typ].index(fmt),
                                              int(k), s])
-                draft = generate_in_scene(scene, typ, fmt, rng)
+                draft = generate(scene, typ, fmt, rng)
                 if draft is None:
                     if s + 1 < n_scenes:
                         queues[s + 1].append(i)
@@ -883,8 +735,8 @@ def build_questions(out, *, n: int = 4, seed: int = 0, types=None, trajectory=No
                         if bar is not None:
                             bar.update(1)
                     continue
-                qid = f"q-{seed}-{typ}-{_FMT_SHORT[fmt]}-{k:03d}"
-                done[i] = _finish(draft, qid, typ, scene, seed, image_dir)
+                qid = f"q-{seed}-{typ}-{FMT_SHORT[fmt]}-{k:03d}"
+                done[i] = question_record(draft, qid, typ, scene, seed, image_dir)
                 if bar is not None:
                     bar.update(1)
     finally:
@@ -895,8 +747,11 @@ def build_questions(out, *, n: int = 4, seed: int = 0, types=None, trajectory=No
             close()
     records = [done[i] for i in sorted(done)]
     if not records:
+        hint = ("try other --types or a scene with objects" if generate is generate_in_scene else
+                "no two recorded frames moved (0.1 m or 5°, at most 3 m and 75°) and share their view, or no pixel "
+                "was fit to mark")
         raise ValueError("no question could be generated (" + ", ".join(f"{k}: {v}" for k, v in skipped.items())
-                         + "); try other --types or a scene with objects")
+                         + f"); {hint}")
     path = save_questions(records, out)
     from .record import load_questions
 

@@ -1,0 +1,538 @@
+"""Questions from recordings: the recorded frames, camera poses, intrinsics and depth of a game trajectory, a DROID
+episode or an EgoDex episode, nothing re-rendered.
+
+* ``game`` (``spatialact game record``): the player's camera, C2W poses as recorded, intrinsics with pixels that are
+  not square (fy = 1.2·fx: :func:`~spatialact.questions.drafts.project` and ``unproject`` use fx and fy apart, a
+  field of view is asked along one axis with its own focal length), frames from ``rgb.mp4`` and the 8-bit depth
+  buffer in metres, quantised in steps of ``meta.depth.quantisation_m`` (about 0.22 m): a depth question is asked
+  only where its answer margin exceeds that step (:data:`DEPTH_TOLERANCE`);
+* ``droid``: every recorded camera with a video and extrinsics (the wrist camera, both exterior cameras; or the one
+  ``camera`` names), poses ``camera_extrinsics.<camera>`` as recorded. DROID stores no intrinsics, so views carry
+  the replay's assumed ZED 2 intrinsics (``spatialact.envs.replay.droid_default_intrinsics``, said in ``meta``)
+  and no question is computed from them;
+* ``egodex``: the head camera (``transforms/camera``), its recorded intrinsics (``camera/intrinsic``, pixels of the
+  1920×1080 video) and frames from the episode's ``.mp4``.
+
+Views are frames at :data:`VIEWS_PER_SECOND` (of every camera), at most :data:`MAX_VIEWS`. A type the recording
+cannot give (:func:`recording_types`) is refused in one line naming what it lacks. Poses everywhere: C2W (4, 4)
+float64, metres, world +Z up, camera axes OpenCV's (+X right, +Y down, +Z forward); pixels (x, y) with centres at
+integers; depth is z-depth in metres.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .drafts import (FRAME_TEXT, MIN_OVERLAP, RED, ROTATION_TEXT, YELLOW, Draft, draw_marks, marked_point,
+                     pick_pixels, pose_far, pose_text, project, shuffle_options, smooth_mask, spread_values,
+                     unproject)
+from .record import QUESTION_TYPES, TYPE_FORMATS, option_letters
+
+__all__ = ["RECORDED_SOURCES", "VIEWS_PER_SECOND", "MAX_VIEWS", "SHARED_VIEW_DISTANCE_M", "DEPTH_TOLERANCE",
+           "RecordedView", "Recording", "is_recording", "recording_from", "recording_types",
+           "generate_in_recording"]
+
+RECORDED_SOURCES = ("game", "droid", "egodex")
+VIEWS_PER_SECOND = 2.0        # candidate views: two frames a second of every camera ...
+MAX_VIEWS = 240               # ... at most this many (evenly spaced over the recording)
+SHARED_VIEW_DISTANCE_M = 1.0  # without depth: the point this far along each optical axis must lie in the other image
+DEPTH_TOLERANCE = 0.05        # the finest tolerance a depth answer is scored at (MRA's θ = 0.95: 5 % of the truth)
+DROID_CAMERAS = ("wrist_left", "exterior_1_left", "exterior_2_left")
+
+# What a question type needs, and how a recording that lacks it is told (one line).
+_NEVER = {
+    "primitive": "needs the view after a motion of whole units, which a recording does not have (its frames are "
+                 "not re-rendered)",
+    "distance": "needs object labels, which a recording does not store",
+    "task_flow": "needs views that a ground truth of whole units reaches exactly; a recording's frames lie between "
+                 "them",
+}
+
+
+@dataclass
+class RecordedView:
+    """One recorded frame: the camera that took it (``camera_name``), its frame index in that camera's trajectory,
+    its C2W pose (4, 4) float64 metres as recorded and its pinhole camera (``spatialact.envs.camera.CameraSpec``,
+    pixels of the recorded frame)."""
+
+    camera_name: str
+    frame: int
+    time_s: float
+    pose: np.ndarray
+    camera: object
+
+
+@dataclass
+class Recording:
+    """The views of one recording and what it has: ``depth_step`` (m, the quantisation of its depth maps; None: no
+    depth recorded), ``far_m`` (depth at or beyond which a recorded depth says only "at least this far"),
+    ``intrinsics_recorded`` (False: the views carry assumed intrinsics). ``source`` and ``spec`` go into every
+    question record (``source``, ``scene``)."""
+
+    source: str
+    spec: dict
+    views: list
+    trajectories: dict
+    depth_step: float | None = None
+    far_m: float | None = None
+    intrinsics_recorded: bool = True
+    _rgb: dict = field(default_factory=dict, repr=False)
+    _depth: dict = field(default_factory=dict, repr=False)
+
+    def rgb(self, k: int) -> np.ndarray:
+        """The recorded RGB frame (H, W, 3) uint8 of view ``k`` (decoded once)."""
+        if k not in self._rgb:
+            v = self.views[k]
+            self._rgb[k] = self.trajectories[v.camera_name].frame(v.frame)
+        return self._rgb[k]
+
+    def depth(self, k: int) -> np.ndarray | None:
+        """The recorded z-depth (H, W) float32 metres of view ``k`` (None without depth)."""
+        if self.depth_step is None:
+            return None
+        if k not in self._depth:
+            from ..trajectories.game import read_depth
+
+            v = self.views[k]
+            self._depth[k] = read_depth(self.trajectories[v.camera_name], [v.frame])[0]
+        return self._depth[k]
+
+
+def is_recording(traj) -> bool:
+    """Whether questions come from ``traj``'s own frames: a game trajectory, a DROID episode, an EgoDex episode with
+    its video (an EgoDex head camera without one is replayed as a camera path, as before)."""
+    src = traj.meta.get("source")
+    return src in ("game", "droid") or (src == "egodex" and traj.images is not None)
+
+
+def _view_frames(traj, max_keyframes: int | None) -> np.ndarray:
+    t = np.asarray(traj.timestamps, dtype=np.float64) - float(traj.timestamps[0])
+    if max_keyframes is not None:
+        t = t[t <= (int(max_keyframes) - 1) + 1e-9]
+    want = np.arange(0.0, t[-1] + 1e-9, 1.0 / VIEWS_PER_SECOND)
+    idx = np.unique(np.clip(np.searchsorted(t, want - 0.5 / traj.fps), 0, len(t) - 1))
+    return idx
+
+
+def _droid_trajectories(traj, camera: str | None) -> dict:
+    """{camera name: its trajectory} of the DROID cameras with a video and extrinsics (or of ``camera``)."""
+    from ..trajectories import load_trajectory
+
+    path, ep = traj.meta["path"], traj.meta.get("episode")
+    names = (camera,) if camera else DROID_CAMERAS
+    out = {}
+    for name in names:
+        t = traj if name == traj.meta.get("camera") else None
+        if t is None:
+            try:
+                t = load_trajectory(path, "droid", episode=ep, camera=name)
+            except ValueError:
+                if camera:
+                    raise
+                continue  # a dataset without this camera
+        if t.images is not None and t.camera_poses is not None and t.has_frames:
+            out[t.meta.get("camera", name)] = t
+        elif camera:
+            what = "video" if t.images is None or not t.has_frames else "extrinsics (camera_extrinsics)"
+            raise ValueError(f"{path}: episode {ep}: camera {camera!r} has no {what}: questions are asked on the "
+                             "recorded frames at the recorded camera poses")
+    if not out:
+        raise ValueError(f"{path}: episode {ep}: no camera has both a video and extrinsics: questions are asked on "
+                         "the recorded frames at the recorded camera poses")
+    return out
+
+
+def recording_from(traj, *, camera: str | None = None, max_keyframes: int | None = None) -> Recording:
+    """The :class:`Recording` of a game trajectory, a DROID episode (``camera``: one camera instead of all) or an
+    EgoDex episode with its video; ``max_keyframes``: only the first N seconds' worth (N keyframes, one a second).
+    Refusals (ValueError) are one line naming the file and what it lacks."""
+    from ..envs.camera import CameraSpec
+    from ..envs.replay import EGODEX_IMAGE_SIZE, droid_default_intrinsics
+
+    src = traj.meta.get("source")
+    path = traj.meta.get("path")
+    if src not in RECORDED_SOURCES:
+        raise ValueError(f"{path}: a {src} trajectory is not a recording with frames (game, droid, egodex)")
+    if camera is not None and src != "droid":
+        raise ValueError(f"{path}: camera {camera!r}: only a DROID episode has several cameras")
+    if src == "droid":
+        trajs = _droid_trajectories(traj, camera)
+    else:
+        if traj.images is None or not traj.has_frames:
+            raise ValueError(f"{path}: no recorded frames (the video is missing): questions are asked on the "
+                             "recorded frames")
+        trajs = {"head" if src == "egodex" else "player": traj}
+    views = []
+    for name, t in trajs.items():
+        first = t.frame(0)
+        H, W = first.shape[:2]
+        if src == "droid":
+            cam = CameraSpec.from_intrinsics(W, H, **droid_default_intrinsics(W, H))
+            poses = t.camera_poses
+        elif src == "egodex":
+            if t.intrinsics is None:
+                raise ValueError(f"{path}: camera/intrinsic: missing: EgoDex questions use the recorded intrinsics")
+            cam = CameraSpec.from_K(t.intrinsics, *EGODEX_IMAGE_SIZE)
+            if (W, H) != tuple(EGODEX_IMAGE_SIZE):
+                cam = cam.resized(W, H)
+            poses = t.poses if t.meta.get("entity") == "camera" else t.camera_poses
+        else:
+            size = tuple(t.meta.get("image_size") or (W, H))
+            if size != (W, H):
+                raise ValueError(f"{path}: rgb.mp4: frames are {W}x{H}, meta.json says {size[0]}x{size[1]}")
+            cam = CameraSpec.from_K(t.intrinsics, W, H)
+            poses = t.poses
+        for i in _view_frames(t, max_keyframes):
+            views.append(RecordedView(name, int(i), float(t.timestamps[i] - t.timestamps[0]),
+                                      np.asarray(poses[i], dtype=np.float64), cam))
+    if len(views) > MAX_VIEWS:
+        keep = np.unique(np.round(np.linspace(0, len(views) - 1, MAX_VIEWS)).astype(int))
+        views = [views[int(k)] for k in keep]
+    spec = {"type": "recording", "source": src, "path": str(path), "cameras": sorted(trajs)}
+    if src == "droid":
+        spec["episode"] = traj.meta.get("episode")
+    if src == "game":
+        spec.update({k: traj.meta[k] for k in ("wad", "wad_sha256", "map") if k in traj.meta})
+        d = traj.meta["depth"]
+        return Recording(src, spec, views, trajs, depth_step=float(d["quantisation_m"]),
+                         far_m=float(d["offset_m"] + d["far_level"] * d["scale_m"]))
+    return Recording(src, spec, views, trajs, intrinsics_recorded=src != "droid")
+
+
+def _lacks(rec: Recording, typ: str) -> str | None:
+    """Why ``rec`` cannot give questions of ``typ`` (None: it can)."""
+    if typ in _NEVER:
+        return _NEVER[typ]
+    if typ in ("fov", "tracking") and not rec.intrinsics_recorded:
+        return "needs the recorded intrinsics; DROID stores none"
+    if typ in ("depth", "relative_depth", "tracking") and rec.depth_step is None:
+        return "needs recorded depth; only game recordings have it"
+    return None
+
+
+def recording_types(rec: Recording, types=None) -> tuple[str, ...]:
+    """The question types asked of ``rec``: ``types`` (None: every type it can give); a type it cannot give is
+    refused (ValueError, one line naming the recording, the type and what it lacks)."""
+    if types is None:
+        return tuple(t for t in QUESTION_TYPES if _lacks(rec, t) is None)
+    for t in types:
+        why = _lacks(rec, t)
+        if why is not None:
+            raise ValueError(f"{rec.spec['path']}: no {t} questions from a {rec.source} recording: {t} {why} "
+                             f"(this recording gives: {', '.join(recording_types(rec))})")
+    return tuple(types)
+
+
+# ----- views and pairs --------------------------------------------------------------------------------------------
+def _shared_by_depth(rec: Recording, a: int, b: int) -> float:
+    """The fraction of view ``a``'s pixels (a grid, depth below the far level) that view ``b`` sees: unprojected with
+    their recorded depth, inside ``b``'s image and not behind what ``b`` recorded (within a quantisation step + 3 %)."""
+    A, B = rec.views[a], rec.views[b]
+    da, db = rec.depth(a), rec.depth(b)
+    cam_a, cam_b = A.camera, B.camera
+    s = max(1, cam_a.width // 40)
+    ys, xs = np.mgrid[0:cam_a.height:s, 0:cam_a.width:s]
+    z = da[ys, xs].astype(np.float64)
+    ok = z < rec.far_m * 0.999
+    if not ok.any():
+        return 0.0
+    xs, ys, z = xs[ok], ys[ok], z[ok]
+    pc = np.stack([(xs - cam_a.cx) / cam_a.fx * z, (ys - cam_a.cy) / cam_a.fy * z, z], axis=1)
+    Pw = pc @ A.pose[:3, :3].T + A.pose[:3, 3]
+    qc = (Pw - B.pose[:3, 3]) @ B.pose[:3, :3]
+    zb = qc[:, 2]
+    front = zb > 1e-6
+    u = np.where(front, cam_b.fx * qc[:, 0] / np.where(front, zb, 1) + cam_b.cx, -1)
+    v = np.where(front, cam_b.fy * qc[:, 1] / np.where(front, zb, 1) + cam_b.cy, -1)
+    ui, vi = np.round(u).astype(int), np.round(v).astype(int)
+    inside = front & (ui >= 0) & (ui < cam_b.width) & (vi >= 0) & (vi < cam_b.height)
+    seen = np.zeros_like(inside)
+    idx = np.flatnonzero(inside)
+    seen[idx] = db[vi[idx], ui[idx]] >= zb[idx] - (rec.depth_step + 0.03 * zb[idx])
+    return float(seen.mean())
+
+
+def _shared_by_axis(A: RecordedView, B: RecordedView) -> bool:
+    """Without depth: the point :data:`SHARED_VIEW_DISTANCE_M` along each camera's optical axis lies inside the
+    other image."""
+    for P, Q in ((A, B), (B, A)):
+        X = P.pose[:3, :3] @ np.array([0.0, 0.0, SHARED_VIEW_DISTANCE_M]) + P.pose[:3, 3]
+        u, v, z = project(Q.pose, Q.camera, X)
+        if not (z > 0 and 0 <= u < Q.camera.width and 0 <= v < Q.camera.height):
+            return False
+    return True
+
+
+def _moved(A: RecordedView, B: RecordedView) -> bool:
+    from .. import geometry
+
+    t = float(np.linalg.norm(A.pose[:3, 3] - B.pose[:3, 3]))
+    r = float(geometry.rotation_error(A.pose, B.pose))
+    return not ((t < 0.1 and r < math.radians(5.0)) or t > 3.0 or r > math.radians(75.0))
+
+
+def recorded_pairs(rec: Recording, rng, tries: int = 80):
+    """Random pairs (a, b) of views that moved (≥ 0.1 m or 5°, at most 3 m and 75°) and share their view: with depth
+    at least :data:`MIN_OVERLAP` both ways (:func:`_shared_by_depth`), else :func:`_shared_by_axis`."""
+    n = len(rec.views)
+    if n < 2:
+        return
+    for _ in range(tries):
+        a, b = (int(v) for v in rng.choice(n, size=2, replace=False))
+        A, B = rec.views[a], rec.views[b]
+        if not _moved(A, B):
+            continue
+        if rec.depth_step is not None:
+            if min(_shared_by_depth(rec, a, b), _shared_by_depth(rec, b, a)) < MIN_OVERLAP:
+                continue
+        elif not _shared_by_axis(A, B):
+            continue
+        yield a, b
+
+
+def _view_meta(rec: Recording, ks) -> dict:
+    vs = [rec.views[k] for k in ks]
+    meta = {"views": [int(k) for k in ks], "cameras": [v.camera_name for v in vs], "frames": [v.frame for v in vs],
+            "times_s": [round(v.time_s, 6) for v in vs]}
+    if not rec.intrinsics_recorded:
+        meta["intrinsics"] = "assumed (not recorded): the replay's ZED 2, 70° vertical field of view"
+    return meta
+
+
+def _depth_meta(rec: Recording) -> dict:
+    return {"depth_quantisation_m": rec.depth_step, "depth_far_m": rec.far_m}
+
+
+# ----- generators -------------------------------------------------------------------------------------------------
+def rec_relative_pose(rec: Recording, rng, fmt: str) -> Draft | None:
+    """The pose of view 2's camera in view 1's frame, ``inv(T1) @ T2`` of the recorded poses; distractors: the
+    relative poses of other recorded view pairs."""
+    from .. import geometry
+
+    n = len(rec.views)
+    for a, b in recorded_pairs(rec, rng):
+        A, B = rec.views[a], rec.views[b]
+        rel = geometry.relative_pose(A.pose, B.pose)
+        want = 3 if fmt == "multiple_choice" else 1
+        got: list[np.ndarray] = []
+        for k in rng.permutation(n * n):
+            i, j = divmod(int(k), n)
+            if i == j or (i, j) == (a, b):
+                continue
+            R = geometry.relative_pose(rec.views[i].pose, rec.views[j].pose)
+            if float(np.linalg.norm(R[:3, 3])) > 3.0:
+                continue
+            if all(pose_far(R, Q) and pose_text(R) != pose_text(Q) for Q in got + [rel]):
+                got.append(R)
+                if len(got) == want:
+                    break
+        if len(got) < want:
+            continue
+        who = ("by the same camera" if A.camera_name == B.camera_name
+               else f"by two cameras ({A.camera_name} and {B.camera_name})")
+        intro = (f"Image 1 and Image 2 are frames recorded {who} in the same scene. " + FRAME_TEXT + " "
+                 + ROTATION_TEXT + " The relative pose of camera 2 is its position in camera 1's frame (metres) "
+                 "and its rotation from camera 1's orientation.")
+        views = [(A.pose, A.camera, None), (B.pose, B.camera, None)]
+        images = [(rec.rgb(a), 0, "view 1"), (rec.rgb(b), 1, "view 2")]
+        meta = _view_meta(rec, (a, b))
+        if fmt == "multiple_choice":
+            opts, vals, letter = shuffle_options(rng, [pose_text(P) for P in [rel] + got],
+                                                 [P.tolist() for P in [rel] + got], 0)
+            return Draft(question=intro + " What is the relative pose of camera 2 with respect to camera 1?",
+                         format=fmt, answer=letter, options=opts, option_values=vals, views=views, images=images,
+                         meta=meta)
+        truth = bool(rng.random() < 0.5)
+        shown = rel if truth else got[0]
+        return Draft(question=intro + " Is the following the relative pose of camera 2 with respect to camera 1? "
+                              + pose_text(shown),
+                     format=fmt, answer="A" if truth else "B", options=["Yes", "No"], option_values=[True, False],
+                     views=views, images=images, meta={**meta, "shown_pose": shown.tolist(), "shown_is_true": truth})
+    return None
+
+
+def field_of_view_deg(cam, axis: str) -> float:
+    """The field of view (degrees) of a pinhole camera along ``axis`` (``horizontal``: from the left edge of the image
+    to its right edge through the principal point, with fx; ``vertical``: top to bottom, with fy); the image edges
+    are half a pixel beyond the outer pixel centres."""
+    if axis == "horizontal":
+        f, c, n = cam.fx, cam.cx, cam.width
+    else:
+        f, c, n = cam.fy, cam.cy, cam.height
+    return math.degrees(math.atan((c + 0.5) / f) + math.atan((n - 0.5 - c) / f))
+
+
+def _camera_text(cam) -> str:
+    r = cam.fy / cam.fx
+    pixels = ("square pixels" if abs(r - 1.0) <= 0.005 else
+              f"pixels that are not square (its focal length in pixels is {r:.2f} times as large vertically as "
+              f"horizontally: fy = {r:.2f}·fx)")
+    centred = abs(cam.cx - (cam.width - 1) / 2) <= 1.0 and abs(cam.cy - (cam.height - 1) / 2) <= 1.0
+    point = ("the principal point at the image centre" if centred else
+             f"the principal point at pixel ({cam.cx:.1f}, {cam.cy:.1f})")
+    return f"a pinhole camera with {pixels} and {point}"
+
+
+def rec_fov(rec: Recording, rng, fmt: str) -> Draft | None:
+    """The field of view of the recorded camera (recorded intrinsics): horizontal (fx), or, where its pixels are not
+    square, horizontal or vertical (fy) with equal probability."""
+    k = int(rng.integers(len(rec.views)))
+    V = rec.views[k]
+    cam = V.camera
+    square = abs(cam.fy / cam.fx - 1.0) <= 0.005
+    axis = "horizontal" if square or rng.random() < 0.5 else "vertical"
+    fov = field_of_view_deg(cam, axis)
+    q = (f"Image 1 is a frame recorded by {_camera_text(cam)}. The image is {cam.width} x {cam.height} pixels. "
+         f"What is the camera's {axis} field of view, in degrees?")
+    base = dict(views=[(V.pose, cam, None)], images=[(rec.rgb(k), 0, "view")],
+                meta={**_view_meta(rec, (k,)), "axis": axis})
+    if fmt == "numeric":
+        return Draft(question=q, format=fmt, answer=fov, unit="deg", **base)
+    fmt_v = lambda v: f"{v:.1f}°"  # noqa: E731
+    d = spread_values(rng, fov, (0.55, 0.68, 0.8, 1.25, 1.45, 1.7), 10.0, 170.0, fmt_v)
+    if d is None:
+        return None
+    opts, vals, letter = shuffle_options(rng, [fmt_v(v) for v in [fov] + d], [fov] + d, 0)
+    return Draft(question=q, format=fmt, answer=letter, options=opts, option_values=vals, **base)
+
+
+def _marked(rec: Recording, rng):
+    """Views in a random order with their frame, depth and the pixels where a marker stands on one surface (depth
+    locally smooth, below the far level, away from the border)."""
+    for k in rng.permutation(len(rec.views)):
+        k = int(k)
+        depth = rec.depth(k)
+        margin = max(4, int(0.06 * min(depth.shape)))
+        yield k, rec.rgb(k), depth, smooth_mask(depth, rec.far_m, margin)
+
+
+def rec_depth(rec: Recording, rng, fmt: str) -> Draft | None:
+    """The recorded z-depth at a marked pixel, asked only where the finest scoring tolerance exceeds the depth's
+    quantisation step: ``DEPTH_TOLERANCE × depth > quantisation``."""
+    for k, rgb, depth, mask in _marked(rec, rng):
+        px = pick_pixels(rng, mask & (DEPTH_TOLERANCE * depth > rec.depth_step))
+        if px is not None:
+            break
+    else:
+        return None
+    x, y = px[0]
+    V = rec.views[k]
+    pt = marked_point(V.pose, V.camera, depth, "red", 0, x, y)
+    q = (f"A red marker is drawn in Image 1 at pixel (x, y) = ({x}, {y}). " + FRAME_TEXT + " What is the depth of the "
+         "surface point under the marker: its distance from the camera along the viewing direction (the Z "
+         "coordinate in the camera frame, not the distance along the ray), in metres?")
+    return Draft(question=q, format=fmt, answer=pt["depth"], unit="m", views=[(V.pose, V.camera, depth)],
+                 images=[(draw_marks(rgb, [(x, y, RED, None)]), 0, "view")], points=[pt],
+                 meta={**_view_meta(rec, (k,)), **_depth_meta(rec)})
+
+
+def rec_relative_depth(rec: Recording, rng, fmt: str) -> Draft | None:
+    """Which of four marked points is closest / farthest: their recorded depths differ by more than a quantisation
+    step (and by 12 %), so the order holds for the true depths too."""
+    for k, rgb, depth, mask in _marked(rec, rng):
+        W = depth.shape[1]
+        for _ in range(30):
+            px = pick_pixels(rng, mask, 4, min_dist=max(12.0, 0.12 * W))
+            if px is None:
+                break
+            z = [float(depth[y, x]) for x, y in px]
+            zs = sorted(z)
+            if all(b / a >= 1.12 and b - a > rec.depth_step for a, b in zip(zs, zs[1:])):
+                break
+        else:
+            continue
+        if px is None:
+            continue
+        V = rec.views[k]
+        closest = bool(rng.random() < 0.5)
+        i = int(np.argmin(z) if closest else np.argmax(z))
+        points = [marked_point(V.pose, V.camera, depth, str(n + 1), 0, x, y) for n, (x, y) in enumerate(px)]
+        img = draw_marks(rgb, [(x, y, YELLOW, str(n + 1)) for n, (x, y) in enumerate(px)])
+        which = "closest to" if closest else "farthest from"
+        q = ("Four points are marked in Image 1, labelled 1 to 4. " + FRAME_TEXT + f" Which marked point is {which} "
+             "the camera, measured as depth along the viewing direction (the Z coordinate in the camera frame)?")
+        return Draft(question=q, format=fmt, answer=option_letters(4)[i], options=[f"Point {n + 1}" for n in range(4)],
+                     option_values=z, views=[(V.pose, V.camera, depth)], images=[(img, 0, "view")], points=points,
+                     meta={**_view_meta(rec, (k,)), **_depth_meta(rec), "asks": "closest" if closest else "farthest"})
+    return None
+
+
+def _tracked(rec: Recording, a: int, b: int, x: int, y: int, min_dist: float):
+    """Where view ``a``'s pixel (x, y) lands in view ``b`` — (u, v), or None when it is hidden there or when the
+    quantisation of its depth could move it by more than a quarter of ``min_dist`` (the spacing of the
+    candidates)."""
+    A, B = rec.views[a], rec.views[b]
+    z = float(rec.depth(a)[y, x])
+    u, v, zb = project(B.pose, B.camera, unproject(A.pose, A.camera, x, y, z))
+    if not (math.isfinite(u) and math.isfinite(v)):
+        return None
+    ui, vi = int(round(u)), int(round(v))
+    if not (0 <= ui < B.camera.width and 0 <= vi < B.camera.height):
+        return None
+    if abs(float(rec.depth(b)[vi, ui]) - zb) > rec.depth_step + 0.03 * zb:  # hidden, or not what b recorded
+        return None
+    for dz in (-rec.depth_step / 2, rec.depth_step / 2):
+        u2, v2, _ = project(B.pose, B.camera, unproject(A.pose, A.camera, x, y, max(z + dz, 1e-3)))
+        if not (math.isfinite(u2) and math.hypot(u2 - u, v2 - v) <= 0.25 * min_dist):
+            return None
+    return u, v
+
+
+def rec_tracking(rec: Recording, rng, fmt: str) -> Draft | None:
+    """Which of four candidates in image 2 is the point marked in image 1: unprojected with its recorded depth and
+    view 1's intrinsics (fx, fy apart), projected with view 2's."""
+    for a, b in recorded_pairs(rec, rng, tries=40):
+        A, B = rec.views[a], rec.views[b]
+        d_a, d_b = rec.depth(a), rec.depth(b)
+        m_a = smooth_mask(d_a, rec.far_m, max(4, int(0.08 * A.camera.width)))
+        m_b = smooth_mask(d_b, rec.far_m, max(4, int(0.08 * B.camera.width)))
+        min_dist = max(16.0, 0.12 * B.camera.width)
+        for _ in range(10):
+            px = pick_pixels(rng, m_a)
+            if px is None:
+                break
+            x, y = px[0]
+            uv = _tracked(rec, a, b, x, y, min_dist)
+            if uv is None or not m_b[int(round(uv[1])), int(round(uv[0]))]:
+                continue
+            others = pick_pixels(rng, m_b, 3, min_dist=min_dist, avoid=[uv])
+            if others is None:
+                continue
+            cands = [uv] + [(float(p), float(q)) for p, q in others]
+            order = rng.permutation(4)
+            shown = [cands[k] for k in order]
+            k_true = int(np.flatnonzero(order == 0)[0])
+            P = marked_point(A.pose, A.camera, d_a, "red", 0, x, y)
+            img_a = draw_marks(rec.rgb(a), [(x, y, RED, None)])
+            img_b = draw_marks(rec.rgb(b), [(round(p), round(q), YELLOW, str(n + 1)) for n, (p, q) in enumerate(shown)])
+            points = [P] + [{"label": str(n + 1), "view": 1, "pixel": [float(p), float(q)]}
+                            for n, (p, q) in enumerate(shown)]
+            q = (f"Image 1 shows a red marker at pixel ({x}, {y}). Image 2 shows the same scene from another "
+                 "viewpoint, with four candidate points labelled 1 to 4. Which candidate point in Image 2 is the same "
+                 "3-D point as the red marker in Image 1?")
+            return Draft(question=q, format=fmt, answer=option_letters(4)[k_true],
+                         options=[f"Point {n + 1}" for n in range(4)], option_values=[list(c) for c in shown],
+                         views=[(A.pose, A.camera, d_a), (B.pose, B.camera, d_b)],
+                         images=[(img_a, 0, "view 1"), (img_b, 1, "view 2")], points=points,
+                         meta={**_view_meta(rec, (a, b)), **_depth_meta(rec)})
+    return None
+
+
+RECORDED_GENERATORS = {"relative_pose": rec_relative_pose, "fov": rec_fov, "depth": rec_depth,
+                       "relative_depth": rec_relative_depth, "tracking": rec_tracking}
+
+
+def generate_in_recording(rec: Recording, typ: str, fmt: str, rng) -> Draft | None:
+    """One question of ``typ`` in ``fmt`` from the recording (a draft), or None when none could be found (e.g. no
+    two views that moved and share their view)."""
+    if fmt not in TYPE_FORMATS[typ]:
+        raise ValueError(f"{typ!r} questions come as {', '.join(TYPE_FORMATS[typ])}, not {fmt!r}")
+    why = _lacks(rec, typ)
+    if why is not None:
+        raise ValueError(f"{rec.spec['path']}: no {typ} questions from a {rec.source} recording: {typ} {why}")
+    if not rec.views:
+        return None
+    return RECORDED_GENERATORS[typ](rec, rng, fmt)
