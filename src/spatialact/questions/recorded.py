@@ -41,6 +41,7 @@ MAX_VIEWS = 240               # ... at most this many (evenly spaced over the re
 SHARED_VIEW_DISTANCE_M = 1.0  # without depth: the point this far along each optical axis must lie in the other image
 DEPTH_TOLERANCE = 0.05        # the finest tolerance a depth answer is scored at (MRA's θ = 0.95: 5 % of the truth)
 DROID_CAMERAS = ("wrist_left", "exterior_1_left", "exterior_2_left")
+CACHED_FRAMES = 32            # decoded frames (and depth maps) kept while questions are generated
 
 # What a question type needs, and how a recording that lacks it is told (one line).
 _NEVER = {
@@ -83,11 +84,11 @@ class Recording:
     _depth: dict = field(default_factory=dict, repr=False)
 
     def rgb(self, k: int) -> np.ndarray:
-        """The recorded RGB frame (H, W, 3) uint8 of view ``k`` (decoded once)."""
+        """The recorded RGB frame (H, W, 3) uint8 of view ``k`` (the last :data:`CACHED_FRAMES` kept)."""
         if k not in self._rgb:
             v = self.views[k]
             self._rgb[k] = self.trajectories[v.camera_name].frame(v.frame)
-        return self._rgb[k]
+        return _recent(self._rgb, k)
 
     def depth(self, k: int) -> np.ndarray | None:
         """The recorded z-depth (H, W) float32 metres of view ``k`` (None without depth)."""
@@ -98,7 +99,17 @@ class Recording:
 
             v = self.views[k]
             self._depth[k] = read_depth(self.trajectories[v.camera_name], [v.frame])[0]
-        return self._depth[k]
+        return _recent(self._depth, k)
+
+
+def _recent(cache: dict, k: int):
+    """``cache[k]``, marked as the most recently used; the oldest entries beyond :data:`CACHED_FRAMES` dropped (an
+    EgoDex frame is 6 MB)."""
+    value = cache.pop(k)
+    cache[k] = value
+    while len(cache) > CACHED_FRAMES:
+        cache.pop(next(iter(cache)))
+    return value
 
 
 def is_recording(traj) -> bool:
