@@ -4,7 +4,8 @@ flow after SpaCE-10's spatial planning, scored as docs/scoring.md says, with Cir
 * generating: :func:`build_questions` (``spatialact questions build``) — relative pose, the primitive linking two
   frames, field of view, depth at a marked point, relative depth, the distance between two marked objects, point
   tracking, and task flow (a replayed ground truth in primitives against single-step corruptions), from procedural
-  rooms or a replayed camera path; needs the simulator (the ``sim`` extra);
+  rooms or a replayed camera path, or on a recording's own frames, poses, intrinsics and depth (a game trajectory,
+  a DROID or EgoDex episode: :mod:`spatialact.questions.recorded`); needs the simulator (the ``sim`` extra);
 * question files: :func:`load_questions`, :func:`save_questions`, :func:`validate_question` — JSONL validated on
   load against the shipped schema (``schemas/questions.schema.json``), one-line errors;
 * asking: :func:`question_prompt` (rotation ``r`` of the options), :func:`make_answerer` (``openai`` through the

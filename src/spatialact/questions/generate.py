@@ -3,7 +3,8 @@ questions after SpaCE-10's spatial planning, from simulator renders with exact a
 
 Views come from procedural rooms (:func:`spatialact.taskgen.procedural_tasks`: seeded scenes, the start, intermediate
 and goal poses of their replayed ground truths) or from a recorded camera path replayed in its scene
-(:func:`spatialact.envs.replay_trajectory`: the poses its metric ground truth reaches). Every answer is computed
+(:func:`spatialact.envs.replay_trajectory`: the poses its metric ground truth reaches); recordings with frames (game,
+DROID, EgoDex) are asked on those frames by :mod:`spatialact.questions.recorded`. Every answer is computed
 from what the record stores — camera poses (C2W, metres, world +Z up, camera +X right, +Y down, +Z forward),
 pinhole intrinsics in pixels, the depth map of the render (z-depth, metres), marked pixels (x right, y down, pixel
 centres at integers) — so it can be recomputed from the record alone (tests/test_questions.py does, by another
