@@ -154,10 +154,24 @@ def run(args: argparse.Namespace) -> int:
             gc.enable()
 
 
+def missing_folders(path) -> list:
+    """The folders above ``path`` (a link followed) that do not exist yet, deepest first."""
+    import os
+    from pathlib import Path
+
+    folder = Path(os.path.realpath(path)).parent
+    missing = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
+
+
 def _run(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
+    from spatialact.outputs import output_path
     from spatialact.scorers import parse_weights
     from spatialact.scorers.offline import score_file
 
@@ -181,14 +195,28 @@ def _run(args: argparse.Namespace) -> int:
         if most is not None and v > most:
             raise CLIError(f"{opt} must be at most {most:,}, got {v:,}")
     weights = parse_weights(args.weights) if args.weights else None
-    out = check_out(args.out, folder=False) if args.out else default_out(args.answers)
+    option = "--out" if args.out else "scores file"
+    out = check_out(args.out if args.out else default_out(args.answers), option, folder=False)
     if out.resolve() in (Path(args.answers).resolve(), Path(args.tasks).resolve()):
         raise CLIError(f"--out {out} would overwrite an input file")
-    summary = score_file(args.answers, args.tasks, profile=args.profile, weights=weights, workers=args.workers,
-                         out=out, tree=args.tree, per_step=args.per_step, missing_as_zero=args.missing_as_zero,
-                         n_boot=args.n_boot, seed=args.seed, chunk=args.chunk,
-                         max_groups=args.max_groups or None,
-                         progress=not args.no_progress and sys.stderr.isatty())
+    # score_file writes its own temporary and renames it over the name it is given: it is given a fresh name that
+    # the output rule then puts in place (a link followed, a character device written through, never replaced)
+    missing = missing_folders(out)
+    try:
+        with output_path(out, option) as written:
+            summary = score_file(args.answers, args.tasks, profile=args.profile, weights=weights,
+                                 workers=args.workers, out=written, tree=args.tree, per_step=args.per_step,
+                                 missing_as_zero=args.missing_as_zero, n_boot=args.n_boot, seed=args.seed,
+                                 chunk=args.chunk, max_groups=args.max_groups or None,
+                                 progress=not args.no_progress and sys.stderr.isatty())
+    except BaseException:
+        for folder in missing:  # answers refused: no folder of --out made for them is left behind
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+        raise
+    summary["out"] = str(out)
     if args.json:
         print_json(summary, ensure_ascii=False, indent=1)
         return 0
