@@ -1,28 +1,32 @@
-"""`spatialact score` end to end against lmms-eval's own scorer, on the same answers (issue J).
+"""`spatialact score` end to end against lmms-eval's own scorer, on the same answers (issues J, Q).
 
-Both sides run as whole processes on the same files, side by side in one run:
+Side by side in one run, on the same files:
 
 * **spatialact**: ``spatialact score ANSWERS TASKS --json --no-progress`` (a subprocess: interpreter start-up,
-  imports, task-file loading, reading, matching, parsing, batch scoring, writing the per-answer JSONL, the
-  bootstrap summary — everything a user waits for).
-* **lmms-eval**: a plain Python loop over the same answer file, as lmms-eval's ``process_results`` does it: each
-  line's sample is matched to its task's ``hint`` (the task's ``to_lmms_extra_info``, stored as JSON text the way
-  lmms-eval's docs carry it and decoded per sample, as lmms-eval does), then scored by lmms-eval 0.7.3's
-  ``manipulateeval`` (every answer has several steps) from ``lmms_eval/tasks/spatialtreebench/metrics/
-  rule_metrics.py``, loaded by file path (the package itself pulls torch; ``pip install --no-deps lmms-eval==0.7.3``).
-  Its process also starts an interpreter and imports numpy and scipy; the hints are prepared beforehand and not
-  timed (lmms-eval reads them from its dataset).
+  imports, task-file reading and decoding, reading, matching, parsing, batch scoring, writing the per-answer JSONL,
+  the bootstrap summary — everything a user waits for), one worker. Cold: an empty task cache (``SPATIALACT_CACHE``
+  pointing at a new folder: the task file is decoded and checked); warm: the cache has the file's scoring table.
+  ``--before SRC`` runs the spatialact of another source tree (e.g. an export of main before a change) the same way
+  in the same run.
+* **lmms-eval, the generous way**: lmms-eval 0.7.3's ``manipulateeval`` from ``lmms_eval/tasks/spatialtreebench/
+  metrics/rule_metrics.py`` (loaded by file path: the package itself pulls torch; ``pip install --no-deps
+  lmms-eval==0.7.3``) called in-process on the same answers; only the calls are timed (each sample's ``hint`` —
+  the task's ``to_lmms_extra_info``, stored as JSON text the way lmms-eval's docs carry it — decoded per sample, as
+  lmms-eval does); its interpreter start-up, imports and the reading of the answer and hint files are not counted.
 
-Data: navigation tasks sampled from synthetic camera paths with the real task builder
-(``tasks_from_trajectory``; 1–4 steps each, stepped format), and model-like answers: the ground truth with ±1
-count noise on about a third of the primitives, a dropped or added step now and then, written with symbols
-(lmms-eval reads only symbols) or names, most bare, some in a fenced ```json block after a sentence, a few
-unreadable. Sizes:
+Both report wall time and CPU time (user + system of the process; for lmms-eval, of its loop): on a shared machine
+the CPU time is the steadier figure.
 
-1. ``--tasks`` answers to as many tasks (default 20 000 / 20 000): spatialact cold (an empty task cache,
-   ``SPATIALACT_CACHE`` pointing at a new folder: the task file is validated in full), then warm (the cache has
-   seen the file: validation is skipped), each with 1 and 2 workers; lmms-eval once. Then the fixed cost (one
-   answer to one task: interpreter start-up and imports).
+Data: navigation tasks sampled from synthetic camera paths with the real task builder (``tasks_from_trajectory``;
+1–4 steps each, stepped format) in two weights: light (the builder's own in-context example, about 2.6 KB a task)
+and heavy (an in-context example 15 s earlier on the path, about 27 steps, and image paths: about 7 KB a task, the
+weight of ``tasks from-trajectory`` files); and model-like answers: the ground truth with ±1 count noise on about a
+third of the primitives, a dropped or added step now and then, written with symbols (lmms-eval reads only symbols)
+or names, most bare, some in a fenced ```json block after a sentence, a few unreadable. Sizes:
+
+1. ``--tasks`` answers to as many tasks (default 20 000 / 20 000), light (1a) and heavy (1b): lmms-eval, then
+   spatialact cold and warm (``--before``: that tree first), then the fixed cost (one answer to one task:
+   interpreter start-up and imports). ``--workers2``: also ``--workers 2``, cold.
 2. ``--big`` answers to ``--big-tasks`` tasks (default 1 000 000 answers to 1 000 tasks, 16 distinct answer texts
    per task): spatialact with 1 and 2 workers (warm task cache); lmms-eval on the first ``--lmms-sample`` answers
    (its rate is flat in the file size).
@@ -32,7 +36,7 @@ with its bytecode cached (``PYTHONPYCACHEPREFIX``; as an installed package would
 Generated files are kept in ``--workdir`` (default: a temporary folder) and reused when present.
 
 Usage: python benchmarks/bench_score_e2e.py [--quick] [--tasks N] [--big N] [--big-tasks N] [--workdir DIR]
-       [--skip-big] [--repeat R]
+       [--skip-big] [--repeat R] [--before SRC] [--workers2]
 """
 
 from __future__ import annotations
@@ -76,15 +80,39 @@ def camera_path(seed: int, n: int = FRAMES):
                       meta={"path": f"camera_{seed:03d}.txt", "kind": "nav", "source": "camera"})
 
 
-def make_tasks(n: int) -> list:
+def make_tasks(n: int, heavy: bool = False) -> list:
+    """``n`` navigation tasks from synthetic camera paths. Light (about 2.6 KB a task): the builder's own
+    in-context example (a nearby frame). Heavy (about 7 KB, the weight of ``tasks from-trajectory`` files with
+    their in-context examples and images): the example starts 15 s earlier on the path (a sequence of about 27
+    steps, extracted as the builder extracts it) and the start, goal and example images are named."""
     from spatialact.tasks.from_trajectory import tasks_from_trajectory
 
     tasks, seed = [], 0
     while len(tasks) < n:
-        tasks += tasks_from_trajectory(camera_path(seed), n=min(TASKS_PER_PATH, n - len(tasks)), seed=seed,
-                                       max_seconds=2.0, id_prefix=f"cam{seed:03d}")
+        path = camera_path(seed)
+        got = tasks_from_trajectory(path, n=min(TASKS_PER_PATH, n - len(tasks)), seed=seed, max_seconds=2.0,
+                                    id_prefix=f"cam{seed:03d}")
+        tasks += [with_long_example(path, t) for t in got] if heavy else got
         seed += 1
     return tasks[:n]
+
+
+EXAMPLE_GAP = 450  # frames between a heavy task's example and its start (15 s at 30 fps)
+
+
+def with_long_example(path, task):
+    """``task`` with an in-context example that starts EXAMPLE_GAP frames before its start (or after, near the
+    path's beginning), and image paths (not read by scoring)."""
+    from spatialact.tasks.extraction import extract_actions
+
+    i = task.meta["start_frame"]
+    e = i - EXAMPLE_GAP if i >= EXAMPLE_GAP else min(len(path) - 1, i + EXAMPLE_GAP)
+    idx = np.arange(e, i + 1) if e <= i else np.arange(e, i - 1, -1)
+    seq = extract_actions(path.select(idx), sizes=task.sizes, mode="metric").sequence
+    img = f"images/{task.id}"
+    ex = {"start_pose": path.poses[e].tolist(), "start_image": f"{img}-example.png", "sequence": seq.to_dict()}
+    return task.with_(example=ex, start_image=f"{img}-start.png", goal_image=f"{img}-goal.png",
+                      meta={**task.meta, "example_frame": int(e)})
 
 
 def answer_text(task, rng) -> str:
@@ -111,7 +139,7 @@ def answer_text(task, rng) -> str:
     return body
 
 
-def make_files(d: Path, n_tasks: int, n_answers: int, seed: int = 0, variants: int = 16) -> dict:
+def make_files(d: Path, n_tasks: int, n_answers: int, seed: int = 0, variants: int = 16, heavy: bool = False) -> dict:
     """tasks.jsonl, answers.jsonl (``{"task_id", "response"}``) and hints.jsonl (each task's lmms-eval extra_info
     as JSON text, ``{"task_id", "hint"}``) in ``d``; reused when they exist."""
     from spatialact.scorers import to_lmms_extra_info
@@ -122,7 +150,7 @@ def make_files(d: Path, n_tasks: int, n_answers: int, seed: int = 0, variants: i
     if all(p.exists() for p in files.values()):
         return files
     t0 = time.perf_counter()
-    tasks = make_tasks(n_tasks)
+    tasks = make_tasks(n_tasks, heavy)
     save_tasks(tasks, files["tasks"])
     with open(files["hints"], "w", encoding="utf-8") as f:
         for t in tasks:
@@ -161,22 +189,26 @@ with open(sys.argv[2], encoding="utf-8") as f:
         r = json.loads(line)
         hints[r["task_id"]] = r["hint"]
 limit = int(sys.argv[3])
-t1 = time.perf_counter()
-total = n = 0
+recs = []
 with open(sys.argv[1], encoding="utf-8") as f:
     for line in f:
-        if n >= limit:
+        if len(recs) >= limit:
             break
-        rec = json.loads(line)
-        try:
-            res = rm.manipulateeval(response=rec["response"], answer=None, extra_info=json.loads(hints[rec["task_id"]]))
-            s = float(res["score"])
-        except Exception:
-            s = 0.0
-        total += s
-        n += 1
+        recs.append(json.loads(line))
+t1 = time.perf_counter()
+c1 = time.process_time()
+total = n = 0
+for rec in recs:
+    try:
+        res = rm.manipulateeval(response=rec["response"], answer=None, extra_info=json.loads(hints[rec["task_id"]]))
+        s = float(res["score"])
+    except Exception:
+        s = 0.0
+    total += s
+    n += 1
 t2 = time.perf_counter()
-print(json.dumps({"n": n, "mean": total / max(n, 1), "loop_s": t2 - t1, "setup_s": t1 - t0}))
+print(json.dumps({"n": n, "mean": total / max(n, 1), "loop_s": t2 - t1, "loop_cpu_s": time.process_time() - c1,
+                  "setup_s": t1 - t0}))
 '''
 
 
@@ -223,21 +255,25 @@ def run_lmms(files: dict, limit: int) -> dict:
     return out
 
 
-def run_spatialact(files: dict, out: Path, cache: Path, workers: int = 1, extra=()) -> dict:
+def run_spatialact(files: dict, out: Path, cache: Path, workers: int = 1, extra=(), src: str | None = None) -> dict:
     """``spatialact score`` as a process; ``cache``: its task cache folder (SPATIALACT_CACHE; a fresh, empty one
-    is a cold run)."""
+    is a cold run); ``src``: another spatialact source tree to run (``--before``), first on PYTHONPATH."""
     cmd = _taskset(max(1, workers)) + [sys.executable, "-c", _CHILD, "score", str(files["answers"]),
                                        str(files["tasks"]), "--json", "--no-progress", "--out", str(out),
                                        "--workers", str(workers), *extra]
     env = child_env(SPATIALACT_CACHE=str(cache))
+    if src is not None:
+        env["PYTHONPATH"] = os.pathsep.join([src, *filter(None, [env.get("PYTHONPATH")])])
+    c0 = _children_cpu()
     t = time.perf_counter()
     r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t
+    cpu = _children_cpu() - c0
     if r.returncode != 0:
         raise SystemExit(f"spatialact score failed:\n{r.stderr}")
     s = json.loads(r.stdout)
     hwm = [ln for ln in r.stderr.splitlines() if ln.startswith("VmHWM_kB")]
-    return {"wall_s": wall, "n": s["counts"]["scored"], "mean": s["overall"]["mean"], "summary": s,
+    return {"wall_s": wall, "cpu_s": cpu, "n": s["counts"]["scored"], "mean": s["overall"]["mean"], "summary": s,
             "peak_mib": int(hwm[-1].split()[1]) / 1024 if hwm else float("nan")}
 
 
@@ -249,6 +285,14 @@ _CHILD = ("import sys\n"
           "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM')]\n"
           "print('VmHWM_kB', hwm[0].split()[1] if hwm else 'nan', file=sys.stderr)\n"
           "sys.exit(rc)\n")
+
+
+def _children_cpu() -> float:
+    """CPU seconds (user + system) of this process's finished children: the steadier figure on a shared machine."""
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
 
 
 def fresh_cache(work: Path) -> Path:
@@ -278,35 +322,53 @@ class Bench:
         return min(runs, key=lambda r: r["wall_s"])
 
     @staticmethod
-    def line(name: str, r: dict, n: int, ref: float | None = None) -> float:
+    def line(name: str, r: dict, n: int, ref: float | None = None, ref_cpu: float | None = None) -> float:
         rate = n / r["wall_s"]
         s = f"  {name:44s} {r['wall_s']:8.2f} s  {rate:12,.0f} answers/s"
         if ref is not None:
             s += f"   {rate / ref:6.1f}x lmms-eval"
+        if "cpu_s" in r:
+            s += f"   (CPU {r['cpu_s']:.2f} s" + (f", {n / r['cpu_s'] / ref_cpu:.1f}x lmms-eval's CPU)" if ref_cpu
+                                                   else ")")
         print(s, flush=True)
         return rate
 
     def first_run(self) -> None:
         a, work = self.a, self.work
-        print(f"\n1. {a.tasks:,} answers to {a.tasks:,} navigation tasks (1-4 steps, stepped)")
-        files = make_files(work / f"e2e_{a.tasks}_{a.tasks}", a.tasks, a.tasks)
-        ref = None
+        for heavy in (False, True):
+            weight = "with long in-context examples, ~7 KB a task" if heavy else "~2.6 KB a task"
+            print(f"\n1{'b' if heavy else 'a'}. {a.tasks:,} answers to {a.tasks:,} navigation tasks (1-4 steps, "
+                  f"stepped; {weight})")
+            files = make_files(work / f"e2e_{a.tasks}_{a.tasks}{'_heavy' if heavy else ''}", a.tasks, a.tasks,
+                               heavy=heavy)
+            print(f"  task file {files['tasks'].stat().st_size / 1e6:.0f} MB "
+                  f"({files['tasks'].stat().st_size / a.tasks / 1e3:.1f} KB a task)")
+            self.one_weight(files)
+
+    def one_weight(self, files: dict) -> None:
+        a, work = self.a, self.work
+        ref = ref_cpu = None
         if self.has_lmms:
             r = self.best(lambda: run_lmms(files, a.tasks))
-            ref = self.line("lmms-eval manipulateeval loop (1 core)", r, r["n"])
-            print(f"  {'':44s} (loop alone {r['n'] / r['loop_s']:,.0f} answers/s; start-up and hints "
-                  f"{r['setup_s']:.2f} s; mean {r['mean']:.4f})")
+            ref, ref_cpu = r["n"] / r["loop_s"], r["n"] / r["loop_cpu_s"]
+            print(f"  {'lmms-eval manipulateeval in-process (1 core)':44s} {r['loop_s']:8.2f} s  {ref:12,.0f} "
+                  f"answers/s   (CPU {r['loop_cpu_s']:.2f} s; the calls alone: start-up, imports, file reading not "
+                  f"counted; mean {r['mean']:.4f})")
         out = work / "scores.jsonl"
-        cold = self.best(lambda: run_spatialact(files, out, fresh_cache(work)))
-        self.line("spatialact score, cold task cache (1 core)", cold, cold["n"], ref)
-        self.prime(files)
-        warm = self.best(lambda: run_spatialact(files, out, self.warm_cache))
-        self.line("spatialact score, warm task cache (1 core)", warm, warm["n"], ref)
-        w2 = self.best(lambda: run_spatialact(files, out, fresh_cache(work), workers=2))
-        self.line("spatialact score --workers 2, cold (2 cores)", w2, w2["n"], ref)
-        w2w = self.best(lambda: run_spatialact(files, out, self.warm_cache, workers=2))
-        self.line("spatialact score --workers 2, warm (2 cores)", w2w, w2w["n"], ref)
-        print(f"  overall mean (paper profile) {warm['mean']:.4f}")
+        sides = [("before", a.before), ("", None)] if a.before else [("", None)]
+        for label, src in sides:
+            name = f"spatialact score{' (' + label + ')' if label else ''}"
+            cold = self.best(lambda: run_spatialact(files, out, fresh_cache(work), src=src))
+            self.line(f"{name}, cold, 1 core", cold, cold["n"], ref, ref_cpu)
+            cache = work / f"warm_cache{'_' + label if label else ''}"
+            run_spatialact({**files, "answers": self.tiny["answers"]}, work / "s1.jsonl", cache, src=src)
+            warm = self.best(lambda: run_spatialact(files, out, cache, src=src))
+            self.line(f"{name}, warm, 1 core", warm, warm["n"], ref, ref_cpu)
+            if not label:
+                print(f"  overall mean (paper profile) {warm['mean']:.6f}; cold {cold['mean']:.6f}")
+        if a.workers2:
+            w2 = self.best(lambda: run_spatialact(files, out, fresh_cache(work), workers=2))
+            self.line("spatialact score --workers 2, cold (2 cores)", w2, w2["n"], ref)
         fixed = self.best(lambda: run_spatialact(self.tiny, work / "s1.jsonl", self.warm_cache))
         print(f"  {'fixed cost: one answer to one task (start-up, imports)':44s} {fixed['wall_s']:8.2f} s")
 
@@ -345,6 +407,9 @@ def main() -> int:
     ap.add_argument("--only-big", action="store_true", help="only the large run")
     ap.add_argument("--repeat", type=int, default=1, help="runs of each measurement; the best is reported")
     ap.add_argument("--workdir", default=None, help="keep the generated files here (reused when present)")
+    ap.add_argument("--before", default=None, metavar="SRC",
+                    help="also run the spatialact of another source tree (its src/ folder) in the same run")
+    ap.add_argument("--workers2", action="store_true", help="also --workers 2 (cold) in the first run")
     a = ap.parse_args()
     if a.quick:
         a.tasks, a.big, a.lmms_sample = 2_000, 100_000, 10_000

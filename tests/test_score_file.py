@@ -368,12 +368,13 @@ def test_workers_started_by_spawn_give_the_same_output(files, monkeypatch):
 
 
 def test_the_scoring_table_is_cached_by_the_task_files_hash(tmp_path, monkeypatch):
-    """A second score of the same task file reads its table from the cache (no validation, no Task objects) and
-    writes byte-identical output; a damaged, stale or foreign-writable entry is ignored and rebuilt."""
+    """A second score of the same task file reads its table from the cache (no decoding, no Task objects) and
+    writes byte-identical output; a damaged, stale or foreign-writable entry is ignored and rebuilt. The task
+    file is decoded by the scoring fields' decoder, never loaded as Task objects."""
     import os
 
     from _fabricate import make_task
-    from spatialact.scorers import offline
+    from spatialact.scorers import offline, task_fields
     from spatialact.tasks import clear_task_cache, file_sha256, save_tasks
     from spatialact.tasks import io as task_io
 
@@ -388,6 +389,9 @@ def test_the_scoring_table_is_cached_by_the_task_files_hash(tmp_path, monkeypatc
     real = task_io.load_task_file
     monkeypatch.setattr(task_io, "load_task_file", lambda *a, **k: loads.append(1) or real(*a, **k))
     monkeypatch.setattr("spatialact.tasks.load_task_file", task_io.load_task_file)
+    decodes = []
+    real_decode = task_fields.decode_task_fields
+    monkeypatch.setattr(task_fields, "decode_task_fields", lambda *a: decodes.append(1) or real_decode(*a))
 
     def run(name):
         clear_task_cache()
@@ -396,13 +400,14 @@ def test_the_scoring_table_is_cached_by_the_task_files_hash(tmp_path, monkeypatc
 
     cold = run("a.jsonl")
     entry = offline._table_path(file_sha256(tf))
-    assert loads == [1] and entry.is_file()
-    assert run("b.jsonl") == cold and loads == [1]  # warm: the file was not loaded again
+    assert decodes == [1] and entry.is_file() and loads == []
+    assert run("b.jsonl") == cold and decodes == [1]  # warm: the file was not decoded again
     entry.write_bytes(b"not a pickle")
-    assert run("c.jsonl") == cold and loads == [1, 1]  # damaged: rebuilt
-    assert run("d.jsonl") == cold and loads == [1, 1]
+    assert run("c.jsonl") == cold and decodes == [1, 1]  # damaged: rebuilt
+    assert run("d.jsonl") == cold and decodes == [1, 1]
     os.chmod(entry, 0o666)
-    assert run("e.jsonl") == cold and loads == [1, 1, 1]  # others could have written it: not believed
+    assert run("e.jsonl") == cold and decodes == [1, 1, 1]  # others could have written it: not believed
+    assert loads == []
 
 
 @pytest.mark.parametrize("workers", [1, 2])

@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import hashlib
 import itertools
 import json
 import os
@@ -42,7 +43,8 @@ from typing import Sequence
 
 import numpy as np
 
-from ..jsonline import MAX_LINE_BYTES, LineTooLong, LongLine, fast_loads, iter_lines, open_input, strict_json
+from ..jsonline import (MAX_LINE_BYTES, LineTooLong, LongLine, fast_loads, iter_lines, open_input, read_bounded,
+                        strict_json)
 from ..vocab import PROFILES
 from .aggregate import KIND_LEAVES, MAX_GROUPS, aggregate_coded, hierarchical_scores, leaf_of, load_tree, tag_label
 from .batch import KIND_CODES, score_episodes_batch
@@ -96,9 +98,12 @@ def default_out(answers) -> Path:
 class _TaskTable:
     """What scoring needs from the tasks, in arrays: ground-truth step motions (concatenated), kinds, unit
     sizes, caps, ids; the Task objects themselves only where a profile needs them (``lmms-eval``, per-step).
-    Picklable (sent once to each worker process)."""
+    Built from :class:`~spatialact.tasks.Task` objects or from :class:`.task_fields.TaskFields` (the same
+    attributes). Picklable (sent once to each worker process)."""
 
     def __init__(self, tasks: Sequence, keep_tasks: bool):
+        from ..action_space import StepSizes
+
         T = len(tasks)
         self.n = T
         self.ids = [t.id for t in tasks]
@@ -118,7 +123,7 @@ class _TaskTable:
             key = (t.sizes.translation, t.sizes.rotation)
             if key not in sizes_index:
                 sizes_index[key] = len(self.sizes)
-                self.sizes.append(t.sizes)
+                self.sizes.append(StepSizes(*key))
             sid[i] = sizes_index[key]
             steps = t.gt.steps
             lengths[i] = len(steps)
@@ -603,7 +608,7 @@ def _chunks(lines, size: int, bar):
         yield first, chunk
 
 
-TABLE_FORMAT = 2  # bump when _TaskTable's fields change: cached tables of another format are rebuilt
+TABLE_FORMAT = 3  # bump when _TaskTable's fields change: cached tables of another format are rebuilt
 
 
 def _table_path(sha: str) -> Path:
@@ -613,9 +618,11 @@ def _table_path(sha: str) -> Path:
 
 
 def _table_stamp() -> tuple:
+    """What a cached table is only valid for: this format, the validator's rules and the decoder's."""
     from ..tasks.io import validator_stamp
+    from .task_fields import FIELDS_VERSION
 
-    return (TABLE_FORMAT, tuple(sorted(validator_stamp().items())))
+    return (TABLE_FORMAT, FIELDS_VERSION, tuple(sorted(validator_stamp().items())))
 
 
 def _read_table(sha: str) -> "_TaskTable | None":
@@ -653,26 +660,57 @@ def _write_table(sha: str, table: "_TaskTable") -> None:
         pass
 
 
+def _read_task_bytes(path) -> bytes | None:
+    """A task file's bytes (each line within MAX_LINE_BYTES), or None: missing, unreadable, or a line too long (the
+    loader says which)."""
+    from ..tasks import TaskFileError
+
+    try:
+        with open_input(path, "task file", TaskFileError) as f:
+            return read_bounded(f)
+    except (OSError, TaskFileError, LineTooLong):
+        return None
+
+
+def _decode_table(path) -> _TaskTable:
+    """The table of a task file not seen before: its bytes read once, decoded by the fields' decoder, or loaded by
+    load_task_file when the decoder does not accept them (which refuses in one line, or accepts); cached."""
+    from ..tasks import load_task_file
+    from .task_fields import decode_task_fields
+
+    data = _read_task_bytes(path)
+    if data is not None:
+        sha = hashlib.sha256(data).hexdigest()
+        fields = decode_task_fields(data)
+        del data
+        if fields is not None:
+            table = _TaskTable(fields, False)
+            _write_table(sha, table)
+            return table
+    tf = load_task_file(path)  # missing, unreadable, a line too long, or not accepted by the decoder
+    table = _TaskTable(tf.tasks, False)
+    _write_table(tf.sha256, table)
+    return table
+
+
 def _load_table(tasks, keep: bool) -> tuple[_TaskTable, str | None]:
     if isinstance(tasks, (str, os.PathLike)):
         from ..tasks import file_sha256, load_task_file
 
         if keep:  # a profile that needs the Task objects themselves
             return _TaskTable(load_task_file(tasks).tasks, keep), str(tasks)
-        # Scoring needs only the table: cached by the SHA-256 of the file's bytes, written after the file was
-        # validated, so scoring several models against one task file validates and decodes it once.
+        # Scoring needs only the table: cached by the SHA-256 of the file's bytes, so scoring several models
+        # against one task file decodes it once. A file not seen before is decoded by the compiled decoder of
+        # the fields scoring reads (.task_fields); anything it does not accept goes to the full validator, which
+        # refuses in one line (or accepts what the decoder was stricter about).
         try:
             if not stat.S_ISREG(os.stat(tasks).st_mode):  # a pipe or a device: read once, by the loader
                 return _TaskTable(load_task_file(tasks).tasks, keep), str(tasks)
-            sha = file_sha256(tasks)
+            table = _read_table(file_sha256(tasks))  # warm: the file is hashed as it streams, not held
         except OSError:  # missing or unreadable: load_task_file says so in one line
             return _TaskTable(load_task_file(tasks).tasks, keep), str(tasks)
-        table = _read_table(sha)
         if table is None:
-            tf = load_task_file(tasks)
-            table = _TaskTable(tf.tasks, keep)
-            if tf.sha256 == sha:  # the file did not change between the two reads
-                _write_table(sha, table)
+            table = _decode_table(tasks)
         return table, str(tasks)
     from ..tasks import Task
 
