@@ -89,3 +89,68 @@ def test_score_default_scores_file_by_the_rule(tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 2 and "scores file" in err and "FIFO" in err and len(err.strip().splitlines()) == 1, err
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+# ----- (4) token counts that are not believable: the record says unknown (null), not zero --------------------------
+def test_unbelievable_token_counts_are_null_in_the_record_and_sane_ones_summed(tmp_path, monkeypatch, capsys):
+    """Priced agent (price_in=1, price_out=2 USD per million tokens): a reply stating 10³⁰ or -3000 prompt tokens
+    is recorded with usage tokens and cost null (unknown), the answer scored; a sane one costs what its counts say.
+    Before, the episode's totals folded the unknown turn into 0 tokens and cost 0.0."""
+    from PIL import Image
+
+    from _chat_server import SECRET, FakeServer
+    from _fabricate import checker_image, make_task
+    from spatialact.agents import openai_agent
+    from spatialact.evaluation.results import read_records
+    from spatialact.tasks import save_tasks
+
+    monkeypatch.setenv("SPATIALACT_TEST_KEY", SECRET)
+    openai_agent.SAID_ONCE.clear()
+    tasks = []
+    for i in range(3):
+        s, g = tmp_path / f"s{i}.png", tmp_path / f"g{i}.png"
+        Image.fromarray(checker_image(seed=i)).save(s)
+        Image.fromarray(checker_image(seed=50 + i)).save(g)
+        tasks.append(make_task(f"t{i}", start_image=str(s), goal_image=str(g)))
+    tf = save_tasks(tasks, tmp_path / "tasks.jsonl")
+    answer = '{"actions": ["W"], "step_nums": [1]}'
+    server = FakeServer()
+    try:
+        server.responder = lambda body: None
+        by_task = {"t0": {"prompt_tokens": 10 ** 30, "completion_tokens": 3},
+                   "t1": {"prompt_tokens": -3000, "completion_tokens": 3},
+                   "t2": {"prompt_tokens": 1000, "completion_tokens": 500}}
+        server.script = [("usage", by_task[f"t{i}"], answer) for i in range(3)]
+        argv = ["eval", "--no-progress", "--tasks", str(tf), "--env", "none", "--out", str(tmp_path / "run"),
+                "--agent", "openai", "--agent-arg", "model=test-vlm", "--agent-arg", f"base_url={server.url}",
+                "--agent-arg", "api_key_env=SPATIALACT_TEST_KEY", "--agent-arg", "backoff=0",
+                "--agent-arg", "price_in=1", "--agent-arg", "price_out=2", "--workers", "1"]
+        assert main(argv) == 0
+    finally:
+        server.close()
+    assert capsys.readouterr().err.count("token counts are not believable") == 1
+    recs = read_records(tmp_path / "run")
+    assert len(recs) == 3 and all(r["reason"] is None and r["score"] is not None for r in recs)
+    # the server answers in request order; which task got which block is what the prompt tokens tell apart
+    known = [r for r in recs if r["usage"]["cost_usd"] is not None]
+    unknown = [r for r in recs if r["usage"]["cost_usd"] is None]
+    assert len(known) == 1 and len(unknown) == 2
+    assert known[0]["usage"]["prompt_tokens"] == 1000 and known[0]["usage"]["completion_tokens"] == 500
+    assert known[0]["usage"]["cost_usd"] == pytest.approx(1000 * 1e-6 + 500 * 2e-6)
+    assert all(r["usage"]["prompt_tokens"] is None and r["usage"]["completion_tokens"] is None for r in unknown)
+
+
+def test_episode_usage_totals_keep_unknown_apart_from_zero():
+    """evaluation.episode's totals over turns: an unknown count or cost (None) makes its total None, a cache hit
+    (no request: None tokens, cost 0) counts 0, known turns add up."""
+    from types import SimpleNamespace as T
+
+    from spatialact.evaluation import episode
+
+    known = T(usage={"prompt_tokens": 10, "completion_tokens": 2}, cost_usd=0.5)
+    hit = T(usage={"prompt_tokens": None, "completion_tokens": None, "cached": True}, cost_usd=0.0)
+    lost = T(usage={"prompt_tokens": None, "completion_tokens": None}, cost_usd=None)
+    assert episode._usage([known, hit, known]) == {"prompt_tokens": 20, "completion_tokens": 4, "cost_usd": 1.0,
+                                                   "cached": 1, "turns": 3}
+    assert episode._usage([known, lost, known]) == {"prompt_tokens": None, "completion_tokens": None,
+                                                    "cost_usd": None, "cached": 0, "turns": 3}

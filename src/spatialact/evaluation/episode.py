@@ -529,15 +529,25 @@ def _closed_metrics(poses: np.ndarray, task: Task, last_info, simulated: bool) -
 
 def _usage(turns) -> dict:
     """The episode's API figures, summed over its turns: tokens, ``cost_usd`` (what the agent says the calls
-    cost; 0 for cache hits), ``cached`` (how many turns came from the response cache) and ``turns``."""
+    cost; 0 for cache hits), ``cached`` (how many turns came from the response cache) and ``turns``. A count or
+    cost a turn reports as unknown (``None``: token counts the endpoint stated were not believable, a reply cut
+    at the byte cap) makes that total ``None`` (unknown, not zero)."""
     usage = {"prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0, "cached": 0, "turns": len(turns)}
     for t in turns:
         u = getattr(t, "usage", None) or {}
-        usage["prompt_tokens"] += int(u.get("prompt_tokens", 0) or 0)
-        usage["completion_tokens"] += int(u.get("completion_tokens", 0) or 0)
-        usage["cached"] += int(bool(u.get("cached")))
-        c = float(getattr(t, "cost_usd", 0.0) or 0.0)
-        usage["cost_usd"] += c if math.isfinite(c) else 0.0
+        cached = bool(u.get("cached"))
+        usage["cached"] += int(cached)
+        for k in ("prompt_tokens", "completion_tokens"):
+            if k in u and u[k] is None and not cached:
+                usage[k] = None
+            elif usage[k] is not None:
+                usage[k] += int(u.get(k, 0) or 0)
+        c = getattr(t, "cost_usd", 0.0)
+        if c is None and not cached:
+            usage["cost_usd"] = None
+        elif usage["cost_usd"] is not None:
+            c = float(c or 0.0)
+            usage["cost_usd"] += c if math.isfinite(c) else 0.0
     return usage
 
 
