@@ -111,39 +111,47 @@ class _TaskTable:
         self.tasks = list(tasks) if keep_tasks else None
         sizes_index: dict = {}
         self.sizes: list = []
-        sid = np.empty(T, dtype=np.int64)
+        sid: list = []
         self.caps = [t.gt.cap for t in tasks]
-        lengths = np.empty(T, dtype=np.int64)
+        lengths_: list = []
         counts: list = []
         grips: list = []
         vec: list = []
-        gt_units = np.empty((T, 6))
+        units: list = []
         row = 0
-        for i, t in enumerate(tasks):
+        for t in tasks:
             key = (t.sizes.translation, t.sizes.rotation)
-            if key not in sizes_index:
-                sizes_index[key] = len(self.sizes)
+            k = sizes_index.get(key)
+            if k is None:
+                k = sizes_index[key] = len(self.sizes)
                 self.sizes.append(StepSizes(*key))
-            sid[i] = sizes_index[key]
-            steps = t.gt.steps
-            lengths[i] = len(steps)
-            u = t.gt.sizes
-            gt_units[i] = (u.translation,) * 3 + (u.rotation,) * 3
+            sid.append(k)
+            gt = t.gt
+            steps = gt.steps
+            lengths_.append(len(steps))
+            units.append((gt.sizes.translation, gt.sizes.rotation))
             for s in steps:
-                if s.counts is None:
+                c = s.counts
+                if c is None:
                     vec.append((row, s.motion))
                     counts.extend(_ZERO12)
                 else:
-                    counts.extend(s.counts)
-                grips.append(-1 if s.gripper is None else s.gripper)
+                    counts.extend(c)
+                g = s.gripper
+                grips.append(-1 if g is None else g)
                 row += 1
-        self.size_id = sid
+        self.size_id = np.array(sid, dtype=np.int64)
+        lengths = np.array(lengths_, dtype=np.int64)
+        gt_units = np.repeat(np.array(units, dtype=np.float64).reshape(-1, 2), 3, axis=1)  # (T, 6): t t t r r r
         self.units = np.array([[s.translation] * 3 + [s.rotation] * 3 for s in self.sizes]).reshape(-1, 6)
         self.lengths = lengths
         self.offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64) if T else lengths
         self.motions = _motions(counts, np.repeat(gt_units, lengths, axis=0), vec)
-        self.gt_problems = _gt_problems([t.start_pose for t in tasks], [t.goal_pose for t in tasks],
-                                        [success_thresholds(t.success) for t in tasks], self.motions, lengths)
+        poses = getattr(tasks, "poses", None)  # (T, 2, 4, 4) start and goal, when the decoder made them
+        if poses is None:
+            poses = np.array([(t.start_pose, t.goal_pose) for t in tasks], dtype=np.float64).reshape(-1, 2, 4, 4)
+        self.gt_problems = _gt_problems(poses[:, 0], poses[:, 1], [success_thresholds(t.success) for t in tasks],
+                                        self.motions, lengths)
         self.grippers = np.array(grips, dtype=np.int64)
         self.kind = [t.kind for t in tasks]
         self.kind_code = np.array([KIND_CODES[k] for k in self.kind], dtype=np.int64)
@@ -191,7 +199,8 @@ class _TaskTable:
         return d
 
 
-def _gt_problems(start: list, goal: list, thresholds: list, motions: np.ndarray, lengths: np.ndarray) -> dict:
+def _gt_problems(start: np.ndarray, goal: np.ndarray, thresholds: list, motions: np.ndarray,
+                 lengths: np.ndarray) -> dict:
     """``{task index: problem}`` for the tasks whose ground truth does not lead to their goal (one vectorised
     replay of every ground truth: :func:`.ground_truth.ground_truth_misses`)."""
     if not len(lengths):

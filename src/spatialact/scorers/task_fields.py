@@ -32,7 +32,7 @@ import msgspec
 import numpy as np
 from msgspec import UNSET, Meta, Struct, UnsetType, field
 
-__all__ = ["TaskFields", "decode_task_fields", "FIELDS_VERSION"]
+__all__ = ["TaskFields", "DecodedTasks", "decode_task_fields", "FIELDS_VERSION"]
 
 #: Bumped whenever a rule here changes (cached scoring tables of other rules are rebuilt).
 FIELDS_VERSION = 1
@@ -119,27 +119,36 @@ class TaskFields(Struct, frozen=True):
 _DECODER = msgspec.json.Decoder(TaskFields)
 
 
-def decode_task_fields(data: bytes) -> list[TaskFields] | None:
+class DecodedTasks(list):
+    """The :class:`TaskFields` of a task file in file order, with ``poses``: (T, 2, 4, 4) float64, each task's
+    ``start_pose`` and ``goal_pose`` (C2W, metres)."""
+
+    poses: np.ndarray
+
+
+def decode_task_fields(data: bytes) -> DecodedTasks | None:
     """The tasks of a task file's bytes (JSON Lines), as :class:`TaskFields` in file order, or None when any line
     is not what this decoder accepts (then the full validator is the judge: see the module docstring)."""
     try:
-        tasks = _DECODER.decode_lines(data)
+        tasks = DecodedTasks(_DECODER.decode_lines(data))
     except (msgspec.DecodeError, ValueError):  # malformed JSON, a type or a bound; a BOM, a lone surrogate
         return None
-    if not tasks or _problems(tasks):
+    if not tasks:
+        return None
+    tasks.poses = np.array([(t.start_pose, t.goal_pose) for t in tasks], dtype=np.float64).reshape(-1, 2, 4, 4)
+    if _problems(tasks):
         return None
     return tasks
 
 
-def _problems(tasks: list[TaskFields]) -> bool:
+def _problems(tasks: DecodedTasks) -> bool:
     """True when a check the schema cannot state fails (vectorised over the file where it costs)."""
     from ..tasks.task import names_agree
     from ..tasks.validation import pose_problems
 
     if len({t.id for t in tasks}) != len(tasks):
         return True
-    poses = np.array([(t.start_pose, t.goal_pose) for t in tasks], dtype=np.float64).reshape(-1, 4, 4)
-    if pose_problems(poses):
+    if pose_problems(tasks.poses.reshape(-1, 4, 4)):
         return True
     t_max: list = []
     r_max: list = []
