@@ -8,9 +8,11 @@ path named: ``--out /dev/null`` (as root) left a regular file of scores where th
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import stat
+import sys
 from pathlib import Path
 
 import pytest
@@ -154,3 +156,46 @@ def test_episode_usage_totals_keep_unknown_apart_from_zero():
                                                    "cached": 1, "turns": 3}
     assert episode._usage([known, lost, known]) == {"prompt_tokens": None, "completion_tokens": None,
                                                     "cost_usd": None, "cached": 0, "turns": 3}
+
+
+# ----- (5, 6) parse reads at most one answer line's limit -------------------------------------------------------------
+class _Zeros(io.RawIOBase):
+    """``n`` zero bytes, counting what was read (a /dev/zero that ends, so the old unbounded read ends too)."""
+
+    def __init__(self, n: int):
+        self.left, self.given = n, 0
+
+    def readable(self):
+        return True
+
+    def readinto(self, b):
+        k = min(len(b), self.left, 1 << 20)
+        b[:k] = bytes(k)
+        self.left -= k
+        self.given += k
+        return k
+
+
+def test_parse_refuses_an_answer_past_the_line_limit_having_read_at_most_it(monkeypatch, capsys):
+    """`spatialact parse - < /dev/zero` (or `parse /dev/zero`) read without end into memory (MemoryError). It
+    reads at most jsonline.MAX_LINE_BYTES + 1 bytes and refuses in one line."""
+    from spatialact.jsonline import MAX_LINE_BYTES
+
+    raw = _Zeros(4 * MAX_LINE_BYTES)
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BufferedReader(raw), encoding="utf-8"))
+    assert main(["parse", "-"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "standard input" in err and "16 MiB" in err, err
+    assert raw.given <= MAX_LINE_BYTES + (1 << 20) + 1  # the limit, plus at most one buffered block
+
+
+def test_parse_reads_files_as_text_and_refuses_what_is_not_utf8(tmp_path, capsys):
+    crlf = tmp_path / "a.txt"
+    crlf.write_bytes(b'{"actions": ["Truck Left"],\r\n "step_nums": [2]}\r\n')
+    assert main(["parse", str(crlf), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["ok"]  # a file with Windows line ends parses as before
+    binary = tmp_path / "b.bin"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")
+    assert main(["parse", str(binary)]) == 2
+    err = capsys.readouterr().err
+    assert "not UTF-8 text (byte 0)" in err and len(err.strip().splitlines()) == 1

@@ -29,6 +29,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
 
 
+def _bounded_text(f, label: str) -> str:
+    """At most :data:`spatialact.jsonline.MAX_LINE_BYTES` (16 MiB, the longest answer line a file may hold) of a
+    binary stream as UTF-8 text with universal newlines (as a text-mode read gives); a longer stream
+    (``/dev/zero``, a runaway pipe) is refused in one line without being held in memory."""
+    from spatialact.jsonline import MAX_LINE_BYTES
+
+    data = f.read(MAX_LINE_BYTES + 1)
+    if len(data) > MAX_LINE_BYTES:
+        raise ValueError(f"{label}: longer than {MAX_LINE_BYTES >> 20} MiB, the longest answer parse reads "
+                         f"(jsonline.MAX_LINE_BYTES)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{label}: not UTF-8 text (byte {e.start})") from None
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 def read_answer(arg: str) -> str:
     """The answer text: standard input for '-', a file's contents when ARG names one, else ARG itself.
 
@@ -39,15 +56,13 @@ def read_answer(arg: str) -> str:
     is ``__main__.CLIError``, a different class from the one this module could import.)
     """
     if arg == "-":
-        return sys.stdin.read()
+        return _bounded_text(sys.stdin.buffer, "standard input")
     if os.path.exists(arg):
         if os.path.isdir(arg):
             raise ValueError(f"{arg}: is a directory, not an answer file")
         try:
-            with open(arg, encoding="utf-8") as f:
-                return f.read()
-        except UnicodeDecodeError as e:
-            raise ValueError(f"{arg}: not UTF-8 text (byte {e.start})") from None
+            with open(arg, "rb") as f:
+                return _bounded_text(f, arg)
         except OSError as e:
             raise ValueError(f"{arg}: cannot read ({e.strerror or e.__class__.__name__})") from None
     looks_like_path = (re.search(r"[\s{\[]", arg) is None
