@@ -19,7 +19,8 @@ type; :func:`validate_result` checks a record against the variant of its type. R
 field (the files are unchanged); the schema describes what this version writes. It also admits what the API agents
 report and the writers are to carry (``spatialact.agents.wire``): an optional ``response_truncated`` (episode and
 question records: a reply longer than the caps, whose beginning is the response) and ``null`` tokens and cost in
-``usage`` (token counts that were not believable: unknown, not zero).
+``usage`` (token counts that were not believable: unknown, not zero). Episodes in a world with walls (the game) carry
+an optional ``blocked``: one flag per executed step, true where a wall stopped the step short.
 
 Keys: :func:`episode_key` (``task|agent|env|mode|seed[|variant]``, the resume key), :func:`record_key` (a record's
 key), :func:`question_key`. Poses in records are 4×4 C2W matrices in metres (world +Z up, camera OpenCV axes), as

@@ -328,6 +328,7 @@ class GameWorld(World):
     has_gripper = False
     default_generator = GAME_SCENE_TYPE
     renders_any_pose = False
+    blocks_motion = True  # walls stop a step short: eval records ``blocked`` per executed step
 
     def __init__(self, camera, renderer: str = "tiny", wad=None, map: str = DEFAULT_MAP, monsters: bool = False):
         super().__init__(camera)

@@ -455,12 +455,14 @@ def run_episode(task: Task, agent, cfg: EpisodeConfig) -> tuple[dict, EpisodeFra
                 poses = np.asarray(result.poses)
                 frames.final = result.frames[-1] if result.frames is not None else None
                 last_info = result.infos[-1] if result.infos else info
+                blocked = [bool(i.get("blocked")) for i in result.infos[1:]]
             else:
                 poses, last_info = executed.to_poses(task.start_pose), None
             n_executed = len(executed)
         else:
+            blocked = []
             pred, parse, n_repairs, poses, last_info = _closed_loop(task, agent, cfg, env, observation, info,
-                                                                   turns, frames)
+                                                                   turns, frames, blocked)
             n_executed = len(pred)
         failed = next((t for t in turns if getattr(t, "error", None)), None)
         if failed is not None:  # the agent call failed: no answer, so no result (docs/evaluation.md)
@@ -475,6 +477,8 @@ def run_episode(task: Task, agent, cfg: EpisodeConfig) -> tuple[dict, EpisodeFra
             record["n_executed"] = int(n_executed)
             record["truncated"] = bool(cfg.mode == "one-shot" and len(pred) > n_executed)
         record["gl_renderer"] = gl
+        if failed is None and env is not None and getattr(env.unwrapped.world, "blocks_motion", False):
+            record["blocked"] = blocked  # per executed step: a wall stopped it short (optional: worlds with walls)
     except TaskInputError:
         raise  # the task file is at fault, not the episode: the run stops
     except Exception as e:  # the run goes on; the reason is kept with the episode
@@ -486,8 +490,9 @@ def run_episode(task: Task, agent, cfg: EpisodeConfig) -> tuple[dict, EpisodeFra
     return record, frames
 
 
-def _closed_loop(task, agent, cfg, env, observation, info, turns, frames):
-    """Observe, act one step, repeat. Returns (executed sequence, last parse, repairs, visited poses, last info)."""
+def _closed_loop(task, agent, cfg, env, observation, info, turns, frames, blocked):
+    """Observe, act one step, repeat. Returns (executed sequence, last parse, repairs, visited poses, last info);
+    ``blocked`` gets one flag per executed step (the world stopped it short)."""
     if env is None:
         raise ValueError(f"task {task.id!r} has no scene: closed-loop mode needs a simulator")
     start_rgb = observation["rgb"]
@@ -507,6 +512,7 @@ def _closed_loop(task, agent, cfg, env, observation, info, turns, frames):
             break  # Stay ends the episode (docs/evaluation.md)
         obs, last_info = env.unwrapped.apply_step(step, seq.sizes)
         executed.append(step)
+        blocked.append(bool(last_info.get("blocked")))
         poses.append(np.asarray(last_info["pose"], dtype=np.float64))
         observation = _observation(task, cfg, env, obs, last_info, start_rgb, len(executed))
     frames.final = observation.get("rgb")

@@ -8,7 +8,7 @@ The package, one module a job: :mod:`.load` (runs and their records, tolerant fi
 (table rows and number formats), :mod:`.plots` (every figure; matplotlib imported when one is drawn),
 :mod:`.document` (the one writer that emits Markdown and HTML from the same calls, escaping every string), a module
 per section — :mod:`.overall` (Runs, Overall, per kind / source / tag, API usage, Plots, the ladder's calibration),
-:mod:`.tool_use`, :mod:`.diagnostics`, :mod:`.questions`, :mod:`.examples` (paths and example episodes with their
+:mod:`.tool_use`, :mod:`.game` (per map, blocked steps), :mod:`.diagnostics`, :mod:`.questions`, :mod:`.examples` (paths and example episodes with their
 frames) — and :mod:`.make`, which puts the sections together. Tables and plots outside the Diagnostics section show
 the plain episodes (variant ""); the mirrored episodes of ``eval --flip`` appear in the Diagnostics section.
 

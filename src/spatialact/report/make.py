@@ -18,6 +18,7 @@ from .compare import RunsDifferWarning, compare_runs
 from .diagnostics import diagnostics_section
 from .document import Document
 from .examples import examples_section, path_plots
+from .game import game_json, game_section
 from .load import as_float, load_runs, record_value, usage
 from .overall import api_usage_section, calibration, overall_section, runs_section, score_plots_section
 from .tool_use import tool_use_section
@@ -53,6 +54,7 @@ def make_report(run_dirs, out_dir) -> tuple[Path, Path]:
     runs_section(doc, runs)
     tool_use_section(doc, ep_runs)
     overall_section(doc, ep_runs, comparison.shared if "tasks" in comparison.differs else None)
+    game_section(doc, ep_runs)
     api_usage_section(doc, runs)
     diagnostics_section(doc, runs, figdir)
     score_plots_section(doc, ep_runs, figdir)
@@ -74,7 +76,8 @@ def _empty_dir(d: Path) -> Path:
 
 
 def overall_json(run_dirs) -> list[dict]:
-    """The overall figures per run as JSON-able dicts (for ``spatialact report --json``)."""
+    """The overall figures per run as JSON-able dicts (for ``spatialact report --json``); a run with game episodes
+    adds ``game``, its results per map and blocked-step rate (:func:`~.game.game_json`)."""
     runs = load_runs([Path(d) for d in run_dirs])
     calib = calibration(runs)
     out = []
@@ -92,4 +95,7 @@ def overall_json(run_dirs) -> list[dict]:
                     "completion_tokens": sum(usage(r, "completion_tokens") for r in every),
                     "cost_usd": sum(usage(r, "cost_usd") for r in every),
                     "diagnostics": run_diagnostics(every, calib), "questions": summarise_answers(every) or None})
+        per_map = game_json(run)
+        if per_map is not None:  # game episodes: results per map and the blocked-step rate
+            out[-1]["game"] = per_map
     return out
