@@ -244,3 +244,24 @@ def test_vizdoom_files_stay_out_of_the_working_directory(tmp_path, monkeypatch):
     with DoomEngine(map="MAP01", resolution=(160, 120)) as e:
         e.tic()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_level_is_empty_unless_monsters_are_asked_for():
+    # MAP01's THINGS (from the WAD): a Zombieman at (352, 224), on every skill, in single player, in the pit north of
+    # (352, 100). Looking north from there, only the game with monsters shows it: the two images differ, and only
+    # where it stands (the centre columns, below the horizon).
+    from spatialact.envs.doom.wad import THING_NOT_SINGLE, ZOMBIEMAN, map_things
+
+    things = map_things(resolve_wad(None), "MAP01")
+    zombies = things[(things[:, 3] == ZOMBIEMAN) & (things[:, 4] & THING_NOT_SINGLE == 0)]
+    assert [352, 224, 90, ZOMBIEMAN, 15] in zombies.tolist() and len(zombies) >= 5
+    pose = geometry.make_pose(level_rotation(math.radians(90.0)), np.array([352.0, 100.0, 41.0]) * UNIT_M)
+    views = []
+    for monsters in (False, True):
+        with DoomEngine(map="MAP01", resolution=(160, 120), monsters=monsters) as game:
+            game.start(pose)
+            views.append(game.render()[0].astype(int))
+    differ = np.abs(views[0] - views[1]).sum(-1) > 30
+    cols, rows = np.nonzero(differ.any(0))[0], np.nonzero(differ.any(1))[0]
+    assert differ.sum() >= 40  # a figure, not noise
+    assert 60 <= cols.min() and cols.max() <= 100 and rows.min() >= 60  # where the Zombieman stands

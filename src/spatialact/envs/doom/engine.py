@@ -146,9 +146,9 @@ class DoomEngine:
     """A headless ViZDoom level: start, move through the game's physics, read the pose, render rgb + depth.
 
     ``wad``: a path or a bundled name (default ``freedoom2.wad``); ``map``: default ``MAP01``; ``resolution``:
-    one of :data:`RESOLUTIONS`; ``monsters``: False keeps the level empty (``+nomonsters 1``). No HUD, weapon,
-    crosshair, screen flashes or view bob. vizdoom's ini file and working folder live in spatialact's cache, never
-    in the caller's working directory. Use as a context manager or call :meth:`close`.
+    one of :data:`RESOLUTIONS`; ``monsters``: False keeps the level empty (``+sv_nomonsters 1``; the game ignores
+    ``+nomonsters``). No HUD, weapon, crosshair, screen flashes or view bob. vizdoom's ini file and working folder
+    live in spatialact's cache, never in the caller's working directory. Use as a context manager or call :meth:`close`.
     """
 
     def __init__(self, wad=None, map: str = DEFAULT_MAP, resolution: tuple[int, int] = (320, 240), *,
@@ -192,7 +192,7 @@ class DoomEngine:
         g.set_mode(vzd.Mode.PLAYER)
         g.set_seed(0)
         g.set_episode_timeout(0)
-        g.add_game_args(f"+nomonsters {0 if self.monsters else 1} +movebob 0 +freelook 1 +sv_cheats 1")
+        g.add_game_args(f"+sv_nomonsters {0 if self.monsters else 1} +movebob 0 +freelook 1 +sv_cheats 1")
         g.set_available_buttons([getattr(vzd.Button, b) for b in _BUTTONS])
         g.set_available_game_variables([getattr(vzd.GameVariable, v) for v in _VARS])
         # The game process writes ./_vizdoom/ in its working directory: start it in the cache folder.

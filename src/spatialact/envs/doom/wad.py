@@ -13,13 +13,16 @@ import struct
 from pathlib import Path
 
 __all__ = ["WadError", "BUNDLED_WADS", "DEFAULT_WAD", "DEFAULT_MAP", "resolve_wad", "wad_maps", "wad_sha256",
-           "check_map", "wad_kind", "map_lines"]
+           "check_map", "wad_kind", "map_lines", "map_things", "ZOMBIEMAN", "THING_NOT_SINGLE"]
 
 BUNDLED_WADS = ("freedoom1.wad", "freedoom2.wad")
 DEFAULT_WAD = "freedoom2.wad"
 DEFAULT_MAP = "MAP01"
 # Directories above this many entries are not a real WAD (Freedoom 2 has 3 610 lumps).
 MAX_LUMPS = 1_000_000
+
+#: Doom's thing type of a Zombieman (the first monster of Freedoom 2 MAP01), and the thing flag "not in single player".
+ZOMBIEMAN, THING_NOT_SINGLE = 3004, 16
 
 _SHA_CACHE: dict[tuple, str] = {}
 
@@ -154,3 +157,24 @@ def map_lines(path: str | os.PathLike, name: str):
         raise WadError(f"{p.name}: map {m} has a line with a vertex that does not exist")
     seg = np.concatenate([v[ld[:, 0]], v[ld[:, 1]]], axis=1)
     return seg, ld[:, 6] == 0xFFFF, (ld[:, 2] & 1).astype(bool)
+
+
+def map_things(path: str | os.PathLike, name: str):
+    """The things (player starts, monsters, items, decorations) of a Doom-format map as an (N, 5) int64 array:
+    ``x, y`` (map units, 1/32 m; x east, y north), ``angle`` (degrees, counter-clockwise from east), ``type`` (e.g.
+    :data:`ZOMBIEMAN`) and ``flags`` (1, 2, 4: skill levels; 8: ambush; 16: not in single player). Read from the
+    ``THINGS`` lump after the map's marker."""
+    import numpy as np
+
+    p = Path(path)
+    _, names, where, total = _directory(p, entries=True)
+    m = str(name).strip().upper()
+    if m not in names:
+        raise WadError(f"{p.name}: no map {name!r}")
+    i = names.index(m)
+    if i + 1 >= len(names) or names[i + 1] != "THINGS":
+        raise WadError(f"{p.name}: map {m} is not in the Doom format (no THINGS lump after its marker)")
+    raw = _lump(p, where[i + 1][0], where[i + 1][1], total, "THINGS")
+    if len(raw) % 10:
+        raise WadError(f"{p.name}: map {m} is not in the Doom format (10-byte THINGS)")
+    return np.frombuffer(raw, dtype="<i2").reshape(-1, 5).astype(np.int64)
