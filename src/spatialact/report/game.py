@@ -1,10 +1,10 @@
 """The report's game section: results per map (level) of the game's tasks and the rate of blocked steps.
 
 Game tasks (``source: "game"``, docs/game.md) are tagged with the ``map`` they run in; their episode records carry
-``blocked``, one flag per executed step, true where a wall stopped the step short of its commanded motion
-(docs/results.md). Per run and map: episodes, success rate, mean score, and the blocked-step rate — blocked steps
-over executed steps, summed over the map's episodes (an episode that executed nothing adds nothing). Records of other
-worlds are left out. The same figures go into ``report --json`` (:func:`game_json`).
+``blocked``, one flag per executed step, true where the level (a wall, the floor) stopped the step short of its
+commanded motion (docs/results.md). Per run and map: episodes, success rate, mean score, and the blocked-step rate —
+blocked steps over executed steps, summed over the map's episodes (an episode that executed nothing adds nothing).
+Records of other worlds are left out. The same figures go into ``report --json`` (:func:`game_json`).
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def game_section(doc: Document, runs: list[RunData]) -> None:
     if not rows:
         return
     doc.heading(2, "Per map (game levels)")
-    doc.paragraph("Game tasks run in the level they were recorded in (docs/game.md). Blocked steps: executed steps a "
-                  "wall, a ledge or a closed door stopped short of their commanded motion, over every executed step "
-                  "of the map's episodes (the records' `blocked` flags).")
+    doc.paragraph("Game tasks run in the level they were recorded in (docs/game.md). Blocked steps: executed steps the "
+                  "level stopped short of their commanded motion (a wall, a ledge, a closed door, the floor under a "
+                  "Pedestal Down), over every executed step of the map's episodes (the records' `blocked` flags).")
     doc.table(headers, rows)
