@@ -113,6 +113,17 @@ def test_one_shot_shows_recorded_frames_and_flip_works_one_shot_only(built, tmp_
                           tmp_path / "flip", capsys)
     assert code == 0 and {r["variant"] for r in records} == {"", "mirror"}
     assert all(r["success"] and r["score"] == pytest.approx(1.0) and r["simulated"] for r in records)
+    # one-shot shows the recorded frames: the run's stored start and goal views are the task's PNGs (the mirrored
+    # episode stores them too: its agent sees them flipped)
+    from PIL import Image
+
+    tasks = {t.id: t for t in load_tasks(out)}
+    for r in records:
+        t = tasks[r["task_id"]]
+        for name, recorded in (("start", t.start_image), ("goal", t.goal_image)):
+            shown = np.asarray(Image.open(tmp_path / "flip" / r["frames"][name]).convert("RGB"))
+            want = np.asarray(Image.open(recorded).convert("RGB"))
+            assert np.array_equal(shown, want), (r["key"], name)
     code, err = _eval(["--tasks", str(out), "--mode", "closed-loop", "--agent", "oracle", "--flip"],
                       tmp_path / "flip_cl", capsys)
     assert code == 2 and "the mirrored level does not exist" in err and len(err.strip().splitlines()) == 1
