@@ -26,6 +26,10 @@ import numpy as np
 SCENE = {"generator": "room", "seed": 5}
 
 
+from pathlib import Path
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from figures import record  # noqa: E402
+
 def _make_nav(size=128, renderer="tiny"):
     from spatialact.envs import make_env
 
@@ -267,7 +271,11 @@ def main(argv=None) -> int:
     if game:
         print("\nGameNav (freedoom2 MAP01) vs CameraNav, 160×120 with depth, one unit of one primitive per step, "
               "best of 3")
-        print_game(game_rates(max(steps, 200)))
+        g = game_rates(max(steps, 200))
+        print_game(g)
+        record("bench_envs.py", "GameNav steps/s, 160×120 with depth, one unit of one primitive a step, one core",
+               g["steps_per_s_all"], "steps/s", anchor="CameraNav, same size and step (tiny renderer)",
+               anchor_value=g["cameranav_steps_per_s"], aim="≥ 500 steps/s")
     if args.game_only:
         return 0
     print("\nCameraNav step vs raw renderer (same scene, same poses; best of 3)")
@@ -279,6 +287,8 @@ def main(argv=None) -> int:
     except Exception as e:  # EGL unavailable here
         print(f"(EGL skipped: {e})")
     for r in rows:
+        record("bench_envs.py", f"CameraNav env steps/s, {r['size']}², {r['renderer']}", r["env_steps_per_s"],
+               "steps/s", anchor="the raw renderer at the same poses", anchor_value=r["raw_fps"])
         print(f"{r['size']:>5} {r['renderer']:>8} {r['env_steps_per_s']:>12.1f} {r['raw_fps']:>9.1f} "
               f"{100 * r['overhead']:>8.1f}%  {r['gl']}")
     print("\nAsyncVectorEnv, CameraNav 64×64")

@@ -47,6 +47,10 @@ print(t1 - t0, t2 - t1, time.perf_counter() - t2)
 """
 
 
+from pathlib import Path
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from figures import record  # noqa: E402
+
 def _cpu() -> float:
     s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
@@ -137,6 +141,9 @@ def main() -> None:
             print(f"\nrenderer {r}:")
             print(f"  {'workers':>8} {'used':>4} {'wall s':>7} {'cpu s':>7} {'first s':>7} {'wall/1':>7} {'cpu/1':>6}")
             for w, m in rows:
+                record("bench_workers.py", f"eval wall time, {args.episodes} nav episodes, renderer {r}, --workers {w}"
+                       f" ({m['workers']} used)", m["wall"], "s", anchor="--workers 1", anchor_value=base["wall"],
+                       higher_is_better=False)
                 print(f"  {str(w):>8} {m['workers']:>4} {m['wall']:7.2f} {m['cpu']:7.2f} {m['first']:7.2f} "
                       f"{m['wall'] / base['wall']:7.2f} {m['cpu'] / base['cpu']:6.2f}")
 
