@@ -199,3 +199,59 @@ def test_parse_reads_files_as_text_and_refuses_what_is_not_utf8(tmp_path, capsys
     assert main(["parse", str(binary)]) == 2
     err = capsys.readouterr().err
     assert "not UTF-8 text (byte 0)" in err and len(err.strip().splitlines()) == 1
+
+
+# ----- trajectories and --extrinsics that are devices or pipes: refused, never read ----------------------------------
+TUM = "".join(f"{k * 0.1:.1f} {k * 0.05:.2f} 0 1.5 0 0 0 1\n" for k in range(20))
+
+
+@pytest.mark.parametrize("argv", [["extract", "{p}", "--format", "tum"],
+                                  ["tasks", "from-trajectory", "{p}", "--format", "tum", "--out", "{d}/t.jsonl"],
+                                  ["replay", "{p}", "--format", "tum", "--out", "{d}/replay"]])
+def test_a_trajectory_that_is_a_device_is_refused_unread(tmp_path, capsys, argv):
+    """`extract /dev/zero --format json` (and replay, tasks from-trajectory, questions build --trajectory) read the
+    device whole into memory until the kernel killed the process. A device is refused in one line, unread."""
+    args = [a.format(p="/dev/zero", d=tmp_path) for a in argv]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "/dev/zero" in err and "not a regular file" in err, err
+    assert sorted(os.listdir(tmp_path)) == []
+
+
+def test_a_trajectory_that_is_a_fifo_is_refused_unread(tmp_path, capsys):
+    """A FIFO whose writer offers a valid TUM path: it used to be read and extracted; now refused, nothing read."""
+    import threading
+
+    fifo = tmp_path / "walk.txt"
+    os.mkfifo(fifo)
+    wrote = []
+
+    def writer():
+        try:
+            with open(fifo, "w") as f:
+                f.write(TUM)
+            wrote.append(True)
+        except OSError:
+            pass
+
+    t = threading.Thread(target=writer, daemon=True)
+    t.start()
+    try:
+        assert main(["extract", str(fifo), "--format", "tum", "--json"]) == 2
+    finally:
+        fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # release the writer whatever happened
+        t.join(5)
+        os.close(fd)
+    err = capsys.readouterr().err
+    assert "named pipe" in err or "not a regular file" in err, err
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_extrinsics_that_is_no_file_is_refused_unread(tmp_path, capsys):
+    walk = tmp_path / "walk.txt"
+    walk.write_text(TUM)
+    assert main(["tasks", "from-trajectory", str(walk), "--format", "tum", "--extrinsics", "/dev/zero",
+                 "--out", str(tmp_path / "t.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert "--extrinsics /dev/zero: not a regular file" in err and len(err.strip().splitlines()) == 1, err
+    assert sorted(os.listdir(tmp_path)) == ["walk.txt"]

@@ -18,6 +18,7 @@ import argparse
 import contextlib
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -111,6 +112,8 @@ def _extrinsics_file(path: str | None):
     """[x, y, z, rx, ry, rz] from a JSON file (a list, or an object with "extrinsics"), checked; None without one."""
     if path is None:
         return None
+    if os.path.exists(path) and not os.path.isfile(path):  # a folder, a device (/dev/zero), a pipe: never read
+        raise ValueError(f"--extrinsics {path}: not a regular file; name a JSON file")
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:

@@ -63,6 +63,10 @@ def load_trajectory(path: str | os.PathLike, format: str | None = None, *, episo
     Raises :class:`TrajectoryError` (a ValueError), one line naming the file, the field and the frame;
     :class:`FileNotFoundError` when ``path`` does not exist.
     """
+    if os.path.exists(path) and not (os.path.isfile(path) or os.path.isdir(path)):
+        # a character device (/dev/zero), a FIFO or a socket: never read (a reader would hold it whole in memory)
+        raise fail(path, "(file)", "not a regular file or folder (a device, a pipe or a socket); name a trajectory "
+                                   "file or folder")
     fmt = (format or guess_format(path)).lower()
     if fmt in ("re10k", "realestate"):
         fmt = "realestate10k"
