@@ -255,3 +255,47 @@ def test_extrinsics_that_is_no_file_is_refused_unread(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "--extrinsics /dev/zero: not a regular file" in err and len(err.strip().splitlines()) == 1, err
     assert sorted(os.listdir(tmp_path)) == ["walk.txt"]
+
+
+# ----- questions: the same line limit as task and answer files -------------------------------------------------------
+@pytest.fixture(scope="module")
+def small_questions(tmp_path_factory):
+    pytest.importorskip("pybullet")
+    from spatialact.questions import build_questions
+
+    d = tmp_path_factory.mktemp("q")
+    return build_questions(d / "q.jsonl", n=1, seed=0, size=32, types=["distance"]).path
+
+
+def test_a_question_file_line_past_the_limit_is_refused_naming_the_line(tmp_path, small_questions):
+    """`questions score /dev/zero --answers A` read the device whole (killed for memory); a line over
+    jsonline.MAX_LINE_BYTES is refused naming the file and the line, as in task files."""
+    from spatialact.jsonline import MAX_LINE_BYTES
+    from spatialact.questions import QuestionFileError, load_question_file
+
+    q = tmp_path / "q.jsonl"
+    q.write_bytes(Path(small_questions).read_bytes() + b'{"id": "' + b"x" * (MAX_LINE_BYTES + 10) + b'"}\n')
+    with pytest.raises(QuestionFileError) as e:
+        load_question_file(q)
+    n = len(Path(small_questions).read_bytes().splitlines())
+    assert f"{q}:{n + 1}: line longer than 16 MiB" in str(e.value)
+
+
+def test_an_answer_line_past_the_limit_is_an_invalid_line_and_dev_zero_is_refused(tmp_path, small_questions,
+                                                                                   capsys):
+    from spatialact.jsonline import MAX_LINE_BYTES
+    from spatialact.questions import load_questions, score_answers_file
+
+    qs = load_questions(small_questions)
+    num = next(q for q in qs if q["format"] == "numeric")
+    good = json.dumps({"question_id": num["id"], "response": f"{num['answer']:.6f}"}).encode()
+    answers = tmp_path / "a.jsonl"
+    answers.write_bytes(b'{"question_id": "' + b"y" * (MAX_LINE_BYTES + 10) + b'"}\n' + good + b"\n")
+    res = score_answers_file(qs, answers, tmp_path / "s.jsonl")
+    rows = [json.loads(x) for x in (tmp_path / "s.jsonl").read_text().splitlines()]
+    assert [r["reason"] for r in rows] == ["invalid_line", None] and rows[1]["correct"] is True
+    assert res["counts"]["invalid_line"] == 1 and res["counts"]["scored"] == 1
+    assert main(["questions", "score", str(small_questions), "--answers", "/dev/zero", "--out",
+                 str(tmp_path / "z.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert "answers file /dev/zero: line 1: no line end within" in err and len(err.strip().splitlines()) == 1, err

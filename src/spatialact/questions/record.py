@@ -21,7 +21,7 @@ from typing import Iterable
 
 import numpy as np
 
-from ..jsonline import open_input, stored_path
+from ..jsonline import LineTooLong, open_input, read_bounded, stored_path
 from ..schema_compiler import compile_schema, format_path
 from ..tasks.io import write_jsonl_atomic
 
@@ -219,7 +219,10 @@ def load_question_file(path: str | os.PathLike) -> QuestionFile:
 
     path = Path(path)
     with open_input(path, "question file", QuestionFileError) as f:
-        data = f.read()
+        try:
+            data = read_bounded(f)  # no line over MAX_LINE_BYTES (16 MiB) is ever held, /dev/zero included
+        except LineTooLong as e:
+            raise QuestionFileError(f"{path}:{e.lineno}: line {e.what}") from None
     folder = os.path.abspath(path.parent)
     out: list[dict] = []
     seen: dict[str, int] = {}

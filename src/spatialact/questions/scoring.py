@@ -18,16 +18,26 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
-from ..jsonline import open_input
+from ..jsonline import LineTooLong, LongLine, iter_lines, open_input
 from ..records import FAILURE_REASONS, is_failure as _failed, is_question
 from .prompt import n_rotations, rotate_options, rotated_answer
 
 __all__ = ["score_response", "summarise_answers", "summarise", "summary_rows", "score_answers_file",
            "FAILURE_REASONS"]
+
+
+def _bounded_lines(f, label) -> Iterator[bytes]:
+    """The lines of the answers file ``f``, each at most MAX_LINE_BYTES long (a longer one comes as a LongLine,
+    scored ``invalid_line``); one with no line end in sight (``/dev/zero``) is refused in one line naming the file."""
+    try:
+        yield from iter_lines(f)
+    except LineTooLong as e:
+        raise ValueError(f"answers file {label}: {e}") from None
 
 def score_response(q: dict, response, rotation: int = 0, *, repairs: bool = False) -> dict:
     """``{"score", "correct", "pred", "answer", "reason", ...}`` of one response to question ``q`` under option
@@ -150,11 +160,15 @@ def score_answers_file(questions, answers, out=None) -> dict:
     scored: dict = {}
     rows: list[dict] = []
     with open_input(answers, "answers file", ValueError) as fh:
-        for lineno, raw in enumerate(fh, 1):
-            if not raw.strip():
+        for lineno, raw in enumerate(_bounded_lines(fh, answers), 1):
+            if type(raw) is not LongLine and not raw.strip():
                 continue
             counts["lines"] += 1
             row = {"line": lineno}
+            if type(raw) is LongLine:  # longer than MAX_LINE_BYTES: its bytes were skipped, never held
+                counts["invalid_line"] += 1
+                rows.append({**row, "score": 0.0, "correct": False, "reason": "invalid_line"})
+                continue
             try:
                 rec = json.loads(raw.decode("utf-8"))
             except (UnicodeDecodeError, ValueError):
