@@ -299,3 +299,34 @@ def test_an_answer_line_past_the_limit_is_an_invalid_line_and_dev_zero_is_refuse
                  str(tmp_path / "z.jsonl")]) == 2
     err = capsys.readouterr().err
     assert "answers file /dev/zero: line 1: no line end within" in err and len(err.strip().splitlines()) == 1, err
+
+
+# ----- a run directory whose files are not regular files ------------------------------------------------------------
+@pytest.mark.parametrize("name", ["results.jsonl", "config.json"])
+@pytest.mark.parametrize("node", ["folder", "device"])
+def test_a_run_file_that_is_no_regular_file_is_refused_unread(tmp_path, capsys, name, node):
+    """A run directory whose results.jsonl or config.json is a link to /dev/zero (or a folder): `eval` resuming
+    it and `report` read the device until MemoryError (a traceback, or the kernel's kill); now one line naming it."""
+    from _fabricate import fake_record, make_task
+
+    run = tmp_path / "run"
+    run.mkdir()
+    task = make_task("t0")
+    (run / "results.jsonl").write_text(json.dumps(fake_record(task)) + "\n")
+    (run / "config.json").write_text("{}\n")
+    (run / name).unlink()
+    if node == "folder":
+        (run / name).mkdir()
+    else:
+        (run / name).symlink_to("/dev/zero")
+    rc = main(["report", str(run), "--out", str(tmp_path / "rep")])
+    err = capsys.readouterr().err
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert f"{run / name}: not a regular file" in err or (name == "results.jsonl" and "not a run directory" in err)
+    assert not (tmp_path / "rep").exists() or not any((tmp_path / "rep").iterdir())
+    if name == "results.jsonl":  # eval resuming it: the results file is read before anything runs
+        capsys.readouterr()
+        rc = main(["eval", "--suite", "nav:1", "--agent", "oracle", "--renderer", "tiny", "--out", str(run)])
+        err = capsys.readouterr().err
+        assert rc == 2 and f"{run / name}: not a regular file" in err, err
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err

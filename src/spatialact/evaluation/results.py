@@ -206,6 +206,14 @@ def safe_name(s: str, max_len: int = 80) -> str:
 
 
 # ----- reading ------------------------------------------------------------------------------------------------
+def _check_regular(path: Path) -> None:
+    """RunStoreError when a run directory's file is there but is no regular file (a link to one is): a device
+    such as /dev/zero, a FIFO or a folder would be read without end or block; it is never opened."""
+    if path.exists() and not path.is_file():
+        raise RunStoreError(f"{path}: not a regular file (a device, a pipe or a folder); a run directory's files "
+                            "are regular files")
+
+
 def _scan(path: Path) -> tuple[list[dict], int, str | None]:
     """Records of a results file, the byte length of its intact part, and a note on a cut-off last line.
 
@@ -214,6 +222,7 @@ def _scan(path: Path) -> tuple[list[dict], int, str | None]:
     """
     if not path.exists():
         return [], 0, None
+    _check_regular(path)
     data = path.read_bytes()
     records, good, note = [], 0, None
     pos = 0
@@ -281,6 +290,7 @@ def read_config(run_dir: str | os.PathLike) -> dict:
     p = Path(run_dir) / CONFIG_FILE
     if not p.exists():
         return {}
+    _check_regular(p)
     with open(p, encoding="utf-8") as f:
         return json.load(f)
 
@@ -470,6 +480,7 @@ class RunStore:
     def _check_config(self) -> None:
         path = self.run_dir / CONFIG_FILE
         if path.exists():
+            _check_regular(path)
             try:
                 stored = json.loads(path.read_text(encoding="utf-8"))
             except ValueError as e:
