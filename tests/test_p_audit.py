@@ -330,3 +330,23 @@ def test_a_run_file_that_is_no_regular_file_is_refused_unread(tmp_path, capsys, 
         err = capsys.readouterr().err
         assert rc == 2 and f"{run / name}: not a regular file" in err, err
         assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+
+
+# ----- (13) the renderer defaults that differ say so ----------------------------------------------------------------
+def test_replay_help_states_its_renderer_default_and_evals_truthfully(capsys):
+    """replay (like gym.make and questions build) renders with tiny by default, eval and prompt with auto: replay's
+    --help says which and names eval's, and what it says is what the parsers and the env do."""
+    import inspect
+
+    from spatialact.cli.main import build_parser
+    from spatialact.cli.runs import run_defaults
+    from spatialact.envs.base import SpatialActEnv
+
+    args = build_parser("replay").parse_args(["replay", "walk.txt", "--out", "r"])
+    assert args.renderer == "tiny"
+    with pytest.raises(SystemExit):
+        main(["replay", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "renderer: tiny (default" in text
+    assert f"eval and prompt default to {run_defaults().renderer}" in text
+    assert inspect.signature(SpatialActEnv).parameters["renderer"].default == "tiny"  # what gym.make builds

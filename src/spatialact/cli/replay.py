@@ -32,7 +32,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-keyframes", type=int, default=None, metavar="N", help="replay the first N keyframes only")
     p.add_argument("--rows", type=int, default=8, help="rows of the contact sheet (default 8)")
     p.add_argument("--renderer", choices=["tiny", "egl", "gl", "auto"], default="tiny",
-                   help="renderer: tiny (default), egl, gl (the project's OpenGL renderer) or auto (gl, else tiny)")
+                   help="renderer: tiny (default: PyBullet's CPU renderer, the same images on every machine, as "
+                        "gym.make and questions build; eval and prompt default to auto, the images a model agent "
+                        "is sent), egl, gl (the project's OpenGL renderer) or auto (gl, else tiny)")
     from .runs import add_render_quality
 
     add_render_quality(p, "; written to replay.json")
