@@ -41,6 +41,24 @@ def checker_image(h: int = 32, w: int = 48, seed: int = 0) -> np.ndarray:
     return rng.integers(0, 256, size=(h, w, 3), dtype=np.uint8)
 
 
+def image_tasks(folder, n: int, goal_seed: int = 100, **kw) -> list:
+    """``n`` scene-less navigation tasks (:func:`make_task`, ``kw`` passed on) whose start and goal images are random
+    PNGs written into ``folder`` (``start{i}.png`` / ``goal{i}.png``, seeds ``i`` and ``goal_seed + i``)."""
+    from pathlib import Path
+
+    from PIL import Image
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    tasks = []
+    for i in range(n):
+        s, g = folder / f"start{i}.png", folder / f"goal{i}.png"
+        Image.fromarray(checker_image(seed=i)).save(s)
+        Image.fromarray(checker_image(seed=goal_seed + i)).save(g)
+        tasks.append(make_task(f"t{i}", start_image=str(s), goal_image=str(g), **kw))
+    return tasks
+
+
 def fake_record(task: Task, agent: str = "oracle", model=None, score: float = 1.0, response: str = "{}",
                 mode: str = "one-shot", env: str = "pybullet", seed: int = 0, error=None, rng=None) -> dict:
     """One result record in the layout of docs/interfaces (what the runner writes)."""

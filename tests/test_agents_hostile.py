@@ -15,10 +15,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PIL import Image
 
 from _chat_server import SECRET, FakeServer
-from _fabricate import checker_image, make_task
+from _fabricate import image_tasks, make_task
 from spatialact.agents import AgentConfigError, make_agent, recorded_agent_args
 from spatialact.agents import openai_agent
 from spatialact.agents.wire import (MAX_REPLY_BYTES, MAX_TEXT_BYTES, MAX_USAGE_TOKENS, cap_text, salvage_content,
@@ -154,14 +153,7 @@ def test_tool_agents_and_the_question_answerer_keep_the_deadline(server, agent_f
 
 
 def _image_tasks(folder: Path, n: int):
-    folder.mkdir(parents=True, exist_ok=True)
-    tasks = []
-    for i in range(n):
-        s, g = folder / f"start{i}.png", folder / f"goal{i}.png"
-        Image.fromarray(checker_image(seed=i)).save(s)
-        Image.fromarray(checker_image(seed=100 + i)).save(g)
-        tasks.append(make_task(f"t{i}", start_image=str(s), goal_image=str(g), answer_format="flat"))
-    return save_tasks(tasks, folder / "tasks.jsonl")
+    return save_tasks(image_tasks(folder, n, answer_format="flat"), folder / "tasks.jsonl")
 
 
 def _eval_argv(tf, out, url, *extra):

@@ -19,10 +19,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PIL import Image
 
 from _chat_server import SECRET, closed_port_url
-from _fabricate import checker_image, make_task
+from _fabricate import image_tasks, make_task
 from spatialact.cli.main import main
 from spatialact.evaluation.episode import EpisodeConfig, episode_key, record_key
 from spatialact.evaluation.results import load_run, read_records
@@ -37,13 +36,7 @@ SRC = str(Path(__file__).parents[1] / "src")
 # ----- helpers ---------------------------------------------------------------------------------------------------
 def _image_tasks(folder: Path, n: int = 3, **kw):
     """``n`` scene-less navigation tasks with start/goal image files, and their task file."""
-    folder.mkdir(parents=True, exist_ok=True)
-    tasks = []
-    for i in range(n):
-        s, g = folder / f"start{i}.png", folder / f"goal{i}.png"
-        Image.fromarray(checker_image(seed=i)).save(s)
-        Image.fromarray(checker_image(seed=100 + i)).save(g)
-        tasks.append(make_task(f"t{i}", start_image=str(s), goal_image=str(g), **kw))
+    tasks = image_tasks(folder, n, **kw)
     path = folder / "tasks.jsonl"
     save_tasks(tasks, path)
     return tasks, path

@@ -8,9 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from PIL import Image
 
-from _fabricate import checker_image, make_task
+from _fabricate import image_tasks
 from spatialact.cli.main import main
 from spatialact.evaluation.episode import EpisodeConfig
 from spatialact.evaluation.results import read_records
@@ -39,14 +38,7 @@ def _children(pid: int) -> set[int]:
 
 
 def _tasks(folder: Path, n: int) -> list:
-    folder.mkdir(parents=True, exist_ok=True)
-    tasks = []
-    for i in range(n):
-        s, g = folder / f"s{i}.png", folder / f"g{i}.png"
-        Image.fromarray(checker_image(seed=i)).save(s)
-        Image.fromarray(checker_image(seed=50 + i)).save(g)
-        tasks.append(make_task(f"t{i}", start_image=str(s), goal_image=str(g), answer_format="flat"))
-    return tasks
+    return image_tasks(folder, n, goal_seed=50, answer_format="flat")
 
 
 def _run(tasks, out: Path, workers) -> tuple[int, set[int]]:

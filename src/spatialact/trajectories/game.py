@@ -28,14 +28,13 @@ import os
 import re
 import shutil
 import tempfile
-import zipfile
-import zlib
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
 from ..outputs import OutputError
+from .generic import read_npz_arrays
 from .trajectory import FrameRef, Trajectory, as_numbers, check_fps, check_intrinsics, check_poses, \
     check_timestamps, describe_value, fail, read_json_file
 
@@ -151,22 +150,7 @@ def _check_meta(root: Path, meta: dict) -> dict:
 def _load_npz(path: Path) -> dict:
     if not path.is_file():
         raise fail(path, "(file)", "missing")
-    d = {}
-    with open(path, "rb") as fh:
-        try:
-            z = np.load(fh, allow_pickle=False)
-        except (OSError, ValueError, EOFError, RuntimeError, zipfile.BadZipFile) as e:
-            raise fail(path, "(file)", f"not a readable .npz archive ({e or type(e).__name__})") from None
-        if not isinstance(z, np.lib.npyio.NpzFile):
-            raise fail(path, "(file)", "a single .npy array, not an .npz archive")
-        with z:
-            for k in z.files:
-                try:
-                    d[k] = z[k]
-                except (OSError, ValueError, EOFError, RuntimeError, zipfile.BadZipFile, zlib.error,
-                        NotImplementedError) as e:
-                    raise fail(path, k, f"cannot read this array ({e or type(e).__name__})") from None
-    return d
+    return read_npz_arrays(path)
 
 
 def read_game_arrays(path) -> dict:

@@ -106,6 +106,14 @@ def _from_mapping(path: Path, d, fps) -> Trajectory:
 def read_npz(path, *, fps=None, **_) -> Trajectory:
     """Generic ``.npz``: key ``c2w`` (N, 4, 4) plus the optional keys of the module docstring."""
     path = Path(path)
+    return _from_mapping(path, read_npz_arrays(path, "with the key 'c2w'"), fps)
+
+
+def read_npz_arrays(path, expected: str = "") -> dict:
+    """Every array of the ``.npz`` archive at ``path`` (no pickles), read in full; an unreadable archive or member is
+    one :class:`TrajectoryError` naming the file and the key. ``expected``: what the archive should hold, said when
+    the file is a single ``.npy`` array instead."""
+    path = Path(path)
     d = {}
     with open(path, "rb") as fh:  # ours to close, also when NumPy's zip reader gives up half way
         try:
@@ -113,7 +121,7 @@ def read_npz(path, *, fps=None, **_) -> Trajectory:
         except (OSError, ValueError, EOFError, RuntimeError, zipfile.BadZipFile) as e:  # empty, truncated, not a zip
             raise fail(path, "(file)", f"not a readable .npz archive ({e or type(e).__name__})") from None
         if not isinstance(z, np.lib.npyio.NpzFile):
-            raise fail(path, "(file)", "a single .npy array, not an .npz archive with the key 'c2w'")
+            raise fail(path, "(file)", f"a single .npy array, not an .npz archive{' ' + expected if expected else ''}")
         with z:
             for k in z.files:
                 try:
@@ -122,7 +130,7 @@ def read_npz(path, *, fps=None, **_) -> Trajectory:
                         NotImplementedError) as e:
                     # a truncated or damaged member (flag bits flipped to "encrypted", an unknown compression)
                     raise fail(path, k, f"cannot read this array ({e or type(e).__name__})") from None
-    return _from_mapping(path, d, fps)
+    return d
 
 
 def read_json(path, *, fps=None, **_) -> Trajectory:
