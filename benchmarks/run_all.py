@@ -26,6 +26,9 @@ sys.path.insert(0, str(here))
 from figures import ENV  # noqa: E402
 
 
+LOAD_START = os.getloadavg()[0]
+
+
 def machine() -> str:
     """CPU model, usable cores, memory and GPU, in words."""
     cpu = platform.processor() or platform.machine()
@@ -80,7 +83,9 @@ def write_doc(path: Path, rows: list[dict], quick: bool, seconds: float) -> None
         f"- date: {time.strftime('%Y-%m-%d %H:%M %Z')}",
         f"- machine: {machine()}",
         f"- commit: {commit}",
-        f"- mode: {'--quick (small sizes)' if quick else 'full sizes'}; {seconds / 60:.0f} min in all",
+        f"- mode: {'--quick (small sizes)' if quick else 'full sizes'}; {seconds / 60:.0f} min in all; 1-minute load "
+        f"average {LOAD_START:.1f} at the start, {os.getloadavg()[0]:.1f} at the end (above the core count, other "
+        "jobs shared the machine: the ratios, measured side by side, hold better than the absolute rates)",
         "",
         "| benchmark | figure | measured | anchor | anchor measured | ratio | aim |",
         "| --- | --- | --- | --- | --- | --- | --- |",
