@@ -84,8 +84,9 @@ def write_doc(path: Path, rows: list[dict], quick: bool, seconds: float) -> None
         f"- machine: {machine()}",
         f"- commit: {commit}",
         f"- mode: {'--quick (small sizes)' if quick else 'full sizes'}; {seconds / 60:.0f} min in all; 1-minute load "
-        f"average {LOAD_START:.1f} at the start, {os.getloadavg()[0]:.1f} at the end (above the core count, other "
-        "jobs shared the machine: the ratios, measured side by side, hold better than the absolute rates)",
+        f"average {LOAD_START:.1f} at the start, {os.getloadavg()[0]:.1f} at the end"
+        + (" (above the core count: other jobs shared the machine, so the ratios, measured side by side, hold better "
+           "than the absolute rates)" if max(LOAD_START, os.getloadavg()[0]) > (os.cpu_count() or 1) else ""),
         "",
         "| benchmark | figure | measured | anchor | anchor measured | ratio | aim |",
         "| --- | --- | --- | --- | --- | --- | --- |",
