@@ -40,6 +40,9 @@ from spatialact.action_space.parsing import parse_response_fast, parse_response_
 SIZES = StepSizes.manipulation()
 
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from figures import record  # noqa: E402
+
 def clean_answers(n: int, seed: int = 0) -> list[str]:
     """n model-like answers: random sequences of 1-4 steps written in the flat, stepped and vector formats."""
     rng = random.Random(seed)
@@ -103,6 +106,9 @@ def main() -> None:
         print(line("parse_response (fast path)", r_fast, r_full))
         print(line("parse_response_reference (full path)", r_full, r_full))
         print(f"  {'fast path / json.loads':44s} {r_json / r_fast:10.1f}x slower")
+        if label == "fresh":
+            record("bench_parse.py", "parse_response on well-formed answers (fast path)", r_fast, "answers/s",
+                   anchor="the full lenient path", anchor_value=r_full)
     print("  by format (fresh): " + ", ".join(f"{fmt} {1e6 / f:.1f} µs (full {1e6 / r:.1f})"
                                              for fmt, (f, r) in fmt_rates.items()))
 
@@ -151,6 +157,9 @@ def shapes(label: str = "") -> float:
         print(f"  {name:42s} {wall * 1e3:8.1f} ms  (CPU {cpu * 1e3:6.1f} ms)  {len(res.sequence):7,} steps, "
               f"{res.n_repairs:7,} repairs")
     print(f"  the worst: {worst * 1e3:.0f} ms")
+    if not label:
+        record("bench_parse.py", "the slowest 1 MB hostile shape, one parse_response, wall time", worst, "s",
+               higher_is_better=False, aim="< 0.5 s")
     return worst
 
 

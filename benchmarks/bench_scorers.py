@@ -35,6 +35,9 @@ from spatialact.scorers import (KIND_CODES, score_episode, score_episodes_batch,
                                 score_steps_batch, sequence_arrays)
 
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from figures import record  # noqa: E402
+
 def best_of(f, repeat=3):
     best = float("inf")
     for _ in range(repeat):
@@ -195,12 +198,17 @@ def main() -> int:
     rows, loop_rate = bench_steps(a.steps, a.loop_steps)
     for name, rate in rows:
         print(f"  {name:58s} {rate / 1e6:8.3f} M steps/s   {rate / loop_rate:8.1f}x loop")
+        if not name.startswith("per-record loop"):
+            record("bench_scorers.py", f"per-step scores: {name}", rate, "steps/s", anchor="per-record Python loop",
+                   anchor_value=loop_rate)
 
     print("2. episodes (manip, 1-7 steps each, counts), batch vs score_episode loop")
     loop_eps, batch_eps, mean_k = bench_episodes(20_000, 1_000)
     print(f"  score_episode loop     {loop_eps:10,.0f} episodes/s  ({loop_eps * mean_k:,.0f} steps/s)")
     print(f"  score_episodes_batch   {batch_eps:10,.0f} episodes/s  ({batch_eps * mean_k:,.0f} steps/s)   "
           f"{batch_eps / loop_eps:.1f}x loop")
+    record("bench_scorers.py", "episodes: score_episodes_batch", batch_eps, "episodes/s",
+           anchor="score_episode loop", anchor_value=loop_eps)
 
     if not a.skip_file:
         print(f"3. spatialact score on a {a.answer_steps:,}-step answer file (chunks of 20,000 answers)")
