@@ -20,7 +20,7 @@ from .record import SCHEMA_VERSION, option_letters
 
 __all__ = ["Draft", "MIN_OVERLAP", "FRAME_TEXT", "ROTATION_TEXT", "RED", "BLUE", "YELLOW", "FMT_SHORT",
            "camera_intrinsics", "smooth_mask", "unproject", "project", "draw_marks", "pick_pixels", "pose_text",
-           "pose_far", "shuffle_options", "spread_values", "marked_point", "write_png", "question_record",
+           "pose_far", "shuffle_options", "relative_pose_draft", "spread_values", "marked_point", "write_png", "question_record",
            "plain_json"]
 
 MIN_OVERLAP = 0.3  # shared view (both ways) of two views a question compares
@@ -132,6 +132,25 @@ def shuffle_options(rng, options: list, values: list, correct: int):
     opts = [options[i] for i in order]
     vals = [values[i] for i in order]
     return opts, vals, option_letters(len(opts))[int(np.flatnonzero(order == correct)[0])]
+
+
+def relative_pose_draft(rng, fmt: str, intro: str, rel: np.ndarray, wrong: list, views: list, images: list,
+                        meta: dict) -> Draft:
+    """The relative-pose question on two views: ``rel`` the true pose of camera 2 in camera 1's frame (4, 4; metres,
+    camera OpenCV axes), ``wrong`` poses far from it. ``multiple_choice``: the truth among the wrong ones in a random
+    order; ``judgment``: the truth or the first wrong pose shown, yes or no (one draw of ``rng`` each)."""
+    question = " What is the relative pose of camera 2 with respect to camera 1?"
+    if fmt == "multiple_choice":
+        opts, vals, letter = shuffle_options(rng, [pose_text(P) for P in [rel] + wrong],
+                                             [P.tolist() for P in [rel] + wrong], 0)
+        return Draft(question=intro + question, format=fmt, answer=letter, options=opts, option_values=vals,
+                     views=views, images=images, meta=meta)
+    truth = bool(rng.random() < 0.5)
+    shown = rel if truth else wrong[0]
+    return Draft(question=intro + " Is the following the relative pose of camera 2 with respect to camera 1? "
+                 + pose_text(shown), format=fmt, answer="A" if truth else "B", options=["Yes", "No"],
+                 option_values=[True, False], views=views, images=images,
+                 meta={**meta, "shown_pose": shown.tolist(), "shown_is_true": truth})
 
 
 def spread_values(rng, truth: float, factors, lo: float, hi: float, fmt, n: int = 3, min_ratio: float = 1.12):

@@ -36,8 +36,8 @@ from pathlib import Path
 import numpy as np
 
 from .drafts import (BLUE, FMT_SHORT, FRAME_TEXT, MIN_OVERLAP, RED, ROTATION_TEXT, YELLOW, Draft, draw_marks,
-                     marked_point, pick_pixels, pose_far, pose_text, project, question_record, shuffle_options,
-                     smooth_mask, spread_values)
+                     marked_point, pick_pixels, pose_far, pose_text, project, question_record, relative_pose_draft,
+                     shuffle_options, smooth_mask, spread_values)
 from .record import QUESTION_TYPES, TYPE_FORMATS, option_letters, save_questions
 
 __all__ = ["build_questions", "BuildResult", "SceneViews", "procedural_scenes", "trajectory_scenes",
@@ -268,19 +268,7 @@ def gen_relative_pose(scene: SceneViews, rng, fmt: str) -> Draft | None:
         intro = ("Image 1 and Image 2 were taken by the same camera in the same scene. " + FRAME_TEXT + " "
                  + ROTATION_TEXT + " The relative pose of camera 2 is its position in camera 1's frame (metres) "
                  "and its rotation from camera 1's orientation.")
-        meta = {"pair": [i, j]}
-        if fmt == "multiple_choice":
-            opts, vals, letter = shuffle_options(rng, [pose_text(P) for P in [rel] + got],
-                                          [P.tolist() for P in [rel] + got], 0)
-            return Draft(question=intro + " What is the relative pose of camera 2 with respect to camera 1?",
-                          format=fmt, answer=letter, options=opts, option_values=vals, views=views, images=images,
-                          meta=meta)
-        truth = bool(rng.random() < 0.5)
-        shown = rel if truth else got[0]
-        return Draft(question=intro + " Is the following the relative pose of camera 2 with respect to camera 1? "
-                               + pose_text(shown),
-                      format=fmt, answer="A" if truth else "B", options=["Yes", "No"], option_values=[True, False],
-                      views=views, images=images, meta={**meta, "shown_pose": shown.tolist(), "shown_is_true": truth})
+        return relative_pose_draft(rng, fmt, intro, rel, got, views, images, {"pair": [i, j]})
     return None
 
 

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .drafts import (FRAME_TEXT, MIN_OVERLAP, RED, ROTATION_TEXT, YELLOW, Draft, draw_marks, marked_point,
-                     pick_pixels, pose_far, pose_text, project, shuffle_options, smooth_mask, spread_values,
-                     unproject)
+                     pick_pixels, pose_far, pose_text, project, relative_pose_draft, shuffle_options, smooth_mask,
+                     spread_values, unproject)
 from .record import QUESTION_TYPES, TYPE_FORMATS, option_letters
 
 __all__ = ["RECORDED_SOURCES", "VIEWS_PER_SECOND", "MAX_VIEWS", "SHARED_VIEW_DISTANCE_M", "DEPTH_TOLERANCE",
@@ -349,19 +349,7 @@ def rec_relative_pose(rec: Recording, rng, fmt: str) -> Draft | None:
                  "and its rotation from camera 1's orientation.")
         views = [(A.pose, A.camera, None), (B.pose, B.camera, None)]
         images = [(rec.rgb(a), 0, "view 1"), (rec.rgb(b), 1, "view 2")]
-        meta = _view_meta(rec, (a, b))
-        if fmt == "multiple_choice":
-            opts, vals, letter = shuffle_options(rng, [pose_text(P) for P in [rel] + got],
-                                                 [P.tolist() for P in [rel] + got], 0)
-            return Draft(question=intro + " What is the relative pose of camera 2 with respect to camera 1?",
-                         format=fmt, answer=letter, options=opts, option_values=vals, views=views, images=images,
-                         meta=meta)
-        truth = bool(rng.random() < 0.5)
-        shown = rel if truth else got[0]
-        return Draft(question=intro + " Is the following the relative pose of camera 2 with respect to camera 1? "
-                              + pose_text(shown),
-                     format=fmt, answer="A" if truth else "B", options=["Yes", "No"], option_values=[True, False],
-                     views=views, images=images, meta={**meta, "shown_pose": shown.tolist(), "shown_is_true": truth})
+        return relative_pose_draft(rng, fmt, intro, rel, got, views, images, _view_meta(rec, (a, b)))
     return None
 
 
