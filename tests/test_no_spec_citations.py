@@ -14,7 +14,7 @@ from PIL import Image
 from spatialact.cli.main import SUBCOMMANDS, build_parser, main
 
 ROOT = Path(__file__).resolve().parents[1]
-CITATION = re.compile(r"SPEC\s*§|shared/SPEC|SPEC\.md")
+CITATION = re.compile(r"SPEC\s*§|shared/SPEC|SPEC\.md|§\s*\d")  # a bare "§5.2" cites the spec too
 
 
 # the commands with actions of their own, whose --help is separate

@@ -350,3 +350,30 @@ def test_replay_help_states_its_renderer_default_and_evals_truthfully(capsys):
     assert "renderer: tiny (default" in text
     assert f"eval and prompt default to {run_defaults().renderer}" in text
     assert inspect.signature(SpatialActEnv).parameters["renderer"].default == "tiny"  # what gym.make builds
+
+
+def test_score_file_from_python_keeps_links_devices_and_fifos(tmp_path):
+    """score_file(out=...) applies the output rule itself, not only through the CLI: a link is followed and kept, a
+    character device written through, a FIFO refused before any work (it used to rename its temporary over them)."""
+    from spatialact.scorers.offline import score_file
+
+    answers, tasks = EXAMPLES / "answers.jsonl", EXAMPLES / "tasks.jsonl"
+    n_answers = sum(1 for line in answers.read_text().splitlines() if line.strip())
+    (tmp_path / "real").mkdir()
+    target = tmp_path / "real" / "s.jsonl"
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(target)
+    score_file(answers, tasks, out=link, progress=False)
+    assert link.is_symlink() and len(target.read_text().splitlines()) == n_answers
+    assert sorted(os.listdir(tmp_path / "real")) == ["s.jsonl"]
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match="FIFO"):
+        score_file(answers, tasks, out=fifo, progress=False)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    if os.geteuid() == 0:
+        dev = tmp_path / "null"
+        os.mknod(dev, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        score_file(answers, tasks, out=dev, progress=False)
+        assert stat.S_ISCHR(os.lstat(dev).st_mode)
+    assert sorted(os.listdir(tmp_path)) == sorted(["fifo", "link.jsonl", "real"] + (["null"] if os.geteuid() == 0 else []))

@@ -45,6 +45,7 @@ import numpy as np
 
 from ..jsonline import (MAX_LINE_BYTES, LineTooLong, LongLine, fast_loads, iter_lines, open_input, read_bounded,
                         strict_json)
+from ..outputs import OutputFile, check_output
 from ..vocab import PROFILES
 from .aggregate import KIND_LEAVES, MAX_GROUPS, aggregate_coded, hierarchical_scores, leaf_of, load_tree, tag_label
 from .batch import KIND_CODES, score_episodes_batch
@@ -745,8 +746,9 @@ def score_file(answers, tasks, *, profile: str = "paper", weights=None, workers:
     validated) or a list of :class:`~spatialact.tasks.Task`. ``profile``: ``paper`` | ``paper+rot`` |
     ``lmms-eval``. ``weights``: (w_t, w_r, w_g) for manipulation and hand (normalised; default equal thirds).
     ``workers``: processes that score in parallel (1: none; the output is the same for any number).
-    ``out``: where to write one JSON line per non-blank answer line (written to ``<out>.tmp`` and renamed);
-    None writes nothing. ``tree``: hierarchy (path, JSON text or dict; default SpatialTree L4).
+    ``out``: where to write one JSON line per non-blank answer line, by the output rule of
+    :mod:`spatialact.outputs` (a regular file replaced atomically, a character device written through, a link
+    followed and kept; a FIFO or a read-only file refused before any work); None writes nothing. ``tree``: hierarchy (path, JSON text or dict; default SpatialTree L4).
     ``per_step``: add each answer's per-step scores to its line (slower: the per-record scorer runs too).
     ``missing_as_zero``: tasks without an answer count as 0 in the summary. ``n_boot``, ``seed``: the
     bootstrap. ``chunk``: answer lines held in memory at once. ``max_groups``: the most groups in one breakdown
@@ -826,6 +828,7 @@ def _check_out(out_path: Path, answers_label, tasks_label) -> None:
         raise ValueError(f"out {out_path} would overwrite an input file")
     if out_path.is_dir():
         raise ValueError(f"out {out_path}: is a folder; name a file")
+    check_output(out_path, "out")  # a FIFO, a read-only file, a link loop: refused before any work
     for parent in out_path.parents:
         if parent.exists():
             if not parent.is_dir():
@@ -881,26 +884,26 @@ def _run(lines, size, cfg: _Config, pool: _Pool, workers: int, chunk: int, out_p
     ``refuse(counts, matched)`` is asked at the end, before the output is renamed into place: a message means the
     answers are no result and it is raised as ValueError with nothing written (an existing ``out_path`` as it
     was). Output text is held back (in memory, spilling to an anonymous temporary file) until a line has named a
-    task, so neither ``<out>.tmp`` nor a missing folder of ``out_path`` is created for answers that are refused;
+    task, so neither a temporary nor a missing folder of ``out_path`` is created for answers that are refused;
     a valid file is read once whatever the number of workers."""
     scores: list = []
     tix: list = []
     counts: dict = {}
     matched = 0
     bar = None
-    tmp = None if out_path is None else out_path.with_name(out_path.name + ".tmp")
-    f = None  # <out>.tmp, opened once a line named a task
+    # The output rule of spatialact.outputs: a regular file replaced atomically, a device written through, a link
+    # followed and kept. Lone surrogates (a "\ud800" escape in an answer line) come back out as the same JSON escape.
+    sink = None if out_path is None else OutputFile(out_path, errors="backslashreplace", newline="\n")
+    f = None  # the output, opened once a line named a task
     held = None  # text held back before that (a SpooledTemporaryFile)
 
     def keep(res):
         nonlocal f, held, matched
         text, s, t, c = res
         matched += int(np.count_nonzero(t >= 0))
-        if tmp is not None:
+        if sink is not None:
             if f is None and matched:
-                out_path.parent.mkdir(parents=True, exist_ok=True)
-                # Lone surrogates (a "\ud800" escape in an answer line) come back out as the same JSON escape.
-                f = open(tmp, "w", encoding="utf-8", errors="backslashreplace", newline="\n")
+                f = sink.open()
                 if held is not None:
                     import shutil
 
@@ -963,18 +966,15 @@ def _run(lines, size, cfg: _Config, pool: _Pool, workers: int, chunk: int, out_p
         if why is not None:
             raise ValueError(why)
         if f is not None:
-            f.close()
-            os.replace(tmp, out_path)
+            sink.commit()
             f = None
     finally:
         if bar is not None:
             bar.close()
         if held is not None:
             held.close()
-        if f is not None:  # not renamed (refused, or an error): the temporary goes, out_path stays as it was
-            f.close()
-            with contextlib.suppress(OSError):
-                tmp.unlink()
+        if f is not None:  # not committed (refused, or an error): the temporary goes, out_path stays as it was
+            sink.discard()
     x = np.concatenate(scores) if scores else np.zeros(0)
     ti = np.concatenate(tix) if tix else np.zeros(0, dtype=np.int64)
     return x, ti, counts
