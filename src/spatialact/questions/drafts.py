@@ -20,7 +20,7 @@ from .record import SCHEMA_VERSION, option_letters
 
 __all__ = ["Draft", "MIN_OVERLAP", "FRAME_TEXT", "ROTATION_TEXT", "RED", "BLUE", "YELLOW", "FMT_SHORT",
            "camera_intrinsics", "smooth_mask", "unproject", "project", "draw_marks", "pick_pixels", "pose_text",
-           "pose_far", "shuffle_options", "relative_pose_draft", "spread_values", "marked_point", "write_png", "question_record",
+           "pose_far", "shuffle_options", "relative_pose_draft", "far_poses", "spread_values", "marked_point", "write_png", "question_record",
            "plain_json"]
 
 MIN_OVERLAP = 0.3  # shared view (both ways) of two views a question compares
@@ -132,6 +132,21 @@ def shuffle_options(rng, options: list, values: list, correct: int):
     opts = [options[i] for i in order]
     vals = [values[i] for i in order]
     return opts, vals, option_letters(len(opts))[int(np.flatnonzero(order == correct)[0])]
+
+
+def far_poses(candidates, rel: np.ndarray, want: int, max_distance: float = 3.0) -> list:
+    """Up to ``want`` distractor poses for the relative pose ``rel`` (4, 4; metres), taken in order from the lazy
+    iterable ``candidates``: within ``max_distance`` metres, far from ``rel`` and from each other (:func:`pose_far`)
+    and written differently (:func:`pose_text`). Stops drawing candidates once it has ``want``."""
+    got: list[np.ndarray] = []
+    for R in candidates:
+        if float(np.linalg.norm(R[:3, 3])) > max_distance:
+            continue
+        if all(pose_far(R, Q) and pose_text(R) != pose_text(Q) for Q in got + [rel]):
+            got.append(R)
+            if len(got) == want:
+                break
+    return got
 
 
 def relative_pose_draft(rng, fmt: str, intro: str, rel: np.ndarray, wrong: list, views: list, images: list,

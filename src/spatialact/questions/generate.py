@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from .drafts import (BLUE, FMT_SHORT, FRAME_TEXT, MIN_OVERLAP, RED, ROTATION_TEXT, YELLOW, Draft, draw_marks,
-                     marked_point, pick_pixels, pose_far, pose_text, project, question_record, relative_pose_draft,
+                     far_poses, marked_point, pick_pixels, pose_text, project, question_record, relative_pose_draft,
                      shuffle_options, smooth_mask, spread_values)
 from .record import QUESTION_TYPES, TYPE_FORMATS, option_letters, save_questions
 
@@ -250,16 +250,8 @@ def gen_relative_pose(scene: SceneViews, rng, fmt: str) -> Draft | None:
         pairs = [(a, b) for a in range(n) for b in range(n) if a != b and (a, b) != (i, j)]
         order = rng.permutation(len(pairs))
         want = 3 if fmt == "multiple_choice" else 1
-        got: list[np.ndarray] = []
-        for k in order:
-            a, b = pairs[int(k)]
-            R = geometry.relative_pose(scene.views[a], scene.views[b])
-            if float(np.linalg.norm(R[:3, 3])) > 3.0:
-                continue
-            if all(pose_far(R, Q) and pose_text(R) != pose_text(Q) for Q in got + [rel]):
-                got.append(R)
-                if len(got) == want:
-                    break
+        got = far_poses((geometry.relative_pose(scene.views[a], scene.views[b])
+                         for a, b in (pairs[int(k)] for k in order)), rel, want)
         if len(got) < want:
             continue
         rgb = [_render(scene, T)[0] for T in (A, B)]

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .drafts import (FRAME_TEXT, MIN_OVERLAP, RED, ROTATION_TEXT, YELLOW, Draft, draw_marks, marked_point,
-                     pick_pixels, pose_far, pose_text, project, relative_pose_draft, shuffle_options, smooth_mask,
+from .drafts import (FRAME_TEXT, MIN_OVERLAP, RED, ROTATION_TEXT, YELLOW, Draft, draw_marks, far_poses,
+                     marked_point, pick_pixels, project, relative_pose_draft, shuffle_options, smooth_mask,
                      spread_values, unproject)
 from .record import QUESTION_TYPES, TYPE_FORMATS, option_letters
 
@@ -328,18 +328,9 @@ def rec_relative_pose(rec: Recording, rng, fmt: str) -> Draft | None:
         A, B = rec.views[a], rec.views[b]
         rel = geometry.relative_pose(A.pose, B.pose)
         want = 3 if fmt == "multiple_choice" else 1
-        got: list[np.ndarray] = []
-        for k in rng.permutation(n * n):
-            i, j = divmod(int(k), n)
-            if i == j or (i, j) == (a, b):
-                continue
-            R = geometry.relative_pose(rec.views[i].pose, rec.views[j].pose)
-            if float(np.linalg.norm(R[:3, 3])) > 3.0:
-                continue
-            if all(pose_far(R, Q) and pose_text(R) != pose_text(Q) for Q in got + [rel]):
-                got.append(R)
-                if len(got) == want:
-                    break
+        others = (divmod(int(k), n) for k in rng.permutation(n * n))
+        got = far_poses((geometry.relative_pose(rec.views[i].pose, rec.views[j].pose)
+                         for i, j in others if i != j and (i, j) != (a, b)), rel, want)
         if len(got) < want:
             continue
         who = ("by the same camera" if A.camera_name == B.camera_name
