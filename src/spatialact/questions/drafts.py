@@ -20,8 +20,8 @@ from .record import SCHEMA_VERSION, option_letters
 
 __all__ = ["Draft", "MIN_OVERLAP", "FRAME_TEXT", "ROTATION_TEXT", "RED", "BLUE", "YELLOW", "FMT_SHORT",
            "camera_intrinsics", "smooth_mask", "unproject", "project", "draw_marks", "pick_pixels", "pose_text",
-           "pose_far", "shuffle_options", "relative_pose_draft", "far_poses", "spread_values", "marked_point", "write_png", "question_record",
-           "plain_json"]
+           "pose_far", "shuffle_options", "relative_pose_draft", "far_poses", "depth_draft", "four_points_apart",
+           "relative_depth_draft", "spread_values", "marked_point", "write_png", "question_record", "plain_json"]
 
 MIN_OVERLAP = 0.3  # shared view (both ways) of two views a question compares
 FMT_SHORT = {"multiple_choice": "mc", "judgment": "yn", "numeric": "num"}
@@ -147,6 +147,49 @@ def far_poses(candidates, rel: np.ndarray, want: int, max_distance: float = 3.0)
             if len(got) == want:
                 break
     return got
+
+
+def depth_draft(fmt: str, T: np.ndarray, cam, depth: np.ndarray, rgb: np.ndarray, x: int, y: int,
+                meta: dict | None = None) -> Draft:
+    """The depth question at pixel (``x``, ``y``) of one view: ``T`` its C2W pose (4, 4; metres), ``cam`` its
+    intrinsics, ``depth`` (H, W) z-depth in metres; the answer is the z-depth of the marked point (metres)."""
+    pt = marked_point(T, cam, depth, "red", 0, x, y)
+    q = (f"A red marker is drawn in Image 1 at pixel (x, y) = ({x}, {y}). " + FRAME_TEXT + " What is the depth of the "
+         "surface point under the marker: its distance from the camera along the viewing direction (the Z "
+         "coordinate in the camera frame, not the distance along the ray), in metres?")
+    return Draft(question=q, format=fmt, answer=pt["depth"], unit="m", views=[(T, cam, depth)],
+                 images=[(draw_marks(rgb, [(x, y, RED, None)]), 0, "view")], points=[pt], meta=dict(meta or {}))
+
+
+def four_points_apart(rng, mask: np.ndarray, depth: np.ndarray, min_gap: float | None = None):
+    """Four pixels of ``mask`` whose depths (metres) differ pairwise by 12 % or more (and by more than ``min_gap``
+    metres when given), in up to 30 draws: ``(pixels, depths)``, or None."""
+    W = depth.shape[1]
+    for _ in range(30):
+        px = pick_pixels(rng, mask, 4, min_dist=max(12.0, 0.12 * W))
+        if px is None:
+            return None
+        z = [float(depth[y, x]) for x, y in px]
+        zs = sorted(z)
+        if all(b / a >= 1.12 and (min_gap is None or b - a > min_gap) for a, b in zip(zs, zs[1:])):
+            return px, z
+    return None
+
+
+def relative_depth_draft(rng, fmt: str, T: np.ndarray, cam, depth: np.ndarray, rgb: np.ndarray, px: list, z: list,
+                         meta: dict | None = None) -> Draft:
+    """Which of the four marked pixels ``px`` (depths ``z``, metres) is closest to / farthest from the camera (one
+    draw of ``rng`` picks which is asked); ``T`` C2W (4, 4; metres), ``cam`` intrinsics, ``depth`` (H, W) metres."""
+    closest = bool(rng.random() < 0.5)
+    k = int(np.argmin(z) if closest else np.argmax(z))
+    points = [marked_point(T, cam, depth, str(i + 1), 0, x, y) for i, (x, y) in enumerate(px)]
+    img = draw_marks(rgb, [(x, y, YELLOW, str(i + 1)) for i, (x, y) in enumerate(px)])
+    which = "closest to" if closest else "farthest from"
+    q = ("Four points are marked in Image 1, labelled 1 to 4. " + FRAME_TEXT + f" Which marked point is {which} "
+         "the camera, measured as depth along the viewing direction (the Z coordinate in the camera frame)?")
+    return Draft(question=q, format=fmt, answer=option_letters(4)[k], options=[f"Point {i + 1}" for i in range(4)],
+                 option_values=z, views=[(T, cam, depth)], images=[(img, 0, "view")], points=points,
+                 meta={**(meta or {}), "asks": "closest" if closest else "farthest"})
 
 
 def relative_pose_draft(rng, fmt: str, intro: str, rel: np.ndarray, wrong: list, views: list, images: list,

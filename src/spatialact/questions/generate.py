@@ -35,9 +35,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .drafts import (BLUE, FMT_SHORT, FRAME_TEXT, MIN_OVERLAP, RED, ROTATION_TEXT, YELLOW, Draft, draw_marks,
-                     far_poses, marked_point, pick_pixels, pose_text, project, question_record, relative_pose_draft,
-                     shuffle_options, smooth_mask, spread_values)
+from .drafts import (BLUE, FMT_SHORT, FRAME_TEXT, MIN_OVERLAP, RED, ROTATION_TEXT, YELLOW, Draft, depth_draft,
+                     draw_marks, far_poses, four_points_apart, marked_point, pick_pixels, pose_text, project,
+                     question_record, relative_depth_draft, relative_pose_draft, shuffle_options, smooth_mask,
+                     spread_values)
 from .record import QUESTION_TYPES, TYPE_FORMATS, option_letters, save_questions
 
 __all__ = ["build_questions", "BuildResult", "SceneViews", "procedural_scenes", "trajectory_scenes",
@@ -391,42 +392,14 @@ def gen_depth(scene: SceneViews, rng, fmt: str) -> Draft | None:
             break
     else:
         return None
-    x, y = px[0]
-    cam = scene.camera
-    pt = marked_point(T, cam, depth, "red", 0, x, y)
-    q = (f"A red marker is drawn in Image 1 at pixel (x, y) = ({x}, {y}). " + FRAME_TEXT + " What is the depth of the "
-         "surface point under the marker: its distance from the camera along the viewing direction (the Z "
-         "coordinate in the camera frame, not the distance along the ray), in metres?")
-    return Draft(question=q, format=fmt, answer=pt["depth"], unit="m", views=[(T, cam, depth)],
-                  images=[(draw_marks(rgb, [(x, y, RED, None)]), 0, "view")], points=[pt])
+    return depth_draft(fmt, T, scene.camera, depth, rgb, *px[0])
 
 
 def gen_relative_depth(scene: SceneViews, rng, fmt: str) -> Draft | None:
-    cam = scene.camera
     for T, rgb, depth, _, mask in _marked_views(scene, rng):
-        W = depth.shape[1]
-        for _ in range(30):
-            px = pick_pixels(rng, mask, 4, min_dist=max(12.0, 0.12 * W))
-            if px is None:
-                break
-            z = [float(depth[y, x]) for x, y in px]
-            zs = sorted(z)
-            if all(b / a >= 1.12 for a, b in zip(zs, zs[1:])):
-                break
-        else:
-            continue
-        if px is None:
-            continue
-        closest = bool(rng.random() < 0.5)
-        k = int(np.argmin(z) if closest else np.argmax(z))
-        points = [marked_point(T, cam, depth, str(i + 1), 0, x, y) for i, (x, y) in enumerate(px)]
-        img = draw_marks(rgb, [(x, y, YELLOW, str(i + 1)) for i, (x, y) in enumerate(px)])
-        which = "closest to" if closest else "farthest from"
-        q = ("Four points are marked in Image 1, labelled 1 to 4. " + FRAME_TEXT + f" Which marked point is {which} "
-             "the camera, measured as depth along the viewing direction (the Z coordinate in the camera frame)?")
-        return Draft(question=q, format=fmt, answer=option_letters(4)[k],
-                      options=[f"Point {i + 1}" for i in range(4)], option_values=z, views=[(T, cam, depth)],
-                      images=[(img, 0, "view")], points=points, meta={"asks": "closest" if closest else "farthest"})
+        found = four_points_apart(rng, mask, depth)
+        if found is not None:
+            return relative_depth_draft(rng, fmt, T, scene.camera, depth, rgb, *found)
     return None
 
 

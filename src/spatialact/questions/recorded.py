@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .drafts import (FRAME_TEXT, MIN_OVERLAP, RED, ROTATION_TEXT, YELLOW, Draft, draw_marks, far_poses,
-                     marked_point, pick_pixels, project, relative_pose_draft, shuffle_options, smooth_mask,
-                     spread_values, unproject)
+from .drafts import (FRAME_TEXT, MIN_OVERLAP, RED, ROTATION_TEXT, YELLOW, Draft, depth_draft, draw_marks, far_poses,
+                     four_points_apart, marked_point, pick_pixels, project, relative_depth_draft, relative_pose_draft,
+                     shuffle_options, smooth_mask, spread_values, unproject)
 from .record import QUESTION_TYPES, TYPE_FORMATS, option_letters
 
 __all__ = ["RECORDED_SOURCES", "VIEWS_PER_SECOND", "MAX_VIEWS", "SHARED_VIEW_DISTANCE_M", "DEPTH_TOLERANCE",
@@ -408,45 +408,19 @@ def rec_depth(rec: Recording, rng, fmt: str) -> Draft | None:
             break
     else:
         return None
-    x, y = px[0]
     V = rec.views[k]
-    pt = marked_point(V.pose, V.camera, depth, "red", 0, x, y)
-    q = (f"A red marker is drawn in Image 1 at pixel (x, y) = ({x}, {y}). " + FRAME_TEXT + " What is the depth of the "
-         "surface point under the marker: its distance from the camera along the viewing direction (the Z "
-         "coordinate in the camera frame, not the distance along the ray), in metres?")
-    return Draft(question=q, format=fmt, answer=pt["depth"], unit="m", views=[(V.pose, V.camera, depth)],
-                 images=[(draw_marks(rgb, [(x, y, RED, None)]), 0, "view")], points=[pt],
-                 meta={**_view_meta(rec, (k,)), **_depth_meta(rec)})
+    return depth_draft(fmt, V.pose, V.camera, depth, rgb, *px[0], meta={**_view_meta(rec, (k,)), **_depth_meta(rec)})
 
 
 def rec_relative_depth(rec: Recording, rng, fmt: str) -> Draft | None:
     """Which of four marked points is closest / farthest: their recorded depths differ by more than a quantisation
     step (and by 12 %), so the order holds for the true depths too."""
     for k, rgb, depth, mask in _marked(rec, rng):
-        W = depth.shape[1]
-        for _ in range(30):
-            px = pick_pixels(rng, mask, 4, min_dist=max(12.0, 0.12 * W))
-            if px is None:
-                break
-            z = [float(depth[y, x]) for x, y in px]
-            zs = sorted(z)
-            if all(b / a >= 1.12 and b - a > rec.depth_step for a, b in zip(zs, zs[1:])):
-                break
-        else:
-            continue
-        if px is None:
-            continue
-        V = rec.views[k]
-        closest = bool(rng.random() < 0.5)
-        i = int(np.argmin(z) if closest else np.argmax(z))
-        points = [marked_point(V.pose, V.camera, depth, str(n + 1), 0, x, y) for n, (x, y) in enumerate(px)]
-        img = draw_marks(rgb, [(x, y, YELLOW, str(n + 1)) for n, (x, y) in enumerate(px)])
-        which = "closest to" if closest else "farthest from"
-        q = ("Four points are marked in Image 1, labelled 1 to 4. " + FRAME_TEXT + f" Which marked point is {which} "
-             "the camera, measured as depth along the viewing direction (the Z coordinate in the camera frame)?")
-        return Draft(question=q, format=fmt, answer=option_letters(4)[i], options=[f"Point {n + 1}" for n in range(4)],
-                     option_values=z, views=[(V.pose, V.camera, depth)], images=[(img, 0, "view")], points=points,
-                     meta={**_view_meta(rec, (k,)), **_depth_meta(rec), "asks": "closest" if closest else "farthest"})
+        found = four_points_apart(rng, mask, depth, rec.depth_step)
+        if found is not None:
+            V = rec.views[k]
+            return relative_depth_draft(rng, fmt, V.pose, V.camera, depth, rgb, *found,
+                                        meta={**_view_meta(rec, (k,)), **_depth_meta(rec)})
     return None
 
 
