@@ -133,6 +133,21 @@ def _lump(path: Path, offset: int, size: int, total: int, name: str) -> bytes:
         return f.read(size)
 
 
+def _map_lumps(p: Path, name: str, wanted: tuple, span: int) -> tuple[str, dict]:
+    """The map's marker name and the bytes of the first of each ``wanted`` lump among the ``span`` entries after
+    the marker (a missing map is a :class:`WadError`)."""
+    _, names, where, total = _directory(p, entries=True)
+    m = str(name).strip().upper()
+    if m not in names:
+        raise WadError(f"{p.name}: no map {name!r}")
+    i = names.index(m)
+    lumps = {}
+    for j in range(i + 1, min(len(names), i + 1 + span)):
+        if names[j] in wanted and names[j] not in lumps:
+            lumps[names[j]] = _lump(p, where[j][0], where[j][1], total, names[j])
+    return m, lumps
+
+
 def map_lines(path: str | os.PathLike, name: str):
     """The line segments of a Doom-format map, in map units (1/32 m; x east, y north): ``segments`` (M, 4)
     float64 as ``x1, y1, x2, y2``, ``one_sided`` (M,) bool (a solid wall) and ``impassable`` (M,) bool (the
@@ -140,15 +155,7 @@ def map_lines(path: str | os.PathLike, name: str):
     import numpy as np
 
     p = Path(path)
-    _, names, where, total = _directory(p, entries=True)
-    m = str(name).strip().upper()
-    if m not in names:
-        raise WadError(f"{p.name}: no map {name!r}")
-    i = names.index(m)
-    lumps = {}
-    for j in range(i + 1, min(len(names), i + 12)):
-        if names[j] in ("VERTEXES", "LINEDEFS") and names[j] not in lumps:
-            lumps[names[j]] = _lump(p, where[j][0], where[j][1], total, names[j])
+    m, lumps = _map_lumps(p, name, ("VERTEXES", "LINEDEFS"), 11)
     if set(lumps) != {"VERTEXES", "LINEDEFS"} or len(lumps["LINEDEFS"]) % 14 or len(lumps["VERTEXES"]) % 4:
         raise WadError(f"{p.name}: map {m} is not in the Doom format (VERTEXES and 14-byte LINEDEFS)")
     v = np.frombuffer(lumps["VERTEXES"], dtype="<i2").reshape(-1, 2).astype(np.float64)
@@ -167,14 +174,10 @@ def map_things(path: str | os.PathLike, name: str):
     import numpy as np
 
     p = Path(path)
-    _, names, where, total = _directory(p, entries=True)
-    m = str(name).strip().upper()
-    if m not in names:
-        raise WadError(f"{p.name}: no map {name!r}")
-    i = names.index(m)
-    if i + 1 >= len(names) or names[i + 1] != "THINGS":
+    m, lumps = _map_lumps(p, name, ("THINGS",), 1)
+    if "THINGS" not in lumps:
         raise WadError(f"{p.name}: map {m} is not in the Doom format (no THINGS lump after its marker)")
-    raw = _lump(p, where[i + 1][0], where[i + 1][1], total, "THINGS")
+    raw = lumps["THINGS"]
     if len(raw) % 10:
         raise WadError(f"{p.name}: map {m} is not in the Doom format (10-byte THINGS)")
     return np.frombuffer(raw, dtype="<i2").reshape(-1, 5).astype(np.int64)
