@@ -617,19 +617,25 @@ class GLRenderer:
         fbo.use()
         return t, fbo, self.prog_color, "color"
 
+    def _fullscreen_pass(self, fbo, full, texture, prog, vao, uniform: str, value) -> None:
+        """Draw one full-screen triangle of ``prog`` into ``fbo`` over the viewport ``full``, reading ``texture``
+        (texture unit 3), with ``uniform`` set to ``value``; depth test and culling off for the pass only."""
+        ctx = self.ctx
+        fbo.use()
+        fbo.viewport = full
+        ctx.disable(ctx.DEPTH_TEST | ctx.CULL_FACE)
+        texture.use(location=3)
+        _set(prog, uniform, value)
+        vao.render(vertices=3)
+        ctx.enable(ctx.DEPTH_TEST | ctx.CULL_FACE)
+
     def _read_color(self, t, mode, full, tile) -> np.ndarray:
         """The atlas's RGBA, (height, width, 4) uint8 (rows bottom-up in the buffer, i.e. image rows top-down),
         after the resolve (MSAA) or the edge smoothing (default quality); a buffer reused by the next call."""
         ctx = self.ctx
         samples, smooth = mode
         if smooth:
-            t["fbo_out"].use()
-            t["fbo_out"].viewport = full
-            ctx.disable(ctx.DEPTH_TEST | ctx.CULL_FACE)
-            t["col"].use(location=3)
-            _set(self.prog_smooth, "u_tile", tile)
-            self.vao_smooth.render(vertices=3)
-            ctx.enable(ctx.DEPTH_TEST | ctx.CULL_FACE)
+            self._fullscreen_pass(t["fbo_out"], full, t["col"], self.prog_smooth, self.vao_smooth, "u_tile", tile)
             src = t["fbo_out"]
         else:
             ctx.disable_direct(_GL_FRAMEBUFFER_SRGB)
@@ -645,17 +651,11 @@ class GLRenderer:
     def _read_zs(self, t, rgb: bool, mode, full) -> np.ndarray:
         """The atlas's (depth, body id + 1) pairs, (height, width, 2) float32: from the one sample of each pixel,
         or (MSAA) resolved from its samples; a buffer reused by the next call."""
-        ctx = self.ctx
         samples = mode[0]
         buf = _buffer(t, "zs_buf", full[2] * full[3] * 8)
         if rgb and samples:  # depth and body id of each pixel from its samples
-            t["fbo_zs1"].use()
-            t["fbo_zs1"].viewport = full
-            ctx.disable(ctx.DEPTH_TEST | ctx.CULL_FACE)
-            t["zs"].use(location=3)
-            _set(self.prog_resolve, "u_samples", samples)
-            self.vao_resolve.render(vertices=3)
-            ctx.enable(ctx.DEPTH_TEST | ctx.CULL_FACE)
+            self._fullscreen_pass(t["fbo_zs1"], full, t["zs"], self.prog_resolve, self.vao_resolve, "u_samples",
+                                  samples)
             t["fbo_zs1"].read_into(buf, viewport=full, components=2, dtype="f4", alignment=1)
         else:
             t["fbo"].read_into(buf, viewport=full, components=2, attachment=1 if rgb else 0, dtype="f4", alignment=1)
