@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import geometry
 from ..action_space import ActionSequence, Primitive, Step, lookup_primitive
+from ..scorers import null_answer
 from .base import (AgentConfigError, AgentTurn, observation_mode, observation_step, quantise_motion,
                    stay_sequence, task_rng, turn_from_sequence)
 
@@ -59,17 +60,20 @@ class BaselineAgent:
 
 
 class StayAgent(BaselineAgent):
-    """Answers Stay: one-shot, one Stay step per ground-truth step (so only the motion is judged, not the
-    length); closed-loop, Stay at once (the episode ends where it started)."""
+    """Answers the null answer (:func:`spatialact.scorers.null_answer`, whose score is the task's s0, the zero of
+    skill): one-shot, one Stay step per ground-truth step (so only the motion is judged, not the length);
+    closed-loop, Stay at once — one Stay turn, which ends the episode where it started with nothing executed (the
+    null answer's empty sequence)."""
 
     name = "stay"
 
     def act(self, observation: dict) -> AgentTurn:
         t0 = time.perf_counter()
         task = self._require_task()
-        mode = observation_mode(observation, self.mode)
-        n = 1 if mode == "closed-loop" else max(1, task.n_steps)
-        return self._turn(stay_sequence(task.sizes, task.gt.cap, n), t0)
+        seq = null_answer(task, observation_mode(observation, self.mode))
+        if not len(seq):  # closed-loop: the empty sequence is said as one Stay turn (it executes nothing)
+            seq = stay_sequence(task.sizes, task.gt.cap, 1)
+        return self._turn(seq, t0)
 
 
 class RandomAgent(BaselineAgent):

@@ -9,6 +9,11 @@ distribution at O(distinct values) per resample: a million scores take about a s
 are drawn in blocks of bounded size, so a million episodes need a few tens of MB, not n_boot × n. This is the
 project's one bootstrap: reports (``spatialact.evaluation.stats``) call it too.
 
+Skill (:func:`skill_summary`): (mean s − mean s0) / (1 − mean s0), 0 for doing nothing and 1 for the ground truth,
+with its paired bootstrap interval (s and s0 resampled together); :func:`paired_difference` compares two runs on
+the same episodes (paired bootstrap, Wilcoxon signed-rank p-value), :func:`holm` adjusts a family of p-values.
+Every paired interval draws its indices through the same resampling as the one bootstrap (:func:`bootstrap_means`).
+
 Breakdowns: by kind, source and each tag key; a column with more than ``MAX_GROUPS`` (100) distinct values is a
 measurement, not a category, and is listed under ``skipped`` instead of being broken down.
 
@@ -32,7 +37,7 @@ import numpy as np
 __all__ = ["bootstrap_ci", "bootstrap_means", "percentile_interval", "summarise",
            "aggregate_episodes", "aggregate_arrays", "hierarchical_scores",
            "DEFAULT_TREE", "SPATREE_L4", "load_tree", "leaf_of", "tag_label", "MAX_GROUPS", "KIND_LEAVES",
-           "aggregate_coded"]
+           "aggregate_coded", "skill_summary", "paired_difference", "holm"]
 
 #: SpatialTree's L4 subtree, lmms-eval's names and weights (``spatree_hierarchy.json`` of its spatialtreebench
 #: task). Our nav tasks are "Agentic Navigation", manip and hand tasks "Robotic Arm"; the Open-world
@@ -70,6 +75,7 @@ def _index_means(x: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
     n = len(x)
     rng = np.random.default_rng(seed)
     means = np.empty((n_boot,) + x.shape[1:])
+    cols = [np.ascontiguousarray(x[:, j]) for j in range(x.shape[1])] if x.ndim == 2 else None
     rows = max(1, _MAX_DRAWS // n)
     for a in range(0, n_boot, rows):
         b = min(n_boot, a + rows)
@@ -85,7 +91,11 @@ def _index_means(x: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
             # int32 indices: the same draws as the default int64 (numpy draws 32-bit values below 2**32), half
             # the memory traffic
             idx = rng.integers(0, n, size=(b - a, n), dtype=np.int32 if n < 2**31 else np.int64)
-            means[a:b] = x[idx].mean(axis=1)
+            if x.ndim == 1:
+                means[a:b] = x[idx].mean(axis=1)
+            else:  # column by column: contiguous gathers (6× faster than rows of k), each column's sums as 1-D's
+                for j in range(x.shape[1]):
+                    means[a:b, j] = cols[j][idx].mean(axis=1)
     return means
 
 
@@ -194,6 +204,125 @@ def _label(v) -> str:
 def tag_label(key: str, value) -> str:
     """The breakdown label of one tag: ``"key=value"`` (value spelled by :func:`_label`)."""
     return f"{key}={_label(value)}"
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Skill and paired comparisons
+# ------------------------------------------------------------------------------------------------------------
+def _skill(mean_s, mean_s0):
+    """(mean s − mean s0) / (1 − mean s0), elementwise; NaN where mean s0 ≥ 1 (no room above doing nothing)."""
+    ms, m0 = np.asarray(mean_s, dtype=np.float64), np.asarray(mean_s0, dtype=np.float64)
+    room = 1.0 - m0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(room > 0, (ms - m0) / np.where(room > 0, room, 1.0), np.nan)
+    return out if out.ndim else float(out)
+
+
+def _paired_rows(columns: list, names: list) -> np.ndarray:
+    """(n, k) float64 of k aligned per-episode columns; rows with a non-finite value in any column are dropped.
+    Raises ValueError (naming the argument) when the lengths differ."""
+    cols = [np.asarray(c, dtype=np.float64).reshape(-1) for c in columns]
+    for c, name in zip(cols[1:], names[1:]):
+        if len(c) != len(cols[0]):
+            raise ValueError(f"{name}: {len(c)} values for {len(cols[0])} in {names[0]} (they must be aligned "
+                             f"episode by episode)")
+    x = np.stack(cols, axis=1) if cols else np.zeros((0, 0))
+    return x[np.isfinite(x).all(axis=1)]
+
+
+def _interval(point: float, samples: np.ndarray, level: float) -> tuple[float, float]:
+    """The percentile interval of the resampled statistic (resamples where it is undefined, NaN, left out);
+    (point, point) without resamples, NaN when the point itself is undefined."""
+    if not math.isfinite(point):
+        return (math.nan, math.nan)
+    samples = samples[np.isfinite(samples)]
+    if not len(samples):
+        return (point, point)
+    return percentile_interval(samples, level)
+
+
+def skill_summary(scores, s0, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> dict:
+    """Skill of a set of episodes (docs/scoring.md, "Skill"): 0 for doing nothing, 1 for the ground truth.
+
+    ``scores``: per-episode scores s; ``s0``: per-episode null scores (:func:`.null.null_score` of each episode's
+    task, same mode and profile), aligned with ``scores``. skill = (mean s − mean s0) / (1 − mean s0), a ratio of
+    means (per-episode ratios blow up where s0 is close to 1); NaN when mean s0 ≥ 1 or there is no episode. The
+    interval: the percentile bootstrap over episodes, s and s0 resampled together (row r draws the same indices as
+    :func:`bootstrap_ci`'s resample r; resamples whose mean s0 reaches 1 are left out). Episodes with a non-finite
+    s or s0 (an unscored episode, a failure record) are left out. Returns ``{"skill", "lo", "hi", "n", "score"
+    (mean s), "s0" (mean s0)}``."""
+    x = _paired_rows([scores, s0], ["scores", "s0"])
+    n = len(x)
+    if n == 0:
+        return {"skill": math.nan, "lo": math.nan, "hi": math.nan, "n": 0, "score": math.nan, "s0": math.nan}
+    ms, m0 = float(x[:, 0].mean()), float(x[:, 1].mean())
+    point = _skill(ms, m0)
+    means = bootstrap_means(x, n_boot, seed) if n > 1 else np.empty((0, 2))
+    lo, hi = _interval(point, _skill(means[:, 0], means[:, 1]) if len(means) else np.empty(0), level)
+    return {"skill": point, "lo": lo, "hi": hi, "n": int(n), "score": ms, "s0": m0}
+
+
+def _wilcoxon_p(d: np.ndarray) -> float:
+    """Two-sided Wilcoxon signed-rank p-value of the paired differences ``d`` (scipy.stats.wilcoxon with its
+    defaults: zero differences dropped); 1.0 when every difference is 0, NaN without differences."""
+    if len(d) == 0:
+        return math.nan
+    if not np.any(d != 0):
+        return 1.0
+    import warnings
+
+    from scipy.stats import wilcoxon
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return float(wilcoxon(d, alternative="two-sided").pvalue)
+
+
+def paired_difference(a, b, a_s0=None, b_s0=None, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> dict:
+    """A − B on the same episodes (docs/scoring.md, "Paired differences").
+
+    ``a``, ``b``: per-episode values of two runs, aligned by pair (episode i of ``a`` and of ``b`` answer the same
+    task in the same variant, mode and profile). With ``a_s0`` (and ``b_s0``; omitted, it is ``a_s0``: the same
+    tasks have the same s0) the difference is of skills, skill(a) − skill(b) (:func:`skill_summary`); without,
+    of means (a success rate, a raw score). The interval: the paired percentile bootstrap — each resample draws
+    episodes (the same indices as :func:`bootstrap_ci`'s resample r) and takes the difference on them. ``p``: the
+    two-sided Wilcoxon signed-rank test (``scipy.stats.wilcoxon``) on the per-episode a − b; 1.0 when every
+    difference is 0, NaN without episodes. Pairs with a non-finite value are left out. Returns ``{"diff", "lo",
+    "hi", "n", "p"}``."""
+    if a_s0 is None and b_s0 is not None:
+        raise ValueError("paired_difference: b_s0 given without a_s0")
+    if a_s0 is None:
+        x = _paired_rows([a, b], ["a", "b"])
+    else:
+        x = _paired_rows([a, b, a_s0, a_s0 if b_s0 is None else b_s0], ["a", "b", "a_s0", "b_s0"])
+    n = len(x)
+    if n == 0:
+        return {"diff": math.nan, "lo": math.nan, "hi": math.nan, "n": 0, "p": math.nan}
+
+    def stat(m: np.ndarray):
+        if m.shape[-1] == 2:
+            return m[..., 0] - m[..., 1]
+        return _skill(m[..., 0], m[..., 2]) - _skill(m[..., 1], m[..., 3])
+
+    point = float(stat(x.mean(axis=0)))
+    means = bootstrap_means(x, n_boot, seed) if n > 1 else np.empty((0, x.shape[1]))
+    lo, hi = _interval(point, stat(means) if len(means) else np.empty(0), level)
+    return {"diff": point, "lo": lo, "hi": hi, "n": int(n), "p": _wilcoxon_p(x[:, 0] - x[:, 1])}
+
+
+def holm(pvalues) -> list[float]:
+    """Holm–Bonferroni adjusted p-values, in the input order: with the m finite p-values sorted ascending,
+    p_(i) becomes max over j ≤ i of min(1, (m − j + 1) · p_(j)). A NaN (or None) passes through as NaN and does
+    not count in m."""
+    p = np.array([math.nan if v is None else v for v in pvalues], dtype=np.float64).reshape(-1)
+    out = np.full(len(p), math.nan)
+    ok = np.flatnonzero(np.isfinite(p))
+    m = len(ok)
+    if m:
+        order = ok[np.argsort(p[ok], kind="stable")]
+        adj = np.minimum(1.0, (m - np.arange(m)) * p[order])
+        out[order] = np.maximum.accumulate(adj)
+    return [float(v) for v in out]
 
 
 def _summary_job(args) -> dict:
