@@ -1,4 +1,4 @@
-"""Episode scores, answer scoring and closed-loop metrics (SPEC §4.2, §4.4): hand-worked known answers."""
+"""Episode scores, answer scoring and closed-loop metrics (docs/scoring.md): hand-worked known answers."""
 
 from __future__ import annotations
 
@@ -221,3 +221,35 @@ def test_closed_loop_zero_distance_and_nan():
     bad = np.stack([_pose(), _pose(z=np.nan)])
     m = closed_loop_metrics(bad, _task(_pose(z=1.0)))
     assert m["flag"] and m["success"] is False and m["spl"] == 0.0 and m["final_position_error"] is None
+
+
+def test_no_success_no_spl_with_the_simulators_object_test():
+    task = _task(_pose(z=1.0), "manip")
+    at_goal = np.stack([_pose(), _pose(z=1.0)])
+    assert closed_loop_metrics(at_goal, task)["spl"] == pytest.approx(1.0)  # the pose alone: success
+    m = closed_loop_metrics(at_goal, task, object_success=False)  # the object did not arrive
+    assert m["success"] is False and m["spl"] == 0.0 and m["final_position_error"] == 0.0
+    # the object test decides success either way: far from the goal pose, the object placed, SPL from the path
+    far = np.stack([_pose(), _pose(x=0.5, z=0.5), _pose(z=0.5)])
+    m = closed_loop_metrics(far, task, object_success=True)
+    assert m["success"] is True and m["path_length"] == pytest.approx(math.sqrt(0.5) + 0.5)
+    assert m["spl"] == pytest.approx(1.0 / (math.sqrt(0.5) + 0.5))
+    # a non-finite pose: a broken episode, whatever the object test said
+    bad = closed_loop_metrics(np.stack([_pose(), _pose(z=np.nan)]), task, object_success=True)
+    assert bad["flag"] and bad["success"] is False and bad["spl"] == 0.0
+
+
+def test_d0_geodesic_from_meta_else_straight():
+    task = _task(_pose(z=1.0))
+    path = np.stack([_pose(), _pose(x=0.5, z=0.5), _pose(z=1.0)])  # sqrt(2) m around an obstacle
+    m = closed_loop_metrics(path, task)
+    assert m["d0_kind"] == "straight" and m["d0"] == pytest.approx(1.0)
+    assert m["spl"] == pytest.approx(1 / math.sqrt(2))
+    task.meta.update({"d0": 1.3, "d0_kind": "geodesic"})  # the shortest way round is 1.3 m
+    m = closed_loop_metrics(path, task)
+    assert m["d0_kind"] == "geodesic" and m["d0"] == 1.3 and m["spl"] == pytest.approx(1.3 / math.sqrt(2))
+    # a path shorter than the geodesic (through a wall) cannot score above 1
+    assert closed_loop_metrics(np.stack([_pose(), _pose(z=1.0)]), task)["spl"] == 1.0
+    task.meta["d0"] = "far"
+    with pytest.raises(ValueError, match="meta.d0"):
+        closed_loop_metrics(path, task)
