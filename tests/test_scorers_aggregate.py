@@ -1,4 +1,5 @@
-"""Dataset aggregation, bootstrap intervals, hierarchical scores (SPEC §4.2) and question scores (§4.6)."""
+"""Dataset aggregation, bootstrap intervals, hierarchical scores, skill and paired differences, and question scores
+(docs/scoring.md)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from spatialact.scorers import (DEFAULT_TREE, aggregate_episodes, bootstrap_ci, hierarchical_scores, leaf_of,
-                                load_tree, score_multiple_choice, score_numeric)
+from spatialact.scorers import (DEFAULT_TREE, aggregate_episodes, bootstrap_ci, hierarchical_scores, holm, leaf_of,
+                                load_tree, paired_difference, score_multiple_choice, score_numeric, skill_summary)
 
 
 def recs():
@@ -64,6 +65,115 @@ def test_bootstrap_interval_covers_the_truth_usually():
     rng = np.random.default_rng(3)
     hits = sum(lo <= 0.5 <= hi for lo, hi in (bootstrap_ci(rng.random(200), n_boot=300) for _ in range(40)))
     assert hits >= 33
+
+
+# ---------------------------------------------------------------- skill and paired differences -----------------
+def _brute_resamples(n, n_boot, seed):
+    """The one bootstrap's index draws, one resample at a time."""
+    rng = np.random.default_rng(seed)
+    return [rng.integers(0, n, size=n) for _ in range(n_boot)]
+
+
+def test_skill_hand_computed_three_episodes():
+    s, s0 = [0.5, 0.8, 0.2], [0.4, 0.6, 0.2]
+    r = skill_summary(s, s0)  # mean s 0.5, mean s0 0.4: (0.5 - 0.4) / (1 - 0.4) = 1/6
+    assert r["skill"] == pytest.approx(1 / 6) and r["score"] == pytest.approx(0.5) and r["s0"] == pytest.approx(0.4)
+    assert r["n"] == 3 and set(r) == {"skill", "lo", "hi", "n", "score", "s0"}
+    # the per-episode mean would be ((0.1/0.6) + (0.2/0.4) + 0/0.8) / 3 = 0.2222: not what skill is
+    assert r["skill"] != pytest.approx((0.1 / 0.6 + 0.2 / 0.4 + 0.0) / 3)
+    # the interval: percentiles of the skill of each resample (s and s0 on the same indices)
+    x, x0 = np.array(s), np.array(s0)
+    boots = []
+    for idx in _brute_resamples(3, 1000, 0):
+        m0 = x0[idx].mean()
+        boots.append((x[idx].mean() - m0) / (1 - m0))
+    assert (r["lo"], r["hi"]) == pytest.approx(tuple(np.quantile(boots, [0.025, 0.975])), abs=1e-12)
+    assert r["lo"] <= r["skill"] <= r["hi"]
+
+
+def test_skill_edges():
+    assert skill_summary([1.0, 1.0], [0.3, 0.5])["skill"] == 1.0  # the ground truth
+    assert skill_summary([0.3, 0.5], [0.3, 0.5])["skill"] == 0.0  # doing nothing
+    assert skill_summary([0.1, 0.2], [0.3, 0.5])["skill"] == pytest.approx((0.15 - 0.4) / 0.6)  # worse: negative
+    one = skill_summary([0.7], [0.4])
+    assert one["skill"] == pytest.approx(0.5) and one["lo"] == one["hi"] == one["skill"]
+    for r in (skill_summary([], []), skill_summary([0.9], [1.0])):  # no episode; no room above doing nothing
+        assert math.isnan(r["skill"]) and math.isnan(r["lo"]) and math.isnan(r["hi"])
+    # a non-finite s or s0 (an unscored episode, a failure record's null s0) leaves the episode out
+    assert skill_summary([0.5, math.nan, 0.8], [0.4, 0.2, math.nan]) == skill_summary([0.5], [0.4])
+    with pytest.raises(ValueError, match="s0"):
+        skill_summary([0.5, 0.6], [0.4])
+
+
+def test_skill_interval_deterministic_by_seed_and_contains_the_point():
+    rng = np.random.default_rng(2)
+    s0 = rng.uniform(0.2, 0.7, 300)
+    s = np.clip(s0 + rng.normal(0.1, 0.2, 300), 0, 1)
+    a, b, c = skill_summary(s, s0, seed=4), skill_summary(s, s0, seed=4), skill_summary(s, s0, seed=5)
+    assert a == b and a != c
+    assert a["lo"] < a["skill"] < a["hi"]
+    assert skill_summary(s, s0, level=0.5)["hi"] - skill_summary(s, s0, level=0.5)["lo"] < a["hi"] - a["lo"]
+
+
+def test_paired_difference_is_a_brute_force_loop():
+    rng = np.random.default_rng(7)
+    a, b = rng.random(12), rng.random(12)
+    s0 = rng.uniform(0.1, 0.5, 12)
+    boots_mean, boots_skill = [], []
+    for idx in _brute_resamples(12, 500, 3):
+        boots_mean.append(a[idx].mean() - b[idx].mean())
+        m0 = s0[idx].mean()
+        boots_skill.append((a[idx].mean() - m0) / (1 - m0) - (b[idx].mean() - m0) / (1 - m0))
+    r = paired_difference(a, b, n_boot=500, seed=3)
+    assert r["diff"] == pytest.approx(a.mean() - b.mean()) and r["n"] == 12
+    assert (r["lo"], r["hi"]) == pytest.approx(tuple(np.quantile(boots_mean, [0.025, 0.975])), abs=1e-12)
+    r = paired_difference(a, b, s0, s0, n_boot=500, seed=3)
+    m0 = s0.mean()
+    assert r["diff"] == pytest.approx((a.mean() - b.mean()) / (1 - m0))
+    assert (r["lo"], r["hi"]) == pytest.approx(tuple(np.quantile(boots_skill, [0.025, 0.975])), abs=1e-12)
+    assert paired_difference(a, b, s0, n_boot=500, seed=3) == r  # b_s0 defaults to a_s0 (same tasks)
+    assert set(r) == {"diff", "lo", "hi", "n", "p"}
+
+
+def test_paired_difference_wilcoxon_is_scipys():
+    from scipy.stats import wilcoxon
+
+    rng = np.random.default_rng(8)
+    a = rng.random(30)
+    b = np.clip(a - rng.normal(0.05, 0.1, 30), 0, 1)
+    r = paired_difference(a, b)
+    assert r["p"] == pytest.approx(wilcoxon(a - b, alternative="two-sided").pvalue, rel=1e-12)
+    big = rng.random(200)  # the normal approximation beyond scipy's exact range
+    r = paired_difference(big, big * 0.9)
+    assert r["p"] == pytest.approx(wilcoxon(big - big * 0.9).pvalue, rel=1e-12) and r["p"] < 1e-6
+    same = paired_difference([0.2, 0.5, 0.7], [0.2, 0.5, 0.7])
+    assert same["p"] == 1.0 and same["diff"] == 0.0 and same["lo"] == same["hi"] == 0.0
+    none = paired_difference([], [])
+    assert none["n"] == 0 and math.isnan(none["p"]) and math.isnan(none["diff"])
+    with pytest.raises(ValueError, match="b"):
+        paired_difference([0.1, 0.2], [0.1])
+
+
+def test_paired_resampling_is_fast():
+    import time
+
+    rng = np.random.default_rng(0)
+    a, b, s0 = rng.random(5000), rng.random(5000), rng.uniform(0.2, 0.6, 5000)
+    paired_difference(a[:20], b[:20])  # scipy imported
+    t = time.perf_counter()
+    skill_summary(a, s0)
+    paired_difference(a, b, s0, s0)
+    assert time.perf_counter() - t < 1.0
+
+
+def test_holm_hand_computed():
+    # sorted 0.005, 0.01, 0.03, 0.04 times 4, 3, 2, 1: 0.02, 0.03, 0.06, 0.04 -> running max 0.02, 0.03, 0.06, 0.06
+    assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    got = holm([0.01, math.nan, 0.04, None])  # NaN passes through and does not count: m = 2
+    assert got[0] == pytest.approx(0.02) and got[2] == pytest.approx(0.04)
+    assert math.isnan(got[1]) and math.isnan(got[3])
+    assert holm([0.5, 0.6]) == [1.0, 1.0]  # capped at 1
+    assert holm([]) == [] and holm([0.2]) == [0.2]
 
 
 def test_bad_scores_are_excluded_and_counted():
