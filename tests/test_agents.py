@@ -154,6 +154,21 @@ def test_stay():
     assert len(a.act({"mode": "closed-loop"}).parse.sequence) == 1
 
 
+def test_stay_answers_the_null_answer():
+    from spatialact.scorers import null_answer, null_score, score_answer
+
+    task = make_task(signed=[(1, 0, 0, 0, 0, 0), (0, 0, 2, 0, 0, 0)])
+    a = make_agent("stay")
+    a.reset(task)
+    turn = a.act(_obs())
+    assert turn.parse.sequence == null_answer(task) and len(null_answer(task)) == 2
+    assert score_answer(turn.text, task)["score"] == null_score(task)  # its score is s0, through the parser
+    # closed-loop: one Stay turn, which executes nothing: the null answer's empty sequence
+    a.reset(task, mode="closed-loop")
+    assert a.act({"mode": "closed-loop"}).parse.sequence.steps[0].is_stay()
+    assert len(null_answer(task, "closed-loop")) == 0 and null_score(task, "closed-loop") == 0.0
+
+
 # ----- prompts ------------------------------------------------------------------------------------------------
 
 def _decode(url):
