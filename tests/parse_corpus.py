@@ -12,7 +12,8 @@ Every entry:
 * ``strict``: None when strict mode accepts the answer unchanged, else a regex its ParseError must match
   (naming what is wrong and where).
 
-Expected outcomes were written by hand from SPEC §3 and docs/parsing.md, not copied from the parser's output.
+Expected outcomes were written by hand from docs/conventions.md and docs/parsing.md, not copied from the parser's
+output.
 """
 
 NAV, MANIP, HAND = "nav", "manip", "hand"
@@ -288,7 +289,7 @@ CORPUS = [
 ]
 
 
-# ----- hostile answers: the parser's worst case (issue I) -------------------------------------------------
+# ----- hostile answers: the parser's worst case ---------------------------------------------------------
 _W2 = '{"actions": ["W"], "step_nums": [2]}'
 
 # Hostile answers for the worst-case tests (test_parse_worst_case.py) and benchmarks/bench_parse.py:
@@ -324,4 +325,10 @@ HOSTILE = {
                               True),
     "backslashes in a name": (lambda n: '{"actions": ["' + "\\\\" * (n // 2) + '"]}', False),
     "the answer many times": (lambda n: (_W2 + " ") * (n // 38), True),
+    # bare actions (docs/parsing.md, "Bare action"): markup peeled in at most 8 rounds, the count split by rstrip
+    "spaces around a bare action": (lambda n: " " * (n // 2) + "**Dolly In**" + " " * (n // 2), True),
+    "bare action with a huge count": (lambda n: "Pan Left " + "9" * n, True),
+    "bare action in deep markup": (lambda n: "**`" * (n // 6) + "Stay" + "`**" * (n // 6), False),
+    "bare action, then spaced digits": (lambda n: "Stay" + " 1" * (n // 2), False),
+    "bare action, then periods": (lambda n: "Stay" + "." * n, False),
 }

@@ -101,7 +101,7 @@ def test_corpus_primitive_names_are_canonical():
             assert set(exp) <= names | {"vector"}, entry["id"]
 
 
-# ----- the fast path agrees with the full path (issue J) ---------------------------------------------------
+# ----- the fast path agrees with the full path ------------------------------------------------------------
 def _strict_outcome(parse, text, sizes):
     try:
         return parse(text, strict=True, sizes=sizes)

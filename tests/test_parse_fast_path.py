@@ -1,4 +1,4 @@
-"""The fast path for well-formed answers (issue J): what it reads, with hand-written expected results, and what it
+"""The fast path for well-formed answers: what it reads, with hand-written expected results, and what it
 leaves to the full path. Equality with the full path on every input is tested over the corpus
 (test_parse_corpus.py) and on generated answers (test_fuzz.py)."""
 

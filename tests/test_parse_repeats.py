@@ -1,4 +1,4 @@
-"""Long answers that repeat small steps (issues P 6, Q): each distinct step value and each distinct (name,
+"""Long answers that repeat small steps: each distinct step value and each distinct (name,
 step_num) pair is read once and replayed; the result is the same as reading every one, and the work is counted.
 
 The reference is the parser with its memos switched off (every step and action read where it stands). Timings

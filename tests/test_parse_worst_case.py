@@ -1,4 +1,4 @@
-"""The parser's worst case (issue I): every answer parses in time linear in its length, and integers of hundreds
+"""The parser's worst case: every answer parses in time linear in its length, and integers of hundreds
 or thousands of digits are clamped like other out-of-range counts instead of sinking the whole answer.
 
 Linearity is shown on the same run: each hostile family is parsed at n and at 8n characters (best of 3), and the

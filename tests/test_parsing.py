@@ -1,4 +1,4 @@
-"""Answer parsing rule by rule (SPEC §3 "Parsing", docs/parsing.md): text level, each lenient repair, strict errors."""
+"""Answer parsing rule by rule (docs/parsing.md): text level, each lenient repair, strict errors."""
 
 import json
 import math

@@ -5,6 +5,9 @@ is taken from the last ```json fence, else the last fence, else the outermost ``
 the last balanced top-level object in the prose; trailing commas and Python-literal quoting (single quotes,
 True/None) are tolerated. See docs/parsing.md for every rule.
 
+An answer that is nothing but one action name with an optional count (``Stay``, ``**Dolly In**``, ``pan left 3.``)
+is read as that one step with a note (``$: bare action 'Dolly In' read as one step``); strict mode refuses it.
+
 Content level: lenient mode (the default) repairs what it can and records one note per repair; strict mode
 raises :class:`ParseError` on anything lenient mode would have to repair, naming what and where
 (``step_2.step_nums[1]: ...``). Lenient mode never raises: text with no usable step gives an empty sequence
@@ -44,7 +47,8 @@ class ParseResult:
     """What :func:`parse_response` returns; never None, in either mode.
 
     ``sequence`` is always an ActionSequence (empty when nothing was usable), ``repairs`` the lenient repairs
-    made (one string each, ``where: what``), ``ok`` whether at least one step was usable, ``error`` why not.
+    made (one string each, ``where: what``), ``ok`` whether at least one step was usable, ``error`` why not (a
+    non-empty one-line reason whenever ``ok`` is False, None otherwise).
     ``format`` is the answer format found (``flat``, ``stepped`` or ``vector``), ``json_text`` the JSON read.
     ``n_repairs`` is the number of repairs made; ``repairs`` keeps the notes of the first
     :data:`MAX_REPAIR_NOTES` (20) only, then one note saying how many more there were (a 1 MB answer of 166 666
@@ -62,6 +66,9 @@ class ParseResult:
     def __post_init__(self) -> None:
         if self.n_repairs is None:
             object.__setattr__(self, "n_repairs", len(self.repairs))
+        if not self.ok and not (isinstance(self.error, str) and self.error.strip()):
+            # every failure says why (records keep it as parse_error, reports show it): never None or blank
+            object.__setattr__(self, "error", "$: no usable step (no reason recorded)")
 
     def to_dict(self) -> dict:
         return {"ok": self.ok, "error": self.error, "format": self.format, "repairs": list(self.repairs),
@@ -811,7 +818,7 @@ def _actions_are_steps(obj: dict) -> bool:
 
 def _interpret(obj: Any, where: str, ctx: _Ctx, depth: int = 0) -> tuple[list[tuple[Step, bool]], str]:
     if depth > 3:
-        ctx.fail(where, "no actions found")
+        ctx.fail(where, "no actions found (the answer is wrapped in more than 3 keys)")
     if isinstance(obj, dict):
         step_keys = [(_step_number(m.group(1)), k) for k in obj for m in [_STEP_KEY.match(_text(k))] if m]
         numbered = (not step_keys and bool(obj) and all(_text(k).strip().isascii() and _text(k).strip().isdigit()
@@ -996,13 +1003,14 @@ def parse_object(obj: Any, strict: bool = False, sizes: StepSizes | None = None,
     except ParseError as e:
         if strict:
             raise
-        return _empty(sizes, cap, ctx, str(e), json_text)
+        return _empty(sizes, cap, ctx, str(e) or "$: no usable step", json_text)
     except RecursionError:
         if strict:
             raise ParseError("$: answer nested too deeply") from None
         return _empty(sizes, cap, ctx, "$: answer nested too deeply", json_text)
     if not any(ok for _, ok in steps):
-        msg = "no usable step" + (f" ({ctx.last[0]}: {ctx.last[1]})" if ctx.last else "")
+        msg = "no usable step" + (f" ({ctx.last[0]}: {ctx.last[1]})" if ctx.last
+                                  else " (no step names an action, a gripper state or a vector)")
         if strict:
             raise ParseError(msg)
         return _empty(sizes, cap, ctx, msg, json_text)
@@ -1282,6 +1290,77 @@ def parse_response(text: str, strict: bool = False, sizes: StepSizes | None = No
 _UNICODE_MINUS = "\u2212"
 
 
+# ------------------------------------------------------------------------------------------------------
+# Bare action: an answer that is one action name and nothing else
+# ------------------------------------------------------------------------------------------------------
+# docs/parsing.md, "Bare action". The markup around the name is peeled in rounds, each of a constant number of
+# C-level string operations (strip, lstrip/rstrip of one character, one slice, one anchored match of the fence
+# header): at most _BARE_ROUNDS rounds, so the work is linear in the text whatever it holds (no regex search, no
+# loop over characters in Python).
+_BARE_ROUNDS = 8
+_BARE_NAME_MAX = 64  # the longest name read (the longest alias, "roll counterclockwise", has 21 characters)
+_DIGITS = "0123456789"
+
+
+def _peel(s: str, ch: str) -> str | None:
+    """``s`` without a leading and a trailing run of ``ch`` (both present, something between); None when not so."""
+    lead = len(s) - len(s.lstrip(ch))
+    trail = len(s) - len(s.rstrip(ch))
+    if not lead or not trail or lead + trail >= len(s):
+        return None
+    body = s[lead:len(s) - trail]
+    if ch == "`" and lead >= 3:  # a fence: a header line (spaces, a language tag, spaces) before a newline goes
+        end = _FENCE_HEADER.match(body).end()
+        if body.startswith("\r\n", end):
+            body = body[end + 2:]
+        elif body.startswith("\n", end):
+            body = body[end + 1:]
+    return body
+
+
+def _bare_action(text: str) -> tuple[str, str, int | float] | None:
+    """``(what was read, name, count)`` when ``text`` is one action name, alias, symbol or stop word with an optional
+    count (``Stay``, ``**Dolly In**``, ``pan left 3.``, ```` `forward` ````), else None.
+
+    Peeled, in any order and nesting: surrounding whitespace, backticks (an inline span or a fence, whose header
+    line is dropped), runs of ``*`` or ``_`` on both sides (bold, italic), and one trailing period in all. What is
+    left is a name that :func:`lookup_primitive` knows, optionally followed by whitespace and ASCII digits (the
+    count; 1 when absent). Anything else (a sentence, two names, a quoted JSON string) is None."""
+    s, period = text.strip(), False
+    for _ in range(_BARE_ROUNDS):
+        before = s
+        if not period and s.endswith("."):
+            s, period = s[:-1].rstrip(), True
+        for ch in "`*_":
+            body = _peel(s, ch)
+            if body is not None:
+                s = body.strip()
+        if s is before or s == before:
+            break
+    digits = len(s) - len(s.rstrip(_DIGITS))
+    name, count = s, 1
+    if digits and digits < len(s) and s[-digits - 1].isspace():
+        name, count = s[:-digits].rstrip(), _parse_int(s[-digits:])
+    if not name or len(name) > _BARE_NAME_MAX or lookup_primitive(name) is None:
+        return None
+    return s, name, count
+
+
+def _bare_result(text: str, strict: bool, sizes: StepSizes, cap: int) -> ParseResult | None:
+    """The one-step result of a bare action (see :func:`_bare_action`), with the note ``$: bare action '…' read as
+    one step`` before any repair the count needs (cap, gesture); None when ``text`` is not one. Strict mode raises
+    :class:`ParseError` with that note: a bare action is not the JSON answer asked for."""
+    found = _bare_action(_strip_think(text) if "<" in text else text)
+    if found is None:
+        return None
+    read, name, count = found
+    note = f"$: bare action {_short(read)} read as one step"
+    if strict:
+        raise ParseError(note)
+    res = parse_object({"actions": [name], "step_nums": [count]}, False, sizes, cap)
+    return replace(res, repairs=(note, *res.repairs), n_repairs=res.n_repairs + 1)
+
+
 def parse_response_reference(text: str, strict: bool = False, sizes: StepSizes | None = None,
                              cap: int = DEFAULT_CAP) -> ParseResult:
     """The full lenient (or strict) path alone, every rule of docs/parsing.md: what :func:`parse_response`
@@ -1296,11 +1375,14 @@ def parse_response_reference(text: str, strict: bool = False, sizes: StepSizes |
         if strict:
             raise ParseError("$: empty answer")
         return _empty(sizes, cap, None, "$: empty answer")
+    bare = _bare_result(text, strict, sizes, cap)
+    if bare is not None:
+        return bare
     minus = ()
     try:
         json_text, obj = extract_json_text(text)
     except (ValueError, RecursionError, MemoryError) as e:
-        msg = str(e) if isinstance(e, ValueError) else f"unreadable answer ({e.__class__.__name__})"
+        msg = (str(e) if isinstance(e, ValueError) else "") or f"unreadable answer ({e.__class__.__name__})"
         if strict:
             raise ParseError(f"$: {msg}") from None
         try:  # a typographic minus (U+2212) as a model may write it: "step_nums": [−2]

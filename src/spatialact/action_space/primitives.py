@@ -105,7 +105,7 @@ _ROWS = (
                   description="positive rotation about +Z: the image turns counter-clockwise, the right side dips"),
     PrimitiveSpec(_P.ROLL_CW, "↻", ("roll_cw", "clockwise", "roll clockwise"), 5, -1,
                   description="negative rotation about +Z: the image turns clockwise, the left side dips"),
-    PrimitiveSpec(_P.STAY, "STOP", ("stay", "none", "stop", "no movement"), description="no movement"),
+    PrimitiveSpec(_P.STAY, "STOP", ("stay", "none", "stop", "done", "no movement"), description="no movement"),
     PrimitiveSpec(_P.PUSH, "push", (), 2, +1, motion_as=_P.DOLLY_IN, description="push: Dolly In of the hand"),
     PrimitiveSpec(_P.PULL, "pull", (), 2, -1, motion_as=_P.DOLLY_OUT, description="pull: Dolly Out of the hand"),
     PrimitiveSpec(_P.GRAB, "grab", ("grasp", "close"), gripper=1, description="close the gripper / hand"),
