@@ -1,7 +1,8 @@
 """Gymnasium environments over PyBullet scenes (docs/environments.md) and the worlds they run in; importing this package
 registers the environments.
 
-* ``spatialact/CameraNav-v0`` — :class:`CameraNavEnv`, a free camera in a procedural room or a mesh scene;
+* ``spatialact/CameraNav-v0`` — :class:`CameraNavEnv`, a free camera in a procedural room or a mesh scene, stopped
+  by walls and furniture (``collisions=False``: it passes through them);
 * ``spatialact/GripperManip-v0`` — :class:`GripperManipEnv`, a Franka Panda at a table;
 * ``spatialact/HandManip-v0`` — :class:`HandManipEnv`, a floating hand proxy at a table;
 * ``spatialact/GameNav-v0`` — :class:`GameNavEnv`, the player's camera in a Doom level (ViZDoom; game tasks).
@@ -9,7 +10,9 @@ registers the environments.
 ``make_env(kind, ...)`` builds one through ``gymnasium.make`` (so it is wrapped as gymnasium wraps every env:
 order enforcing and the passive checker); use ``env.unwrapped`` for ``apply_step``, ``pose``, ``render_view``, ...
 and ``env.unwrapped.world`` for its :class:`~spatialact.envs.world.World`. ``wrap=False`` returns the raw
-environment. This module only re-exports (:mod:`.registry`, :mod:`.executor`, :mod:`.replay`, :mod:`.replay_run`,
+environment. :func:`collision_problem` (``task`` → a one-line reason or None) says whether a navigation task's
+ground-truth path and straight start→goal segment are clear of its scene for the camera sphere. This module only
+re-exports (:mod:`.registry`, :mod:`.executor`, :mod:`.replay`, :mod:`.replay_run`,
 :mod:`.vector`); the task generators live above, in :mod:`spatialact.taskgen` (their old names here still import,
 with a DeprecationWarning).
 """
@@ -23,7 +26,7 @@ from .replay_run import ReplayResult, replay_trajectory
 
 __all__ = ["make_env", "execute_sequence", "ExecutionResult", "ENV_IDS", "KIND_TO_ID",
            "CameraNavEnv", "GripperManipEnv", "HandManipEnv", "GameNavEnv", "replay_trajectory", "ReplayResult",
-           "check_droid_reachable", "replay_scene_for", "make_vector_env"]
+           "check_droid_reachable", "replay_scene_for", "make_vector_env", "collision_problem"]
 
 #: Names that moved above this package, to spatialact.taskgen (deprecated aliases: ``__getattr__`` warns).
 MOVED_TO_TASKGEN = ("procedural_tasks", "ladder_tasks", "viewpoint_pairs", "attach_replay_scenes")
@@ -43,6 +46,9 @@ def __getattr__(name):
     if name == "GameNavEnv":
         from .game_nav import GameNavEnv
         return GameNavEnv
+    if name == "collision_problem":  # builds scenes: PyBullet loads on first use
+        from .collision import collision_problem
+        return collision_problem
     if name == "make_vector_env":  # K environments in one process, observations rendered in one call
         from .vector import make_vector_env
         return make_vector_env

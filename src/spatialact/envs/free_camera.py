@@ -1,16 +1,27 @@
-"""A free camera moved kinematically (no collisions) through a 3-D scene: the world of CameraNav.
+"""A free camera that walls, floor, ceiling and furniture stop, in a 3-D scene: the world of CameraNav.
 
 Scenes: a procedural room (default), a mesh file (``{"generator": "mesh", "mesh": path}``), or a camera path's
 replay scene (the recorded camera path in a mesh or a room box around the task's segment). The controlled frame is
 the camera itself: pose (4, 4) C2W, metres, world +Z up, OpenCV axes (+X right, +Y down, +Z forward). One step moves
 it by the step's body-frame Δ: ``T ← T @ Δ`` — the same product as ``ActionSequence.to_poses``, so executing a
-sequence reaches its poses exactly; nothing blocks it. The observing camera is the controlled one; the goal view is
+sequence whose path is clear reaches its poses exactly. The observing camera is the controlled one; the goal view is
 rendered from the goal pose.
+
+Walls (``collisions=True``, the default): the camera is a sphere of radius 0.10 m
+(:data:`~spatialact.envs.collision.CAMERA_RADIUS`). A step translates, then rotates; its translation is swept
+(:class:`~spatialact.envs.collision.SphereSweep`) and, when the sphere would enter a collision shape, the camera
+stops on the segment free of contact and within 1 cm of it, and still turns by the step's whole rotation:
+:meth:`FreeCameraWorld.move` returns True (``info["blocked"]``). ``blocks_motion`` is True then, so an evaluation
+records ``blocked`` per executed step. ``collisions=False``: the camera moves kinematically through everything (the
+behaviour before walls).
 
 Random tasks (:meth:`FreeCameraWorld.sample_task`): a start inside the room's navigable box, out of furniture and
 looking at something (:meth:`~FreeCameraWorld.view_ok`), a ground truth of 1–3 random whole-unit steps, every pose
-on the way inside the room with the horizon in view (:meth:`~FreeCameraWorld.pose_ok`), and the goal sharing at least
-``min_overlap`` of the view with the start both ways (:func:`~spatialact.envs.views.view_overlap`).
+on the way inside the room with the horizon in view (:meth:`~FreeCameraWorld.pose_ok`), with walls on the
+ground-truth path and the straight start→goal segment clear of the scene for the camera sphere
+(:meth:`~FreeCameraWorld.path_problem`; a draft that is not is dropped and counted in ``collision_drops``), and the
+goal sharing at least ``min_overlap`` of the view with the start both ways
+(:func:`~spatialact.envs.views.view_overlap`).
 """
 
 from __future__ import annotations
@@ -19,6 +30,7 @@ import numpy as np
 
 from .. import geometry
 from ..action_space import ActionSequence, StepSizes
+from .collision import SphereSweep, path_problem
 from .pybullet_world import PyBulletWorld
 from .rendering import CameraSpec
 from .sampling import sample_signed_counts
@@ -35,16 +47,32 @@ _MAX_COUNTS = (10, 6, 10, 4, 6, 3)
 
 class FreeCameraWorld(PyBulletWorld):
     """A free camera in a PyBullet scene; see the module docstring. ``min_overlap``: the least view overlap of a
-    random task's start and goal (0.3)."""
+    random task's start and goal (0.3). ``collisions``: whether the scene stops the camera sphere (True) or the
+    camera moves through it (False). ``collision_drops``: random-task drafts dropped because their path was not
+    clear (counted since the world was made; the task builders report it)."""
 
     kind = "nav"
     has_gripper = False
     default_generator = "room"
 
-    def __init__(self, camera, renderer: str = "tiny", min_overlap: float = 0.3):
+    def __init__(self, camera, renderer: str = "tiny", min_overlap: float = 0.3, collisions: bool = True):
         super().__init__(camera, renderer)
         self.min_overlap = float(min_overlap)
+        if not isinstance(collisions, (bool, np.bool_)):
+            raise ValueError(f"collisions must be True or False, got {collisions!r}")
+        self.collisions = bool(collisions)
+        self.collision_drops = 0
         self._pose = np.eye(4)
+        self._sweep: SphereSweep | None = None
+
+    @property
+    def blocks_motion(self) -> bool:
+        """Whether a step can be stopped short (walls on): an evaluation then records ``blocked`` per step."""
+        return self.collisions
+
+    def populate_scene(self) -> None:
+        # the probe spheres of the walls: made after every rebuild (a rebuild removes every body)
+        self._sweep = SphereSweep(self.p, self.client) if self.collisions else None
 
     # ----- the camera ----------------------------------------------------------------------------------------------
     @property
@@ -56,9 +84,32 @@ class FreeCameraWorld(PyBulletWorld):
         self.step_count = 0
 
     def move(self, delta: np.ndarray) -> bool:
-        self._pose = self._pose @ delta
+        """``T ← T @ Δ``; with walls, the translation stops within 1 cm of the first contact of the camera sphere
+        (the rotation is kept whole) and the return value says so."""
+        target = self._pose @ delta
+        blocked = False
+        if self._sweep is not None:
+            a, b = self._pose[:3, 3], target[:3, 3]
+            t, body = self._sweep.sweep(a, b)
+            if body is not None:
+                target[:3, 3] = a + t * (b - a)
+                blocked = True
+        self._pose = target
         self.step_count += 1
-        return False
+        return blocked
+
+    def path_problem(self, poses, goal=None) -> str | None:
+        """Why a camera path (C2W poses (K+1, 4, 4), start first) is not clear of the loaded scene for the camera
+        sphere — the start inside geometry, a step's segment or the straight segment from the start to ``goal``
+        (default the path's end) entering it — or None; always None with ``collisions=False``. A problem counts in
+        :attr:`collision_drops` (the builders drop such drafts)."""
+        if self._sweep is None:
+            return None
+        names = {b: n for n, b in self.scene.bodies.items()}
+        why = path_problem(self._sweep, poses, names, goal=goal)
+        if why is not None:
+            self.collision_drops += 1
+        return why
 
     # ----- random tasks --------------------------------------------------------------------------------------------
     def random_start(self, rng) -> np.ndarray | None:
@@ -94,12 +145,15 @@ class FreeCameraWorld(PyBulletWorld):
         """Where ``gt`` leads from ``start`` (OpenCV camera-to-world (4, 4), metres) in the current scene, as
         ``(goal pose, view overlap)`` — the overlap the smaller of start-in-goal and goal-in-start — or None when
         the goal is within two translation units of the start, a pose on the way leaves the room or tilts the
-        horizon out of view, the goal lies in an obstacle or looks at a blank view."""
+        horizon out of view, the goal lies in an obstacle, the path is not clear for the camera sphere (walls on:
+        :meth:`path_problem`) or the goal looks at a blank view."""
         poses = gt.to_poses(start)
         goal = poses[-1]
         if np.linalg.norm(goal[:3, 3] - start[:3, 3]) < 2 * gt.sizes.translation:
             return None
         if not all(self.pose_ok(T) for T in poses) or self.scene.inside_obstacle(goal[:3, 3], 0.15):
+            return None
+        if self.path_problem(poses) is not None:
             return None
         if not self.view_ok(goal):
             return None

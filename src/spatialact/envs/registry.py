@@ -62,7 +62,7 @@ def env_class(kind: str):
 
 def make_env(kind: str, *, task=None, action_mode: str = "step", renderer: str = "tiny", width: int | None = None,
              height: int | None = None, seed: int | None = None, backend: str = "pybullet", wrap: bool = True,
-             render_quality: str | None = None, **kw):
+             render_quality: str | None = None, collisions: bool = True, **kw):
     """An environment for a task kind (``nav``, ``manip``, ``hand``).
 
     ``backend="pybullet"`` (default: CameraNav, GripperManip, HandManip — and GameNav for a game task, or a fixed
@@ -75,7 +75,10 @@ def make_env(kind: str, *, task=None, action_mode: str = "step", renderer: str =
     (``min_overlap`` for CameraNav, ``wrist_camera`` for the tabletop environments). ``render_quality``:
     ``"default"`` or ``"high"`` (4× multisampling), how the gl renderer draws a PyBullet world (the env keyword
     reaches the world; tiny and egl draw the same either way; the game and habitat draw their own and ignore it);
-    None: :func:`~spatialact.envs.rendering.default_render_quality`.
+    None: :func:`~spatialact.envs.rendering.default_render_quality`. ``collisions`` (True): whether walls, floor,
+    ceiling and furniture stop CameraNav's camera (a sphere of radius 0.10 m; ``info["blocked"]``) or it moves
+    through them (False); it reaches CameraNav in PyBullet only — the tabletop robots, the game and habitat-sim move
+    as their simulators decide and ignore it (``gym.make("spatialact/CameraNav-v0", collisions=False)`` works too).
     """
     if kind not in KIND_TO_ID:
         raise ValueError(f"kind must be one of {tuple(KIND_TO_ID)}, got {kind!r}")
@@ -90,6 +93,8 @@ def make_env(kind: str, *, task=None, action_mode: str = "step", renderer: str =
     kwargs = dict(task=task, action_mode=action_mode, renderer=renderer, width=width, height=height, **kw)
     if backend == "pybullet" and not game:
         kwargs["render_quality"] = render_quality
+        if kind == "nav":
+            kwargs["collisions"] = collisions
     if game:
         if kind != "nav":
             raise ValueError(f"the game runs navigation tasks only, not {kind!r}")
