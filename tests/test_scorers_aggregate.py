@@ -132,6 +132,16 @@ def test_paired_difference_is_a_brute_force_loop():
     assert r["diff"] == pytest.approx((a.mean() - b.mean()) / (1 - m0))
     assert (r["lo"], r["hi"]) == pytest.approx(tuple(np.quantile(boots_skill, [0.025, 0.975])), abs=1e-12)
     assert paired_difference(a, b, s0, n_boot=500, seed=3) == r  # b_s0 defaults to a_s0 (same tasks)
+    # s0 that differ (another weighting of the same tasks): each side's skill on the same indices
+    s0b = s0 * 0.8
+    boots = []
+    for idx in _brute_resamples(12, 500, 3):
+        m0, m0b = s0[idx].mean(), s0b[idx].mean()
+        boots.append((a[idx].mean() - m0) / (1 - m0) - (b[idx].mean() - m0b) / (1 - m0b))
+    r = paired_difference(a, b, s0, s0b, n_boot=500, seed=3)
+    assert r["diff"] == pytest.approx((a.mean() - s0.mean()) / (1 - s0.mean())
+                                      - (b.mean() - s0b.mean()) / (1 - s0b.mean()))
+    assert (r["lo"], r["hi"]) == pytest.approx(tuple(np.quantile(boots, [0.025, 0.975])), abs=1e-12)
     assert set(r) == {"diff", "lo", "hi", "n", "p"}
 
 
@@ -152,6 +162,38 @@ def test_paired_difference_wilcoxon_is_scipys():
     assert none["n"] == 0 and math.isnan(none["p"]) and math.isnan(none["diff"])
     with pytest.raises(ValueError, match="b"):
         paired_difference([0.1, 0.2], [0.1])
+
+
+def test_paired_counts_beyond_the_exact_size(monkeypatch):
+    import spatialact.scorers.aggregate as agg
+
+    # few distinct rows: the counts resampling is exact (the same distribution as index draws)
+    rng = np.random.default_rng(4)
+    n = 3000
+    s0 = rng.integers(0, 3, n) / 5
+    s = np.clip(s0 + rng.integers(-1, 3, n) / 4, 0, 1)
+    by_index = skill_summary(s, s0, n_boot=2000)
+    monkeypatch.setattr(agg, "_EXACT_MAX", 100)
+    by_counts = skill_summary(s, s0, n_boot=2000)
+    assert by_counts["skill"] == by_index["skill"]
+    assert by_counts["lo"] == pytest.approx(by_index["lo"], abs=0.01) and by_counts["hi"] == pytest.approx(
+        by_index["hi"], abs=0.01)
+    mult, vals = agg._cells(np.stack([s, s0], axis=1))
+    assert len(mult) <= 15 and mult.sum() == n
+    # many distinct rows: a grid of cells, each the mean of its rows (the interval's width barely changes)
+    s = rng.random(n)
+    mult, vals = agg._cells(np.stack([s, s0], axis=1))
+    assert mult.sum() == n and len(mult) <= agg._MAX_CELLS
+    assert vals.T @ mult / n == pytest.approx([s.mean(), s0.mean()])
+    w = skill_summary(s, s0, n_boot=2000)
+    monkeypatch.setattr(agg, "_EXACT_MAX", 10**9)
+    w_index = skill_summary(s, s0, n_boot=2000)
+    assert (w["hi"] - w["lo"]) == pytest.approx(w_index["hi"] - w_index["lo"], rel=0.1)
+    # one column through the paired path is bootstrap_ci's counts, value for value (few distinct values)
+    monkeypatch.setattr(agg, "_EXACT_MAX", 100)
+    x = rng.integers(0, 7, n) / 6.0
+    two = agg.bootstrap_means(np.stack([x, x], axis=1), 500, 1)
+    assert np.allclose(two[:, 0], agg._count_means(x, 500, 1), rtol=0, atol=1e-12)
 
 
 def test_paired_resampling_is_fast():

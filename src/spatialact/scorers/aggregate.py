@@ -61,6 +61,7 @@ KIND_LEAVES = {"nav": "Agentic Navigation", "manip": "Robotic Arm", "hand": "Rob
 _MAX_DRAWS = 262_144    # indices drawn per bootstrap block (cache-sized: 25% faster than 4M)
 _EXACT_MAX = 50_000    # larger groups resample by multinomial counts (see bootstrap_ci)
 _MAX_BINS = 4_096      # distinct values kept in the counts resampling; more are pooled into bins
+_MAX_CELLS = 1_024     # distinct rows of paired columns kept in the counts resampling; more: a grid of cells
 #: Default most groups in one breakdown column (more: a measurement, not a category; see aggregate_arrays).
 MAX_GROUPS = 100
 
@@ -99,31 +100,73 @@ def _index_means(x: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
     return means
 
 
+def _cells(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Paired rows ``x`` (n, k), k ≥ 2, pooled for the counts resampling: (multiplicities (c,), cell means (c, k)).
+    The distinct rows when there are at most ``_MAX_CELLS`` (1 024) of them (exact); else an equal-width grid of
+    g = ⌊1024^(1/k)⌋ bins per column (32 for two columns, 10 for three, 5 for four), each cell represented by the
+    means of its rows (the spread within a cell, at most (width / g)² / 12 of a column's variance, is left out)."""
+    n, k = x.shape
+    codes, radix = np.zeros(n, dtype=np.int64), 1
+    for j in range(k):
+        u, inv = np.unique(x[:, j], return_inverse=True)
+        if len(u) > _MAX_CELLS:
+            radix = 0
+            break
+        codes = codes * len(u) + inv.reshape(-1)
+        radix *= len(u)
+    if not 0 < radix <= _MAX_CELLS**2:  # too many distinct values for an exact pooling: the grid
+        radix = 0
+    if radix:
+        mult = np.bincount(codes, minlength=radix)
+    if not radix or np.count_nonzero(mult) > _MAX_CELLS:
+        g = max(2, int(_MAX_CELLS ** (1.0 / k) + 1e-9))
+        codes = np.zeros(n, dtype=np.int64)
+        for j in range(k):
+            lo, hi = float(x[:, j].min()), float(x[:, j].max())
+            b = np.zeros(n, dtype=np.int64) if hi <= lo else \
+                np.minimum(((x[:, j] - lo) * (g / (hi - lo))).astype(np.int64), g - 1)
+            codes = codes * g + b
+        mult = np.bincount(codes, minlength=g**k)
+    used = mult > 0
+    inv = (np.cumsum(used) - 1)[codes]  # cell index of each row, cells in increasing code order
+    mult = mult[used]
+    vals = np.stack([np.bincount(inv, weights=x[:, j], minlength=len(mult)) for j in range(k)], axis=1)
+    return mult, vals / mult[:, None]
+
+
 def _count_means(x: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
     """Resampled means from multinomial counts over the distinct values: drawing n values with replacement
     picks value j ``C_j`` times with ``C ~ Multinomial(n, m_j / n)`` (``m_j`` its multiplicity), the same
     distribution as index draws at O(distinct values) per resample. More than ``_MAX_BINS`` distinct values are
     pooled into that many equal-width bins, each represented by the mean of its members (a resampled mean then
-    moves by less than one bin width, (max − min) / 4096)."""
+    moves by less than one bin width, (max − min) / 4096). Paired columns ``x`` (n, k) are pooled by rows
+    (:func:`_cells`; beyond 1024 distinct rows a grid, whose cells leave out only the spread within a cell) and
+    give (n_boot, k) means, one count draw per resample for all columns."""
     n = len(x)
-    vals, mult = np.unique(x, return_counts=True)
-    if len(vals) > _MAX_BINS:
-        lo, hi = float(vals[0]), float(vals[-1])
-        b = np.minimum(((x - lo) * (_MAX_BINS / (hi - lo))).astype(np.int64), _MAX_BINS - 1)
-        mult = np.bincount(b, minlength=_MAX_BINS)
-        sums = np.bincount(b, weights=x, minlength=_MAX_BINS)
-        keep = mult > 0
-        mult = mult[keep]
-        vals = sums[keep] / mult
+    if x.ndim == 2:
+        mult, vals = _cells(x)
+    else:
+        vals, mult = np.unique(x, return_counts=True)
+        if len(vals) > _MAX_BINS:
+            lo, hi = float(vals[0]), float(vals[-1])
+            b = np.minimum(((x - lo) * (_MAX_BINS / (hi - lo))).astype(np.int64), _MAX_BINS - 1)
+            mult = np.bincount(b, minlength=_MAX_BINS)
+            sums = np.bincount(b, weights=x, minlength=_MAX_BINS)
+            keep = mult > 0
+            mult = mult[keep]
+            vals = sums[keep] / mult
+        vals = vals[:, None]
     p = mult / n
     rng = np.random.default_rng(seed)
-    means = np.empty(n_boot)
+    means = np.empty((n_boot, vals.shape[1]))
     rows = max(1, _MAX_DRAWS // (4 * len(vals)))
     for a in range(0, n_boot, rows):
         b = min(n_boot, a + rows)
-        # an elementwise product and a row sum (not BLAS): each resample's sum is independent of the block size
-        means[a:b] = (rng.multinomial(n, p, size=b - a) * vals).sum(axis=1) / n
-    return means
+        counts = rng.multinomial(n, p, size=b - a)
+        for j in range(vals.shape[1]):
+            # an elementwise product and a row sum (not BLAS): each resample's sum is independent of the block size
+            means[a:b, j] = (counts * vals[:, j]).sum(axis=1) / n
+    return means if x.ndim == 2 else means[:, 0]
 
 
 def bootstrap_ci(values, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
@@ -163,8 +206,10 @@ def bootstrap_means(columns, n_boot: int = 1000, seed: int = 0) -> np.ndarray:
     on the same n items (a task's score from a common and from an uncommon viewpoint) — are resampled by whole
     rows, and the (n_boot, k) column means of each resample are returned, so that any statistic of the k means
     (a ratio, a difference) gets its paired percentile interval. Resample r draws the same row indices as
-    :func:`bootstrap_ci`'s resample r of n ≤ 50 000 values (one column gives the same means; beyond that
-    bootstrap_ci draws counts instead, and paired rows are still drawn by index); a (n,) input is one column.
+    :func:`bootstrap_ci`'s resample r of n ≤ 50 000 values (one column gives the same means); beyond that, as
+    bootstrap_ci, each resample is a multinomial count draw over the distinct rows (pooled, beyond 1 024 of them,
+    into an equal-width grid of ⌊1024^(1/k)⌋ bins per column, each cell represented by its rows' means: only the
+    spread within a cell is left out of the resampled means). A (n,) input is one column.
     No rows give an empty (0, k) array; rows must be finite."""
     x = np.asarray(columns, dtype=np.float64)
     if x.ndim == 1:
@@ -175,6 +220,8 @@ def bootstrap_means(columns, n_boot: int = 1000, seed: int = 0) -> np.ndarray:
         return np.empty((0, x.shape[1]))
     if not np.isfinite(x).all():
         raise ValueError("bootstrap_means: the paired columns hold NaN or infinite values (drop those rows)")
+    if len(x) > _EXACT_MAX:
+        return _count_means(x, n_boot, seed)
     return _index_means(x, n_boot, seed)
 
 
@@ -209,13 +256,17 @@ def tag_label(key: str, value) -> str:
 # ------------------------------------------------------------------------------------------------------------
 # Skill and paired comparisons
 # ------------------------------------------------------------------------------------------------------------
-def _skill(mean_s, mean_s0):
-    """(mean s − mean s0) / (1 − mean s0), elementwise; NaN where mean s0 ≥ 1 (no room above doing nothing)."""
-    ms, m0 = np.asarray(mean_s, dtype=np.float64), np.asarray(mean_s0, dtype=np.float64)
+def _per_room(gain, mean_s0):
+    """``gain / (1 − mean s0)``, elementwise; NaN where mean s0 ≥ 1 (no room above doing nothing)."""
+    g, m0 = np.asarray(gain, dtype=np.float64), np.asarray(mean_s0, dtype=np.float64)
     room = 1.0 - m0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.where(room > 0, (ms - m0) / np.where(room > 0, room, 1.0), np.nan)
+    out = np.where(room > 0, g / np.where(room > 0, room, 1.0), np.nan)
     return out if out.ndim else float(out)
+
+
+def _skill(mean_s, mean_s0):
+    """(mean s − mean s0) / (1 − mean s0), elementwise; NaN where mean s0 ≥ 1."""
+    return _per_room(np.asarray(mean_s, dtype=np.float64) - mean_s0, mean_s0)
 
 
 def _paired_rows(columns: list, names: list) -> np.ndarray:
@@ -298,16 +349,19 @@ def paired_difference(a, b, a_s0=None, b_s0=None, n_boot: int = 1000, seed: int 
     n = len(x)
     if n == 0:
         return {"diff": math.nan, "lo": math.nan, "hi": math.nan, "n": 0, "p": math.nan}
-
-    def stat(m: np.ndarray):
-        if m.shape[-1] == 2:
-            return m[..., 0] - m[..., 1]
-        return _skill(m[..., 0], m[..., 2]) - _skill(m[..., 1], m[..., 3])
-
-    point = float(stat(x.mean(axis=0)))
-    means = bootstrap_means(x, n_boot, seed) if n > 1 else np.empty((0, x.shape[1]))
+    d = x[:, 0] - x[:, 1]
+    # the columns resampled: the differences alone (means); the differences and the shared s0 (skills on the same
+    # tasks: skill(a) − skill(b) = mean(a − b) / (1 − mean s0)); or all four columns (s0 that differ)
+    if x.shape[1] == 2:
+        cols, stat = d[:, None], (lambda m: m[..., 0])
+    elif np.array_equal(x[:, 2], x[:, 3]):
+        cols, stat = np.stack([d, x[:, 2]], axis=1), (lambda m: _per_room(m[..., 0], m[..., 1]))
+    else:
+        cols, stat = x, (lambda m: _skill(m[..., 0], m[..., 2]) - _skill(m[..., 1], m[..., 3]))
+    point = float(stat(cols.mean(axis=0)))
+    means = bootstrap_means(cols, n_boot, seed) if n > 1 else np.empty((0, cols.shape[1]))
     lo, hi = _interval(point, stat(means) if len(means) else np.empty(0), level)
-    return {"diff": point, "lo": lo, "hi": hi, "n": int(n), "p": _wilcoxon_p(x[:, 0] - x[:, 1])}
+    return {"diff": point, "lo": lo, "hi": hi, "n": int(n), "p": _wilcoxon_p(d)}
 
 
 def holm(pvalues) -> list[float]:
