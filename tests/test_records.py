@@ -42,8 +42,8 @@ def _accepted(recs, reference, rtype):
 def _episode_order(r) -> list[str]:
     """The fields an episode or failure record must have, in the order they are written."""
     tools = list(TOOL_FIELDS) if "tools" in r else []
-    gl = ["gl_renderer"] if "gl_renderer" in r else []
-    return list(EPISODE_FIELDS) + tools + gl + ["frames", "provenance"]
+    optional = [k for k in ("gl_renderer", "blocked", "images_match") if k in r]
+    return list(EPISODE_FIELDS) + tools + optional + ["frames", "provenance"]
 
 
 # ----- records the code writes ---------------------------------------------------------------------------------
@@ -122,6 +122,65 @@ def test_an_api_agent_writes_an_episode_a_parse_error_and_a_failure_the_schema_a
     _accepted([failed], reference, "failure")
     for r in api_run.values():
         assert list(r) == _episode_order(r) and r["env"] == "none" and r["model"] == "test-vlm"
+
+
+def test_records_carry_s0_the_score_of_doing_nothing_on_their_task(baseline_runs):
+    """s0 right after score: the score of one Stay step per ground-truth step (one-shot) or of nothing executed
+    (closed-loop), built here by hand; the stay baseline's own score is s0 whatever the mode; s0 depends on the task,
+    not on the agent."""
+    from spatialact.action_space import ActionSequence, Step
+    from spatialact.evaluation.suites import builtin_suite
+    from spatialact.scorers import score_episode
+
+    tasks = {t.id: t for t in builtin_suite("default", seed=0)}
+
+    def by_hand(task, mode):
+        steps = () if mode == "closed-loop" else tuple(Step.stay() for _ in range(max(1, task.n_steps)))
+        return score_episode(ActionSequence(steps, task.sizes, task.gt.cap), task.gt, task.kind).total
+
+    s0 = {}
+    for name, recs in baseline_runs.items():
+        for r in recs:
+            assert list(r).index("s0") == list(r).index("score") + 1
+            assert r["s0"] == pytest.approx(by_hand(tasks[r["task_id"]], r["mode"]), abs=1e-12), (name, r["key"])
+            s0.setdefault((r["task_id"], r["mode"]), set()).add(r["s0"])
+    assert all(len(v) == 1 for v in s0.values())  # oracle, its mirror and random agree on each task
+    stay = baseline_runs["stay-closed-loop"]
+    assert all(r["score"] == pytest.approx(r["s0"], abs=1e-12) for r in stay)
+    # one-shot, doing nothing is worth something on manipulation and hand tasks (a still gripper is partly right)
+    assert all(r["s0"] > 0.3 for r in baseline_runs["random-one-shot"] if r["kind"] != "nav")
+
+
+def test_s0_follows_the_runs_weights_and_mode(tmp_path):
+    """The stay agent, run through the simulator, scores exactly the record's s0 under other weights too."""
+    from spatialact.evaluation.episode import EpisodeConfig, run_episode
+    from spatialact.evaluation.runner import AgentSpec
+    from spatialact.taskgen import procedural_tasks
+
+    (task,) = procedural_tasks("manip", 1, seed=3, variant="pick_place")
+    got = {}
+    for weights in (None, (1.0, 0.0, 0.0), (0.2, 0.3, 0.5)):
+        cfg = EpisodeConfig(width=SIZE, height=SIZE, renderer="tiny", weights=weights)
+        rec, _ = run_episode(task, AgentSpec("stay").build(task.id, 0), cfg)
+        assert rec["score"] == pytest.approx(rec["s0"], abs=1e-12)
+        got[weights] = rec["s0"]
+    assert len({round(v, 9) for v in got.values()}) == 3, got
+    with pytest.raises(ValueError, match="translation or rotation a positive weight"):
+        EpisodeConfig(weights=(0.0, 0.0, 1.0))  # refused before the run, not an error in every episode
+
+
+def test_parse_error_carries_the_parsers_reason(api_run):
+    from spatialact.action_space import parse_response
+
+    ok, unparsed, failed = api_run["t0"], api_run["t1"], api_run["t2"]
+    assert unparsed["parse_error"] == parse_response("I would rather not.").error == \
+        "$: no JSON object found in the answer"
+    assert list(unparsed).index("parse_error") == list(unparsed).index("reason") + 1
+    assert ok["parse_error"] is None and ok["s0"] is not None
+    assert failed["parse_error"] is None and failed["s0"] is None  # a failure has no score, so no s0
+    assert [r["repeat"] for r in api_run.values()] == [0, 0, 0]
+    broken = dict(unparsed, parse_error=None)  # reason parse_error without the parser's reason
+    assert any("field 'parse_error'" in p for p in validate_result(broken)), validate_result(broken)
 
 
 def test_an_exception_inside_the_episode_writes_a_failure_the_schema_accepts(tmp_path, capsys, reference):
@@ -237,6 +296,14 @@ def _drop(name):
     return lambda r: r.pop(name)
 
 
+def _drop_in(path, name):
+    def f(r):
+        for p in path:
+            r = r[p]
+        r.pop(name)
+    return f
+
+
 EPISODE_BREAKS = [
     ("kind", _set(["kind"], "walk")),
     ("mode", _set(["mode"], "open-loop")),
@@ -262,9 +329,19 @@ EPISODE_BREAKS = [
     ("provenance.seed", _set(["provenance", "seed"], -3)),
     ("tools", _set(["privileged"], False)),  # a tool field without the others
     ("surprise", _set(["surprise"], 1)),
+    ("s0", _set(["s0"], 1.5)),
+    ("s0", _drop("s0")),
+    ("parse_error", _set(["parse_error"], "no JSON")),  # a reason for an answer that parsed
+    ("repeat", _set(["repeat"], -1)),
+    ("repeat", _drop("repeat")),
+    ("images_match", _set(["images_match"], "yes")),
+    ("provenance.suite_sha256", _set(["provenance", "suite_sha256"], "abc")),
+    ("provenance.suite", _drop_in(["provenance"], "suite")),
 ]
 FAILURE_BREAKS = [
     ("score", _set(["score"], 0.5)),
+    ("s0", _set(["s0"], 0.5)),
+    ("parse_error", _set(["parse_error"], "no JSON")),
     ("s_d", _set(["s_d"], 0.0)),
     ("pred_poses", lambda r: r["pred_poses"].append(r["pred_poses"][0])),
     ("n_steps", _set(["n_steps"], 2)),

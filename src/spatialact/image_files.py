@@ -12,7 +12,8 @@ starts:
   over the size limit, or — with ``decode`` — pixel data that does not decode), or None; the decode is done once
   per file version (path, size, modification time);
 * :func:`image_size_problem` — the size limit alone (for a reader that checks the rest its own way);
-* :func:`read_image_rgb` — the image as an (H, W, 3) uint8 RGB array, or :class:`ImageFileError`.
+* :func:`read_image_rgb` — the image as an (H, W, 3) uint8 RGB array, or :class:`ImageFileError`;
+* :func:`array_sha256` — the SHA-256 of an image's pixels (a frozen suite pins its rendered images with it).
 
 Messages name the file but not the task or field: the caller prefixes ``task 'x': start_image``.
 """
@@ -26,7 +27,8 @@ from functools import lru_cache
 
 import numpy as np
 
-__all__ = ["MAX_IMAGE_PIXELS", "ImageFileError", "image_file_problem", "image_size_problem", "read_image_rgb"]
+__all__ = ["MAX_IMAGE_PIXELS", "ImageFileError", "image_file_problem", "image_size_problem", "read_image_rgb",
+           "array_sha256"]
 
 #: The largest image (width × height, pixels) read from a file a task or question names: 64 megapixels.
 MAX_IMAGE_PIXELS = 64_000_000
@@ -122,3 +124,12 @@ def read_image_rgb(path) -> np.ndarray:
                 if problem is None:
                     return np.asarray(im.convert("RGB"))
     raise ImageFileError(f"{p}: {problem}")
+
+
+def array_sha256(rgb) -> str:
+    """The SHA-256 (hex) of an image's pixels: of ``np.ascontiguousarray(rgb, np.uint8).tobytes()``, the (H, W, 3)
+    uint8 RGB bytes in row-major order (the shape is not hashed). A frozen suite's tasks pin their start and goal
+    images with it (``meta["image_sha256"]``); an episode compares what it rendered (``images_match``)."""
+    import hashlib
+
+    return hashlib.sha256(np.ascontiguousarray(rgb, np.uint8).tobytes()).hexdigest()

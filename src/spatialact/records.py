@@ -19,10 +19,15 @@ type; :func:`validate_result` checks a record against the variant of its type. R
 field (the files are unchanged); the schema describes what this version writes. It also admits what the API agents
 report and the writers are to carry (``spatialact.agents.wire``): an optional ``response_truncated`` (episode and
 question records: a reply longer than the caps, whose beginning is the response) and ``null`` tokens and cost in
-``usage`` (token counts that were not believable: unknown, not zero). Episodes in a world with walls (the game) carry
-an optional ``blocked``: one flag per executed step, true where a wall stopped the step short.
+``usage`` (token counts that were not believable: unknown, not zero). Episodes in a world with walls (the game, a
+room with collisions on) carry an optional ``blocked``: one flag per executed step, true where a wall stopped the step
+short; episodes of a task whose ``meta.image_sha256`` pins its images (a frozen suite) carry an optional
+``images_match``: whether the start and goal images rendered now have those hashes.
 
-Keys: :func:`episode_key` (``task|agent|env|mode|seed[|variant]``, the resume key), :func:`record_key` (a record's
+Version 2 added ``repeat`` (after ``variant``), ``s0`` (after ``score``) and ``parse_error`` (after ``reason``) to
+every episode and failure record, and ``suite`` / ``suite_sha256`` to the provenance.
+
+Keys: :func:`episode_key` (``task|agent|env|mode|seed[|variant][|r<k>]``, the resume key), :func:`record_key` (a record's
 key), :func:`question_key`. Poses in records are 4×4 C2W matrices in metres (world +Z up, camera OpenCV axes), as
 nested lists. Light core: the standard library only (the schema checker is imported when first used).
 """
@@ -40,28 +45,31 @@ __all__ = ["RESULTS_SCHEMA_VERSION", "RECORD_TYPES", "FAILURE_REASONS", "RETRIED
            "record_type", "failure_scores", "results_schema", "validate_result"]
 
 #: The version of ``schemas/results.schema.json`` (its ``$id`` ends ``results-<version>.json``).
-RESULTS_SCHEMA_VERSION = 1
+RESULTS_SCHEMA_VERSION = 2
 #: The record types, one schema variant each.
 RECORD_TYPES = ("episode", "failure", "question")
 #: Record reasons that mark a failure (no score; the eval command exits non-zero) rather than a result.
 FAILURE_REASONS = ("api_error", "error")
 #: Failures that rerunning the same command retries (``--retry-errors`` retries every failure).
 RETRIED_ON_RESUME = ("api_error",)
-#: The fields :func:`episode_key` joins (then ``variant`` when not empty).
+#: The fields :func:`episode_key` joins (then ``variant`` when not empty, and ``r<repeat>`` for a repeat after the
+#: first).
 KEY_FIELDS = ("task_id", "agent", "env", "mode", "seed")
 #: An episode's mean step scores (docs/scoring.md): distance, direction (raw cosine), translation, rotation, gripper.
 STEP_SCORE_FIELDS = ("s_d", "s_theta", "s_step", "s_rot", "s_grip")
 #: The scoring fields of an episode record, in the order written (all null but ``reason`` and ``n_repairs`` in a
-#: failure).
-SCORE_FIELDS = ("score", *STEP_SCORE_FIELDS, "per_step", "net_translation_error", "net_rotation_error", "weights",
-                "ok", "reason", "n_repairs")
+#: failure): ``score`` the raw episode score, ``s0`` what doing nothing scores on the task under the run's profile,
+#: weights and mode (``spatialact.scorers.null_score``: the zero of skill), ``parse_error`` the parser's reason when
+#: the answer had no usable step (``reason: "parse_error"``), else null.
+SCORE_FIELDS = ("score", "s0", *STEP_SCORE_FIELDS, "per_step", "net_translation_error", "net_rotation_error",
+                "weights", "ok", "reason", "parse_error", "n_repairs")
 #: The closed-loop figures of an episode (docs/scoring.md), in the order written.
 CLOSED_LOOP_FIELDS = ("final_position_error", "final_rotation_error", "success", "path_length", "d0", "spl",
                       "n_steps")
 #: Every episode or failure record's fields as :func:`~spatialact.evaluation.episode.run_episode` writes them, in
 #: order (``gl_renderer``, ``frames`` and ``provenance`` follow, and the tool fields for a tool-using agent).
 EPISODE_FIELDS = ("key", "task_id", "kind", "source", "tags", "agent", "model", "env", "mode", "seed", "variant",
-                  *SCORE_FIELDS, "repairs", "response", "pred", "gt", "gt_poses", "pred_poses", "start_pose",
+                  "repeat", *SCORE_FIELDS, "repairs", "response", "pred", "gt", "gt_poses", "pred_poses", "start_pose",
                   "goal_pose", *CLOSED_LOOP_FIELDS, "n_executed", "truncated", "simulated", "latency_s", "usage",
                   "wall_s", "error", "error_kind")
 #: A tool-using agent's fields (``react``, ``plan-execute``): its tool set, whether it read simulator truth, every call.
@@ -81,13 +89,19 @@ QUESTION_FIELDS = ("key", "record", "task_id", "question_id", "type", "format", 
 
 
 # ----- keys ------------------------------------------------------------------------------------------------------
-def episode_key(task_id: str, agent: str, env: str, mode: str, seed: int, variant: str = "") -> str:
+def episode_key(task_id: str, agent: str, env: str, mode: str, seed: int, variant: str = "",
+                repeat: int = 0) -> str:
     """The resume key (docs/results.md): ``task|agent|env|mode|seed``, with ``|variant`` appended when the variant is
-    not empty. ``agent`` is the canonical agent name (``spatialact.agents.canonical_agent_name``). The runner,
-    the records and the results store all use this function."""
+    not empty and ``|r<repeat>`` when ``repeat`` is above 0 (``eval --repeats K``: the first repeat keeps the key
+    of a run without repeats). ``agent`` is the canonical agent name (``spatialact.agents.canonical_agent_name``).
+    The runner, the records and the results store all use this function."""
     parts = [str(task_id), str(agent), str(env), str(mode), str(seed)]
     if variant:
         parts.append(str(variant))
+    if int(repeat) < 0:
+        raise ValueError(f"repeat must be 0 or more, got {repeat!r}")
+    if int(repeat) > 0:
+        parts.append(f"r{int(repeat)}")
     return "|".join(parts)
 
 
@@ -98,7 +112,8 @@ def record_key(rec: dict) -> str:
     missing = [k for k in KEY_FIELDS if k not in rec]
     if missing:
         raise ValueError(f"result record has no 'key' and lacks {', '.join(missing)}")
-    return episode_key(rec["task_id"], rec["agent"], rec["env"], rec["mode"], rec["seed"], rec.get("variant") or "")
+    return episode_key(rec["task_id"], rec["agent"], rec["env"], rec["mode"], rec["seed"], rec.get("variant") or "",
+                       int(rec.get("repeat") or 0))
 
 
 def question_variant(rotation: int) -> str:

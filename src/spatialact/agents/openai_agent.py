@@ -32,11 +32,15 @@ from .wire import MAX_REPLY_BYTES, MAX_TEXT_BYTES, ReplyGuard, cap_text, salvage
 __all__ = ["OpenAIAgent", "ResponseCache", "request_key", "Completion", "CREDENTIAL_HEADERS", "check_extra_headers"]
 
 
-def request_key(request: dict, version: str = PROMPT_VERSION) -> str:
+def request_key(request: dict, version: str = PROMPT_VERSION, repeat: int = 0) -> str:
     """SHA-256 of the canonical JSON of a request (sorted keys), with the prompt version (``version``: the
-    variant's, e.g. with cues, see :func:`~spatialact.agents.prompts.prompt_version`) mixed in."""
-    blob = json.dumps({"prompt_version": version, "request": request}, sort_keys=True,
-                      separators=(",", ":"), ensure_ascii=False)
+    variant's, e.g. with cues, see :func:`~spatialact.agents.prompts.prompt_version`) mixed in, and ``repeat``
+    when above 0 (``eval --repeats K``: repeat k of an episode is asked again, not read from repeat 0's answer;
+    repeat 0 keeps the key a run without repeats has)."""
+    key = {"prompt_version": version, "request": request}
+    if int(repeat) > 0:
+        key["repeat"] = int(repeat)
+    blob = json.dumps(key, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
@@ -382,6 +386,7 @@ class OpenAIAgent(PromptedAgent):
         self.params = params
         self.price_in, self.price_out = price_in, price_out
         self.seed = int(seed)
+        self.repeat = 0  # eval --repeats: the runner sets the episode's repeat; it enters the response cache key
         key = self._read_key()
         self._secret = key  # used to scrub error messages; never stored elsewhere
         # Our own retry loop (the test must see a 429 then success, and backoff must be ours to record); our own
@@ -549,7 +554,7 @@ class OpenAIAgent(PromptedAgent):
         """One request through the response cache: a hit makes no request and costs 0; an answer is scrubbed of
         the API key (text and tool-call arguments), priced, and cached when it succeeded. Never raises for HTTP
         or network trouble (the Completion carries the error)."""
-        key = request_key(request, self.prompt_version)
+        key = request_key(request, self.prompt_version, self.repeat)
         cached = self.cache.get(key) if self.cache is not None else None
         if cached is not None:
             calls = [dict(c, arguments=self._scrub_text(c["arguments"]) if isinstance(c.get("arguments"), str)

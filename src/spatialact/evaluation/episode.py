@@ -38,15 +38,15 @@ from typing import Any
 import numpy as np
 
 from ..action_space import ActionSequence
-from ..image_files import ImageFileError, image_file_problem, read_image_rgb
-from ..records import (FAILURE_REASONS, RETRIED_ON_RESUME, STEP_SCORE_FIELDS, episode_key, failure_scores,
-                       is_failure, record_key)
+from ..image_files import ImageFileError, array_sha256, image_file_problem, read_image_rgb
+from ..records import (FAILURE_REASONS, RETRIED_ON_RESUME, SCORE_FIELDS, STEP_SCORE_FIELDS, episode_key,
+                       failure_scores, is_failure, record_key)
 from ..tasks import Task
 from ..vocab import ENVS, MODES, PROFILES
 
 __all__ = ["EpisodeConfig", "EpisodeFrames", "run_episode", "episode_key", "record_key", "episode_seed",
            "check_runnable", "execution_limit", "env_name", "TaskInputError", "FAILURE_REASONS",
-           "RETRIED_ON_RESUME", "is_failure", "observation_supplies"]
+           "RETRIED_ON_RESUME", "is_failure", "observation_supplies", "free_camera_task", "images_match"]
 
 _VARIANT = re.compile(r"[A-Za-z0-9_.-]{0,40}")
 #: How the gl renderer draws (``spatialact.envs.gl.RENDER_QUALITIES``, the same names: tested; named here so a run's
@@ -68,7 +68,10 @@ class EpisodeConfig:
     is part of every episode's key and record, and of the run configuration when not empty. ``render_quality``
     (:data:`RENDER_QUALITIES`): how the gl renderer draws — ``"default"`` (one sample per pixel and edge smoothing,
     the same on every device) or ``"high"`` (4× multisampling); part of the run configuration when not the
-    default, so a resume at another quality is refused.
+    default, so a resume at another quality is refused. ``collisions`` (default True): whether the walls and
+    furniture of a free-camera scene (CameraNav in PyBullet) stop the camera (``make_env(..., collisions=...)``;
+    other worlds ignore it); always part of the run configuration (a run made before walls existed resumes only
+    with ``collisions=False``, ``eval --no-collisions``).
     """
 
     mode: str = "one-shot"
@@ -82,6 +85,7 @@ class EpisodeConfig:
     seed: int = 0
     variant: str = ""
     render_quality: str = "default"
+    collisions: bool = True
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -94,12 +98,17 @@ class EpisodeConfig:
             w = tuple(float(x) for x in self.weights)
             if len(w) != 3 or any(not math.isfinite(x) or x < 0 for x in w) or sum(w) <= 0:
                 raise ValueError(f"weights must be three non-negative numbers with a positive sum, got {self.weights!r}")
+            from ..scorers.step import normalise_weights
+
+            normalise_weights(w)  # the scorer's own rule (translation or rotation weighted), before any episode
             object.__setattr__(self, "weights", w)
         if not isinstance(self.variant, str) or not _VARIANT.fullmatch(self.variant):
             raise ValueError(f"variant must be at most 40 characters of [A-Za-z0-9_.-], got {self.variant!r}")
         if self.render_quality not in RENDER_QUALITIES:
             raise ValueError(f"render_quality must be one of {', '.join(RENDER_QUALITIES)}, "
                              f"got {self.render_quality!r}")
+        if not isinstance(self.collisions, bool):
+            raise ValueError(f"collisions must be true or false, got {self.collisions!r}")
         if int(self.max_steps) < 1:
             raise ValueError(f"max_steps must be at least 1, got {self.max_steps!r}")
 
@@ -362,6 +371,31 @@ def _mesh_problem(path: str) -> str | None:
     return _MESHES[key]
 
 
+def free_camera_task(task: Task, cfg: EpisodeConfig) -> bool:
+    """Whether ``task`` runs in a free-camera world under ``cfg`` (CameraNav in PyBullet: a procedural room, a mesh
+    or a camera path's replay room), the worlds whose walls ``cfg.collisions`` turns on or off."""
+    return task.kind == "nav" and env_name(task, cfg) == "pybullet" and not _is_game(task)
+
+
+_TAKES_COLLISIONS: dict[str, bool] = {}
+
+
+def _collision_kwargs(task: Task, cfg: EpisodeConfig) -> dict:
+    """``{"collisions": cfg.collisions}`` for a free-camera task, else nothing (the other worlds take no such
+    keyword). A free-camera world without walls (an older build of the environments) is given nothing: it behaves
+    as ``collisions=False``."""
+    if not free_camera_task(task, cfg):
+        return {}
+    if "ok" not in _TAKES_COLLISIONS:
+        import inspect
+
+        from ..envs.camera_nav import CameraNavEnv
+
+        _TAKES_COLLISIONS["ok"] = any("collisions" in inspect.signature(f).parameters
+                                      for f in (CameraNavEnv.__init__, CameraNavEnv.world_class.__init__))
+    return {"collisions": bool(cfg.collisions)} if _TAKES_COLLISIONS["ok"] else {}
+
+
 def _make_env(task: Task, cfg: EpisodeConfig):
     name = env_name(task, cfg)
     if name == "none":
@@ -370,7 +404,7 @@ def _make_env(task: Task, cfg: EpisodeConfig):
 
     return make_env(task.kind, task=task, action_mode="continuous", renderer=cfg.renderer, width=cfg.width,
                     height=cfg.height, seed=cfg.seed, backend=name, max_steps=max(cfg.max_steps, 1),
-                    terminate_on_success=False, render_quality=cfg.render_quality)
+                    terminate_on_success=False, render_quality=cfg.render_quality, **_collision_kwargs(task, cfg))
 
 
 def _observation(task: Task, cfg: EpisodeConfig, env, obs: dict | None, info: dict | None, start_rgb,
@@ -401,22 +435,27 @@ def _observation(task: Task, cfg: EpisodeConfig, env, obs: dict | None, info: di
 
 
 def _score(pred: ActionSequence, parse, task: Task, cfg: EpisodeConfig, n_repairs: int) -> dict:
-    from ..scorers import score_episode
+    """The :data:`~spatialact.records.SCORE_FIELDS` of an answered episode, in their order: the raw score, ``s0``
+    (``spatialact.scorers.null_score`` of the task under the run's mode, profile and weights: the zero of skill),
+    the step scores, ``reason`` and ``parse_error`` (the parser's reason when nothing was usable)."""
+    from ..scorers import null_score, score_episode
 
     s = score_episode(pred, task.gt, kind=task.kind, profile=cfg.profile, weights=cfg.weights).to_dict()
     ok = parse is not None and parse.ok
-    out = {"score": float(s["total"]), **{k: s.get(k) for k in STEP_SCORE_FIELDS},
-           "per_step": s.get("per_step"), "net_translation_error": s.get("net_translation_error"),
-           "net_rotation_error": s.get("net_rotation_error"), "weights": s.get("weights"),
-           "ok": bool(ok), "reason": None, "n_repairs": int(n_repairs)}
+    vals = {"score": float(s["total"]), "s0": null_score(task, cfg.mode, cfg.profile, cfg.weights),
+            **{k: s.get(k) for k in STEP_SCORE_FIELDS}, "per_step": s.get("per_step"),
+            "net_translation_error": s.get("net_translation_error"),
+            "net_rotation_error": s.get("net_rotation_error"), "weights": s.get("weights"),
+            "ok": bool(ok), "reason": None, "parse_error": None, "n_repairs": int(n_repairs)}
     if parse is not None and not parse.ok:
         # docs/scoring.md, docs/parsing.md: text with no usable step scores 0 with reason parse_error.
-        out.update(score=0.0, reason="parse_error")
-    return out
+        vals.update(score=0.0, reason="parse_error", parse_error=str(parse.error or "no usable step"))
+    return {k: vals[k] for k in SCORE_FIELDS}
 
 
-def run_episode(task: Task, agent, cfg: EpisodeConfig) -> tuple[dict, EpisodeFrames]:
+def run_episode(task: Task, agent, cfg: EpisodeConfig, repeat: int = 0) -> tuple[dict, EpisodeFrames]:
     """Run one episode and return (record, frames). The record holds no images; the caller stores the frames.
+    ``repeat`` (``eval --repeats K``: 0 to K-1) goes into the record and, above 0, its key (``|r<repeat>``).
 
     Never raises for a bad model answer: a parse failure scores 0 with reason ``parse_error`` and the (empty)
     answer still executes, so the closed-loop figures exist. A failed agent call (the turn's ``error``) gives a
@@ -468,22 +507,25 @@ def run_episode(task: Task, agent, cfg: EpisodeConfig) -> tuple[dict, EpisodeFra
         if failed is not None:  # the agent call failed: no answer, so no result (docs/evaluation.md)
             record = _record(task, agent, cfg, None, None, None, turns, task.start_pose[None],
                              failed.error, time.perf_counter() - t0,
-                             ("api_error", getattr(failed, "error_kind", None) or "agent"))
+                             ("api_error", getattr(failed, "error_kind", None) or "agent"), repeat)
         else:
             scores = _score(pred, parse, task, cfg, n_repairs)
             closed = _closed_metrics(poses, task, last_info, env is not None)
             record = _record(task, agent, cfg, scores, closed, pred, turns, poses, None,
-                             time.perf_counter() - t0)
+                             time.perf_counter() - t0, None, repeat)
             record["n_executed"] = int(n_executed)
             record["truncated"] = bool(cfg.mode == "one-shot" and len(pred) > n_executed)
         record["gl_renderer"] = gl
         if failed is None and env is not None and getattr(env.unwrapped.world, "blocks_motion", False):
             record["blocked"] = blocked  # per executed step: a wall stopped it short (optional: worlds with walls)
+        match = images_match(task, frames)
+        if match is not None:  # optional: only for a task that pins its images (a frozen suite)
+            record["images_match"] = match
     except TaskInputError:
         raise  # the task file is at fault, not the episode: the run stops
     except Exception as e:  # the run goes on; the reason is kept with the episode
         record = _record(task, agent, cfg, None, None, None, turns, task.start_pose[None],
-                         f"{e.__class__.__name__}: {e}", time.perf_counter() - t0, ("error", "exception"))
+                         f"{e.__class__.__name__}: {e}", time.perf_counter() - t0, ("error", "exception"), repeat)
     finally:
         if env is not None:
             env.close()
@@ -522,13 +564,27 @@ def _closed_loop(task, agent, cfg, env, observation, info, turns, frames, blocke
     return pred, parse, n_repairs, np.stack(poses), last_info
 
 
+def images_match(task: Task, frames: EpisodeFrames) -> bool | None:
+    """Whether the start and goal images of an episode are the ones its task pins (``meta["image_sha256"]``,
+    ``{"start": hex, "goal": hex}``: a frozen suite's images at its pinned renderer, quality and size), compared by
+    :func:`spatialact.image_files.array_sha256`; None when the task pins no image or an image is missing."""
+    pins = (task.meta or {}).get("image_sha256") if isinstance(task.meta, dict) else None
+    if not isinstance(pins, dict) or not pins:
+        return None
+    views = {"start": frames.start, "goal": frames.goal}
+    if any(name not in views or views[name] is None for name in pins):
+        return None
+    return all(array_sha256(views[name]) == str(h).lower() for name, h in pins.items())
+
+
 def _closed_metrics(poses: np.ndarray, task: Task, last_info, simulated: bool) -> dict | None:
+    """The closed-loop figures; an object-state test (pick and place) is judged by the simulator, not by the pose,
+    and decides success before SPL is computed (so SPL is 0 whenever success is false)."""
     from ..scorers import closed_loop_metrics
 
-    m = dict(closed_loop_metrics(poses, task))
-    if simulated and isinstance(last_info, dict) and (task.success or {}).get("object_state"):
-        # An object-state test (pick and place) is judged by the simulator, not by the pose.
-        m["success"] = bool(last_info.get("success", False))
+    judged = simulated and isinstance(last_info, dict) and (task.success or {}).get("object_state")
+    m = dict(closed_loop_metrics(poses, task, object_success=bool(last_info.get("success", False)) if judged
+                                 else None))
     m["simulated"] = simulated
     return m
 
@@ -557,7 +613,7 @@ def _usage(turns) -> dict:
     return usage
 
 
-def _record(task, agent, cfg, scores, closed, pred, turns, poses, error, wall_s, failure=None) -> dict:
+def _record(task, agent, cfg, scores, closed, pred, turns, poses, error, wall_s, failure=None, repeat=0) -> dict:
     """One result record. ``failure`` is ``(reason, error_kind)`` for a failed episode (no score), else None."""
     desc = agent.describe() if hasattr(agent, "describe") else {"agent": getattr(agent, "name", "?")}
     agent_name = desc.get("agent") or desc.get("name") or getattr(agent, "name", "?")
@@ -568,10 +624,10 @@ def _record(task, agent, cfg, scores, closed, pred, turns, poses, error, wall_s,
     parse = turns[-1].parse if turns and failure is None else None
     texts = [getattr(t, "text", "") for t in turns]
     rec = {
-        "key": episode_key(task.id, agent_name, env, cfg.mode, cfg.seed, cfg.variant),
+        "key": episode_key(task.id, agent_name, env, cfg.mode, cfg.seed, cfg.variant, repeat),
         "task_id": task.id, "kind": task.kind, "source": task.source, "tags": dict(task.tags),
         "agent": agent_name, "model": desc.get("model"), "env": env, "mode": cfg.mode, "seed": cfg.seed,
-        "variant": cfg.variant,
+        "variant": cfg.variant, "repeat": int(repeat),
         **scores,
         "repairs": list(parse.repairs) if parse is not None else [],
         "response": (texts[0] if len(texts) == 1 else texts) if turns else None,

@@ -43,8 +43,9 @@ __all__ = ["RunStore", "RunConfigError", "RunStoreError", "MUTABLE_KEYS", "RESUL
 RESULTS_FILE = "results.jsonl"
 CONFIG_FILE = "config.json"
 FRAMES_DIR = "frames"
-# Keys that say how a run is carried out, not what it computes: they may change between resumes.
-MUTABLE_KEYS = frozenset({"limit", "workers", "backend", "progress", "out", "json", "verbose"})
+# Keys that say how a run is carried out, not what it computes: they may change between resumes. ``repeats``
+# (eval --repeats K) too: each repeat's episodes have their own keys, so more repeats add episodes to the run.
+MUTABLE_KEYS = frozenset({"limit", "workers", "backend", "progress", "out", "json", "verbose", "repeats"})
 # Keys that say where a run keeps things, not what it computes: not compared at any depth (the agent's response
 # cache: the run directory's own by default, so `--out runs/x` and `--out /abs/runs/x` are the same run).
 _WHERE_KEYS = frozenset({"cache_dir"})
@@ -117,11 +118,23 @@ def config_diff(old: dict, new: dict, prefix: str = "", ignore: Iterable[str] = 
 
 def config_refusal(run_dir, diff: list[str], old: dict, new: dict, stored_provenance: dict | None = None) -> str:
     """The one line a resume with a different configuration is refused with. A changed render quality names both
-    qualities (absent from a configuration: ``"default"``). A changed prompt version is named
+    qualities (absent from a configuration: ``"default"``); a changed ``collisions`` says which way the run was made
+    and how to resume it (absent from an episode run's configuration: made before walls, so ``false``). A changed
+    prompt version is named
     plainly (the prompt templates changed — CHANGELOG.md says how —, so stored answers were given to another prompt;
     a run stored before the version was part of the configuration has it in its provenance)."""
     prompt = [d for d in diff if d.split(" ", 1)[0] == "prompt_version"]
     quality = [d for d in diff if d.split(" ", 1)[0] == "render_quality"]
+    walls = [d for d in diff if d.split(" ", 1)[0] == "collisions"]
+    if walls and not prompt and not quality:
+        rest = [d for d in diff if d not in walls]
+        was = bool(old.get("collisions", False))
+        how = ("with walls stopping the camera" if was else
+               "without walls (with --no-collisions, or before walls stopped the camera)")
+        hint = "without --no-collisions" if was else "with --no-collisions"
+        return (f"{run_dir}: this run was made {how} and cannot be resumed {'without' if was else 'with'} them "
+                f"(paths through walls would differ); use a new output directory, or resume {hint}"
+                + (f" (the configuration also differs in {', '.join(rest)})" if rest else ""))
     if quality and not prompt:
         rest = [d for d in diff if d not in quality]
         was, now = old.get("render_quality") or "default", new.get("render_quality") or "default"
@@ -158,9 +171,12 @@ def _git_commit() -> str | None:
     return _GIT["commit"]
 
 
-def provenance(task_file: str | os.PathLike | None = None, agent: Any = None, seed: int = 0) -> dict:
+def provenance(task_file: str | os.PathLike | None = None, agent: Any = None, seed: int = 0,
+               suite: str | None = None, suite_sha256: str | None = None) -> dict:
     """What every record carries: package version, git commit (None when unknown), Python and platform, the task
-    file and its SHA-256, the agent's ``describe()`` (or a name / dict) and model, the seed, and the time."""
+    file and its SHA-256, the agent's ``describe()`` (or a name / dict) and model, the seed, the time, and the
+    frozen suite the tasks came from (``suite``, e.g. ``"l4-v1/nav"``, and ``suite_sha256``, the SHA-256 of its
+    file: ``spatialact.taskgen.suite_info``; both None for a task file or a procedural suite)."""
     from .. import __version__
 
     if agent is None:
@@ -187,6 +203,8 @@ def provenance(task_file: str | os.PathLike | None = None, agent: Any = None, se
         "model": (desc or {}).get("model"),
         "seed": int(seed),
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "suite": suite,
+        "suite_sha256": suite_sha256,
     })
 
 
@@ -486,6 +504,9 @@ class RunStore:
             except ValueError as e:
                 raise RunStoreError(f"{path}: unreadable ({e})") from None
             old = stored.get("config", {})
+            if "collisions" in self.config and "collisions" not in old and "mode" in old:
+                # an episode run made before walls stopped the camera ran without them
+                old = dict(old, collisions=False)
             diff = config_diff(old, self.config)
             if diff and not self._has_records():
                 # Nothing ran under the stored configuration (a first attempt that stopped before its first

@@ -29,11 +29,12 @@ from typing import Callable, Iterable, Iterator, Sequence
 from ..records import RETRIED_ON_RESUME, episode_key, is_failure
 from ..tasks import Task
 from ..vocab import RUN_BACKENDS
-from .episode import EpisodeConfig, check_runnable, env_name, episode_seed, observation_supplies, run_episode
+from .episode import (EpisodeConfig, check_runnable, env_name, episode_seed, free_camera_task, observation_supplies,
+                      run_episode)
 
 __all__ = ["AgentSpec", "RunSummary", "run_eval", "run_config", "TaskNotRunnable", "EndpointUnreachable",
            "failure_line", "CONNECTION_FAILURES_TO_STOP", "choose_workers", "usable_cpus", "MAX_WORKERS",
-           "EPISODES_PER_WORKER"]
+           "EPISODES_PER_WORKER", "MAX_REPEATS", "collision_note"]
 
 BACKENDS = RUN_BACKENDS
 # Connection failures in a row, before any episode got through, that stop a run.
@@ -88,10 +89,17 @@ class AgentSpec:
             # one endpoint however it is typed (a trailing '/'): resuming with either form is the same run
             self.kwargs["base_url"] = normalise_base_url(self.kwargs["base_url"])
 
-    def build(self, task_id: str, seed: int):
+    def build(self, task_id: str, seed: int, repeat: int = 0):
+        """The agent of one episode, seeded from the run seed and the task (:func:`episode_seed`) plus ``repeat``
+        (``eval --repeats K``: each repeat's agent draws other numbers; modulo 2³¹, a C int). An agent with a
+        ``repeat`` attribute (the API agents: it enters their response cache key, so a repeat asks the endpoint
+        again instead of reading the first repeat's answer) is told its repeat."""
         from ..agents import make_agent
 
-        return make_agent(self.name, seed=episode_seed(seed, task_id), **self.kwargs)
+        agent = make_agent(self.name, seed=(episode_seed(seed, task_id) + int(repeat)) & 0x7FFFFFFF, **self.kwargs)
+        if repeat and hasattr(agent, "repeat"):
+            agent.repeat = int(repeat)
+        return agent
 
     def validate(self):
         """Build the agent once, here (no request is made), so that a bad configuration is refused before a run
@@ -125,6 +133,8 @@ class RunSummary:
     n_errors: int  # failures among the episodes run now
     failures: dict = field(default_factory=dict)  # reason -> count, over the latest records of the run's tasks
     workers: int = 1  # the worker processes (or Ray CPUs) the episodes ran on (choose_workers)
+    notes: tuple = ()  # warnings found before the run (collision_note), one line each
+    repeats: int = 1  # every episode ran this many times (eval --repeats K)
 
     @property
     def n_failed(self) -> int:
@@ -146,12 +156,12 @@ def failure_line(record: dict) -> str:
         f": {err}"
 
 
-def _run_one(task_record: dict, agent: AgentSpec, cfg: EpisodeConfig) -> tuple[dict, dict]:
-    """One episode in whatever process runs it; returns (record, {frame name: RGB array})."""
+def _run_one(task_record: dict, agent: AgentSpec, cfg: EpisodeConfig, repeat: int = 0) -> tuple[dict, dict]:
+    """One episode (repeat ``repeat``) in whatever process runs it; returns (record, {frame name: RGB array})."""
     task = Task.from_record(task_record)
     # A bad agent configuration (AgentConfigError) or an unreadable task image (TaskInputError) propagates and
     # stops the run; everything else that goes wrong inside an episode is recorded with it instead.
-    record, frames = run_episode(task, agent.build(task.id, cfg.seed), cfg)
+    record, frames = run_episode(task, agent.build(task.id, cfg.seed, repeat), cfg, repeat)
     return record, dict(frames.items())
 
 
@@ -232,7 +242,7 @@ def _stop_pool(pool: ProcessPoolExecutor, finished: bool) -> None:
             pass
 
 
-def _local(jobs: list[tuple[dict, AgentSpec, EpisodeConfig]], workers: int) -> Iterator[tuple[dict, dict]]:
+def _local(jobs: list[tuple[dict, AgentSpec, EpisodeConfig, int]], workers: int) -> Iterator[tuple[dict, dict]]:
     if workers <= 1:
         for job in jobs:
             yield _run_one(*job)
@@ -262,7 +272,7 @@ def _local(jobs: list[tuple[dict, AgentSpec, EpisodeConfig]], workers: int) -> I
         _stop_pool(pool, finished)
 
 
-def _ray(jobs: list[tuple[dict, AgentSpec, EpisodeConfig]], workers: int) -> Iterator[tuple[dict, dict]]:
+def _ray(jobs: list[tuple[dict, AgentSpec, EpisodeConfig, int]], workers: int) -> Iterator[tuple[dict, dict]]:
     import ray
 
     started = False
@@ -313,12 +323,74 @@ def check_tasks(tasks: list[Task], cfg: EpisodeConfig, agent=None) -> None:
         raise TaskNotRunnable(bad[0] + more)
 
 
+def _store_results(results, store, agent: AgentSpec, bar, echo: bool, on_record) -> tuple[int, int]:
+    """Write each finished episode (frames, then its record) as it comes; returns (episodes written, failures).
+    Three connection failures in a row before any episode got through raise :class:`EndpointUnreachable`."""
+    n_new = n_err = 0
+    conn_streak, got_through = 0, False
+    for record, frames in results:
+        record["frames"] = {name: store.write_frame(record["key"], name, rgb) for name, rgb in frames.items()}
+        store.append(record)
+        n_new += 1
+        failed = is_failure(record)
+        n_err += failed
+        if failed and echo:
+            _echo(failure_line(record), bar)
+        if on_record is not None:
+            on_record(record)
+        if bar is not None:
+            bar.update(1)
+            if record.get("score") is not None:
+                bar.set_postfix(score=f"{record['score']:.3f}")
+        if not got_through:
+            if record.get("reason") == "api_error" and record.get("error_kind") == "connection":
+                conn_streak += 1
+                if conn_streak >= CONNECTION_FAILURES_TO_STOP:
+                    raise EndpointUnreachable(
+                        f"stopped after {conn_streak} connection failures in a row at the start: cannot reach "
+                        f"{agent.endpoint() or 'the agent'} (is the server running, is base_url right?); rerunning "
+                        f"the same command retries these episodes")
+            else:
+                got_through = True
+    return n_new, n_err
+
+
+def collision_note(tasks: list[Task], cfg: EpisodeConfig) -> str | None:
+    """A one-line warning when walls are on (``cfg.collisions``) and some free-camera tasks have a ground truth
+    that goes through their scene's geometry (``spatialact.envs.collision_problem``): how many, and the first ids.
+    Their one-shot scores do not change (the answer is scored against the ground truth), but a closed-loop
+    camera, or an executed answer, is stopped by the walls short of the goal. None when there are none, or when
+    the environments have no walls."""
+    if not cfg.collisions:
+        return None
+    free = [t for t in tasks if free_camera_task(t, cfg)]
+    if not free:
+        return None
+    try:
+        from ..envs import collision_problem
+    except ImportError:  # an environments build without walls
+        return None
+    bad = [(t.id, why) for t in free if (why := collision_problem(t))]
+    if not bad:
+        return None
+    first = ", ".join(repr(i) for i, _ in bad[:3]) + (", ..." if len(bad) > 3 else "")
+    return (f"{len(bad)} of {len(free)} free-camera tasks have a ground truth that goes through their scene's "
+            f"geometry (first {first}: {' '.join(str(bad[0][1]).split())[:160]}); their one-shot scores are "
+            f"unchanged, but with walls on the camera is stopped short of the goal (closed-loop success and SPL, "
+            f"an executed answer's end pose); --no-collisions runs them without walls")
+
+
+#: The most repeats of every episode a run may ask for (``eval --repeats``).
+MAX_REPEATS = 100
+
+
 def run_eval(tasks: Iterable[Task], agent: AgentSpec, cfg: EpisodeConfig, run_dir: str | os.PathLike, *,
              task_source: str, task_hash: str | None = None, task_file: str | None = None,
              limit: int | None = None, workers: int | str = 1, backend: str = "local", progress: bool = True,
              retry_errors: bool = False, echo: bool = True,
              on_record: Callable[[dict], None] | None = None,
-             variants: Sequence[str] | None = None) -> RunSummary:
+             variants: Sequence[str] | None = None, repeats: int = 1, suite: str | None = None,
+             suite_sha256: str | None = None) -> RunSummary:
     """Run ``agent`` on ``tasks`` (the first ``limit`` of them) and append one record per episode to
     ``run_dir/results.jsonl``.
 
@@ -328,6 +400,17 @@ def run_eval(tasks: Iterable[Task], agent: AgentSpec, cfg: EpisodeConfig, run_di
 
     ``workers``: a count or ``"auto"`` (:func:`choose_workers`: never more workers than episodes to run; auto, one
     per :data:`EPISODES_PER_WORKER` episodes and usable CPU); ``RunSummary.workers`` says how many ran them.
+
+    ``repeats`` (1 to :data:`MAX_REPEATS`) runs every episode that many times: repeat k > 0 has ``|r<k>`` at the
+    end of its key, ``repeat: k`` in its record and an agent seeded ``episode_seed + k`` (an API agent asks its
+    endpoint again: the repeat is part of its response cache key). ``repeats`` is in the configuration when above
+    1 and may change on a resume (more repeats add episodes; finished ones are skipped, repeat by repeat).
+
+    ``suite`` / ``suite_sha256``: the frozen suite the tasks came from and its file's SHA-256
+    (``spatialact.taskgen.suite_info``), in the configuration (when given) and in every record's provenance.
+
+    Before the run, :func:`collision_note` warns (stderr with ``echo``; ``RunSummary.notes``) about free-camera
+    tasks whose ground truth goes through walls while collisions are on; the run goes on.
 
     Checked before anything is written: the backend and workers, the agent (built once: ``AgentConfigError``)
     and every task (:class:`TaskNotRunnable`). Episodes already in the run directory are skipped, except those
@@ -346,6 +429,9 @@ def run_eval(tasks: Iterable[Task], agent: AgentSpec, cfg: EpisodeConfig, run_di
     tasks = list(tasks)
     if limit is not None:
         tasks = tasks[: max(0, int(limit))]
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or not 1 <= repeats <= MAX_REPEATS:
+        raise ValueError(f"repeats must be a whole number from 1 to {MAX_REPEATS} (MAX_REPEATS), got "
+                         f"{str(repeats)[:40]!r}")
     variants = (cfg.variant,) if variants is None else tuple(variants)
     if not variants or len(set(variants)) != len(variants):
         raise ValueError(f"variants must be distinct and at least one, got {variants!r}")
@@ -364,28 +450,33 @@ def run_eval(tasks: Iterable[Task], agent: AgentSpec, cfg: EpisodeConfig, run_di
             import ray  # noqa: F401
         except ImportError:
             raise ValueError("--backend ray needs Ray: pip install 'spatialact[ray]'") from None
+    note = collision_note(tasks, cfg)
+    if note and echo:
+        print(f"spatialact: warning: {note}", file=sys.stderr, flush=True)
     config = run_config(agent, cfg, task_source, task_hash)
+    if suite is not None:
+        config.update(suite=suite, suite_sha256=suite_sha256)
+    if repeats > 1:
+        config["repeats"] = int(repeats)
     version = (desc.get("params") or {}).get("prompt_version")
     if version:  # a prompted agent: answers to another prompt are another run
         config["prompt_version"] = version
     if variants != (cfg.variant,):
         config["variants"] = list(variants)
-    prov = provenance(task_file=task_file, agent=desc, seed=cfg.seed)
+    prov = provenance(task_file=task_file, agent=desc, seed=cfg.seed, suite=suite, suite_sha256=suite_sha256)
     store = RunStore(run_dir, config, prov)
     try:
         if retry_errors:
             done = store.done_keys(include_errors=False)
         else:
             done = store.done_keys(retry_reasons=RETRIED_ON_RESUME)
-        keys = {(t.id, v): episode_key(t.id, label, env_name(t, cfg), cfg.mode, cfg.seed, v)
-                for t in tasks for v in variants}
-        todo = [(t, v) for t in tasks for v in variants if keys[t.id, v] not in done]
-        jobs = [(t.to_record(), agent, cfgs[v]) for t, v in todo]
+        keys = {(t.id, v, k): episode_key(t.id, label, env_name(t, cfg), cfg.mode, cfg.seed, v, k)
+                for k in range(repeats) for t in tasks for v in variants}
+        todo = [(t, v, k) for k in range(repeats) for t in tasks for v in variants if keys[t.id, v, k] not in done]
+        jobs = [(t.to_record(), agent, cfgs[v], k) for t, v, k in todo]
         total = len(keys)
         runner = _ray if backend == "ray" else _local
         n_workers = choose_workers(workers, len(jobs))
-        n_new = n_err = 0
-        conn_streak, got_through = 0, False
         bar = None
         if progress and jobs:
             from tqdm.auto import tqdm
@@ -394,31 +485,7 @@ def run_eval(tasks: Iterable[Task], agent: AgentSpec, cfg: EpisodeConfig, run_di
                        dynamic_ncols=True)
         results = runner(jobs, n_workers)
         try:
-            for record, frames in results:
-                paths = {name: store.write_frame(record["key"], name, rgb) for name, rgb in frames.items()}
-                record["frames"] = paths
-                store.append(record)
-                n_new += 1
-                failed = is_failure(record)
-                n_err += failed
-                if failed and echo:
-                    _echo(failure_line(record), bar)
-                if on_record is not None:
-                    on_record(record)
-                if bar is not None:
-                    bar.update(1)
-                    if record.get("score") is not None:
-                        bar.set_postfix(score=f"{record['score']:.3f}")
-                if not got_through:
-                    if record.get("reason") == "api_error" and record.get("error_kind") == "connection":
-                        conn_streak += 1
-                        if conn_streak >= CONNECTION_FAILURES_TO_STOP:
-                            raise EndpointUnreachable(
-                                f"stopped after {conn_streak} connection failures in a row at the start: cannot "
-                                f"reach {agent.endpoint() or 'the agent'} (is the server running, is base_url "
-                                f"right?); rerunning the same command retries these episodes")
-                    else:
-                        got_through = True
+            n_new, n_err = _store_results(results, store, agent, bar, echo, on_record)
         finally:
             results.close()  # stopped early: the workers are stopped now, not at garbage collection
             if bar is not None:
@@ -428,4 +495,4 @@ def run_eval(tasks: Iterable[Task], agent: AgentSpec, cfg: EpisodeConfig, run_di
     finally:
         store.close()
     return RunSummary(Path(run_dir), len(tasks), total - len(todo), n_new, n_err, dict(sorted(failures.items())),
-                      n_workers)
+                      n_workers, (note,) if note else (), int(repeats))
