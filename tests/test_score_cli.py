@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from spatialact.action_space import ActionSequence, Step, StepSizes
-from spatialact.scorers import score_answer, score_lmms_eval, to_lmms_answer, to_lmms_extra_info
+from spatialact.scorers import null_score, score_answer, score_lmms_eval, to_lmms_answer, to_lmms_extra_info
 from spatialact.tasks import Task, save_tasks
 
 NAV, MAN = StepSizes.navigation(), StepSizes.manipulation()
@@ -110,12 +110,30 @@ def test_scores_reasons_and_summary(files):
     assert s["kind"]["unknown"]["n"] == 4 and s["kind"]["nav"]["n"] == 3
     assert s["tags"]["difficulty=hard"]["n"] == 3
     assert s["hierarchy"]["coverage"] == pytest.approx(0.5)
+    # skill: the four answers to a task, each with its task's s0 (lines without a task carry none)
+    for n, (tid, _) in enumerate(ANSWERS, 1):
+        assert by_line[n]["s0"] == (pytest.approx(null_score(tmap[tid]), abs=1e-12) if tid in tmap else None)
+    mine = [o for o in out if o["s0"] is not None]
+    ms, m0 = np.mean([o["score"] for o in mine]), np.mean([o["s0"] for o in mine])
+    sk = s["skill"]
+    assert sk["overall"]["n"] == 4 and sk["overall"]["skill"] == pytest.approx((ms - m0) / (1 - m0))
+    assert sk["overall"]["score"] == pytest.approx(ms) and sk["overall"]["s0"] == pytest.approx(m0)
+    assert sk["overall"]["lo"] <= sk["overall"]["skill"] <= sk["overall"]["hi"]
+    assert set(sk["kind"]) == {"nav", "manip"} and sk["kind"]["manip"]["n"] == 1
+    s0_m1 = null_score(tmap["m1"])
+    assert sk["kind"]["manip"]["skill"] == pytest.approx((by_line[2]["score"] - s0_m1) / (1 - s0_m1))
 
 
 def test_table_output_and_chunking(files, tmp_path):
     d, _ = files
     r = cli(d / "answers.jsonl", d / "tasks.jsonl", "--out", tmp_path / "a.jsonl", "--chunk", "2")
     assert "overall" in r.stdout and "kind" in r.stdout and "source" in r.stdout and "missing 1" in r.stdout
+    # the summary leads with skill (overall, then per kind); the raw score follows under its name
+    head = r.stdout.splitlines()
+    assert head[0].startswith("skill (0: doing nothing") and head[1].split() == [
+        "group", "n", "skill", "ci95_low", "ci95_high", "score", "s0"]
+    assert [ln.split()[0] for ln in head[3:6]] == ["overall", "manip", "nav"]
+    assert r.stdout.index("score (raw, the paper's), profile paper") > r.stdout.index("skill (0:")
     cli(d / "answers.jsonl", d / "tasks.jsonl", "--out", tmp_path / "b.jsonl", "--no-progress")
     assert read(tmp_path / "a.jsonl") == read(tmp_path / "b.jsonl")
     cli(d / "answers.jsonl", d / "tasks.jsonl", "--out", tmp_path / "c.jsonl", "--workers", "2", "--chunk", "3")

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from spatialact.action_space import ActionSequence, Step, StepSizes
-from spatialact.scorers import (aggregate_episodes, score_answer, score_file, score_lmms_eval, to_lmms_answer,
-                                to_lmms_extra_info)
+from spatialact.scorers import (aggregate_episodes, null_score, score_answer, score_file, score_lmms_eval,
+                                skill_summary, to_lmms_answer, to_lmms_extra_info)
 from spatialact.scorers.offline import _jstr
 from spatialact.tasks import Task, save_tasks
 
@@ -162,9 +162,11 @@ def test_every_line_equals_the_per_record_reference(files, profile, weights):
         if task is None:
             assert rec["score"] == 0.0 and not rec["ok"] and rec["reason"] in (
                 "invalid_json", "invalid_line", "unknown_task") and rec["error"]
+            assert rec["s0"] is None and list(rec)[list(rec).index("score") + 1] == "s0"
             continue
         n_ref += 1
         ref = score_answer(text, task, profile, weights)
+        assert rec["s0"] == pytest.approx(null_score(task, "one-shot", profile, weights), abs=1e-12)
         assert rec["task_id"] == task.id and rec["kind"] == task.kind and rec["tags"] == task.tags
         assert rec["score"] == pytest.approx(ref["score"], abs=1e-9)
         for k in ("ok", "reason", "error", "n_repairs", "repairs", "format", "n_pred", "n_gt"):
@@ -178,6 +180,15 @@ def test_every_line_equals_the_per_record_reference(files, profile, weights):
     assert n_ref > 250
     scores = [r["score"] for r in got]
     assert s["overall"]["mean"] == pytest.approx(np.mean(scores), abs=1e-12) and s["overall"]["n"] == len(got)
+    # skill: the answers with a task against their tasks' s0 (lines without a task have none), per kind too
+    mine = [(r["score"], r["s0"], r["kind"]) for r in got if r["s0"] is not None]
+    assert len(mine) == n_ref
+    want = skill_summary([m[0] for m in mine], [m[1] for m in mine])
+    assert s["skill"]["overall"] == pytest.approx(want, abs=1e-12)
+    for kind in ("nav", "manip", "hand"):
+        want = skill_summary([m[0] for m in mine if m[2] == kind], [m[1] for m in mine if m[2] == kind])
+        assert s["skill"]["kind"][kind] == pytest.approx(want, abs=1e-12)
+    assert set(s["skill"]["kind"]) == {"nav", "manip", "hand"} and list(s)[5] == "skill"
     c = s["counts"]
     assert c["missing"] == 3 and c["tasks"] == len(tasks) and c["blank"] > 0
     assert c["ok"] == sum(r["ok"] for r in got)
@@ -459,3 +470,46 @@ def test_unknown_lines_before_the_first_known_task_are_written(tmp_path, files, 
     assert dict(late[-1], line=1) == early[0] and late[-1]["reason"] == "parse_error" and late[-1]["score"] == 0.0
     assert s["counts"]["unknown_task"] == 30 and s["counts"]["parse_error"] == 1 and s["overall"]["n"] == 31
     assert sorted(p.name for p in (tmp_path / "nd").iterdir()) == ["late.out"]
+
+
+def test_skill_of_the_baselines_answers_and_s0_per_line(tmp_path):
+    from spatialact.agents import make_agent
+    from spatialact.taskgen import builtin_suite
+
+    tasks = builtin_suite("default")
+    # a task whose ground truth misses its goal: its answers score null and have no s0
+    bad = Task(id="off-goal", kind="nav", source="test", start_pose=np.eye(4),
+               goal_pose=np.array([[1, 0, 0, 5.0], [0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1]]),
+               gt=ActionSequence((Step.from_signed([0, 0, 1, 0, 0, 0]),), NAV), sizes=NAV)
+    save_tasks(tasks + [bad], tmp_path / "tasks.jsonl")
+    runs = {}
+    for name in ("stay", "oracle"):
+        agent = make_agent(name)
+        lines = []
+        for t in tasks:
+            agent.reset(t, mode="one-shot")
+            lines.append(json.dumps({"task_id": t.id, "response": agent.act({"mode": "one-shot"}).text}))
+        lines.append(json.dumps({"task_id": "off-goal", "response": "{}"}))
+        (tmp_path / f"{name}.jsonl").write_text("\n".join(lines) + "\n")
+        runs[name] = score_file(tmp_path / f"{name}.jsonl", tmp_path / "tasks.jsonl", out=tmp_path / f"{name}.out")
+    for name, want in (("stay", 0.0), ("oracle", 1.0)):
+        sk = runs[name]["skill"]
+        assert sk["overall"]["skill"] == want and sk["overall"]["n"] == len(tasks)
+        assert all(v["skill"] == want for v in sk["kind"].values()) and set(sk["kind"]) == {"nav", "manip", "hand"}
+    got = strict_lines(tmp_path / "stay.out")
+    assert [r["s0"] for r in got[:-1]] == [r["score"] for r in got[:-1]]  # stay scores its s0
+    assert [r["s0"] for r in got[:-1]] == pytest.approx([null_score(t) for t in tasks], abs=1e-12)
+    assert got[-1]["reason"] == "gt_problem" and got[-1]["score"] is None and got[-1]["s0"] is None
+    # the raw score stays beside skill, unchanged: stay earns a sizeable mean on manipulation and hand
+    assert runs["stay"]["kind"]["manip"]["mean"] > 0.3 and runs["stay"]["overall"]["n"] == len(tasks)
+    # an answer that does not parse scores 0 and still carries its task's s0: skill below zero
+    (tmp_path / "junk.jsonl").write_text("".join(json.dumps({"task_id": t.id, "response": "no idea"}) + "\n"
+                                                 for t in tasks))
+    s = score_file(tmp_path / "junk.jsonl", tmp_path / "tasks.jsonl")
+    s0 = np.array([null_score(t) for t in tasks])
+    assert s["skill"]["overall"]["skill"] == pytest.approx(-s0.mean() / (1 - s0.mean()), abs=1e-12)
+    # tasks without an answer count only with --missing-as-zero, with their s0
+    (tmp_path / "one.jsonl").write_text(json.dumps({"task_id": tasks[0].id, "response": "no idea"}) + "\n")
+    assert score_file(tmp_path / "one.jsonl", tmp_path / "tasks.jsonl")["skill"]["overall"]["n"] == 1
+    s = score_file(tmp_path / "one.jsonl", tmp_path / "tasks.jsonl", missing_as_zero=True)
+    assert s["skill"]["overall"]["n"] == len(tasks) and s["skill"]["overall"]["s0"] == pytest.approx(s0.mean())

@@ -9,8 +9,11 @@ with that hint (lmms-eval's extra_info), otherwise with the task exported by to_
 TASKS: a task file as written by `spatialact tasks` (validated on load). The order is ANSWERS TASKS: when the first
 line of ANSWERS is a task or the first line of TASKS an answer, the command says which file is which (exit 2).
 
-Writes one JSON line per answer line (default: next to ANSWERS, <answers>.scores.jsonl) and prints a summary:
-overall mean with a bootstrap 95% interval (1000 resamples, seed 0), per kind, per source, and the counts of
+Writes one JSON line per answer line (default: next to ANSWERS, <answers>.scores.jsonl; each answer to a task
+carries the task's "s0", what the stay baseline's answer scores on it) and prints a summary. It leads with skill,
+overall and per kind: (mean score − mean s0) / (1 − mean s0), 0 for doing nothing and 1 for the ground truth, with a
+bootstrap 95% interval (1000 resamples, seed 0; docs/scoring.md, "Skill"). The raw score follows under its name:
+overall mean with its bootstrap 95% interval, per kind, per source, and the counts of
 answers that did not parse, lines that were not JSON, unknown task ids and tasks with no answer. A bad line is
 scored 0 with its reason (invalid_json, invalid_line, unknown_task, parse_error, lmms_error), never a crash;
 such lines count in the overall mean (under kind/source "unknown" when no task matched). Tasks with no answer
@@ -224,9 +227,15 @@ def _run(args: argparse.Namespace) -> int:
     def rows(d):
         return [[name, s["n"], s["mean"], s["ci_low"], s["ci_high"]] for name, s in d.items()]
 
+    setting = f"profile {args.profile}, weights " + ",".join(f"{w:.3g}" for w in summary["weights"])
+    sk = summary["skill"]
+    print(format_table([[name, k["n"], k["skill"], k["lo"], k["hi"], k["score"], k["s0"]]
+                        for name, k in {"overall": sk["overall"], **sk["kind"]}.items()],
+                       ["group", "n", "skill", "ci95_low", "ci95_high", "score", "s0"],
+                       title=f"skill (0: doing nothing, the stay baseline's s0; 1: the ground truth), {setting}"))
+    print()
     hdr = ["group", "n", "mean", "ci95_low", "ci95_high"]
-    print(format_table(rows({"overall": summary["overall"]}), hdr, title=f"profile {args.profile}, weights "
-                       + ",".join(f"{w:.3g}" for w in summary["weights"])))
+    print(format_table(rows({"overall": summary["overall"]}), hdr, title=f"score (raw, the paper's), {setting}"))
     for name in ("kind", "source"):
         print()
         print(format_table(rows(summary[name]), [name] + hdr[1:]))

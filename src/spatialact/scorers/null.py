@@ -33,5 +33,17 @@ def null_answer(task, mode: str = "one-shot") -> ActionSequence:
 
 def null_score(task, mode: str = "one-shot", profile: str = "paper", weights=None) -> float:
     """s0 of ``task``: the episode score (:func:`.episode.score_episode`, ``profile`` ``paper`` | ``paper+rot``,
-    ``weights`` (w_t, w_r, w_g)) of :func:`null_answer` against the task's ground truth."""
+    ``weights`` (w_t, w_r, w_g)) of :func:`null_answer` against the task's ground truth. Profile ``lmms-eval``
+    (one-shot only: it scores answer text) gives lmms-eval's score of the null answer in its words
+    (:func:`.lmms_eval.to_lmms_answer`: ``STOP`` per step), what the stay baseline's text scores there."""
+    if profile == "lmms-eval":
+        if mode != "one-shot":
+            raise ValueError("profile lmms-eval scores one-shot answers only; s0 of closed-loop episodes takes "
+                             "profile paper or paper+rot")
+        from .lmms_eval import score_lmms_eval, to_lmms_answer, to_lmms_extra_info
+
+        kind = "nav" if task.kind == "nav" else "manip"
+        r = score_lmms_eval(to_lmms_answer(null_answer(task, mode), kind), to_lmms_extra_info(task, geometry=False),
+                            kind)
+        return float(r.get("score", 0.0))
     return float(score_episode(null_answer(task, mode), task.gt, task.kind, profile, weights).total)

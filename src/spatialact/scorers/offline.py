@@ -8,8 +8,11 @@ Answer lines are ``{"task_id": ..., "response": "<the model's raw text>"}``; lmm
 doc's ``task_id`` / ``id``, the ``spatialact.task_id`` in the doc's ``hint`` (written by ``to_lmms_extra_info``),
 or else ``doc_id`` as the 0-based line index into the task file. Each line is parsed leniently with its task's
 unit sizes and cap, scored in batch (:func:`~spatialact.scorers.score_episodes_batch`: the same numbers as the
-per-record :func:`~spatialact.scorers.score_answer`), and summarised (mean, bootstrap 95% interval, breakdown by
-kind, source and tag, hierarchical SpatialTree score).
+per-record :func:`~spatialact.scorers.score_answer`), and summarised: skill first (0 for doing nothing, 1 for the
+ground truth; docs/scoring.md, "Skill"), overall and per kind, then the raw score (mean, bootstrap 95% interval,
+breakdown by kind, source and tag, hierarchical SpatialTree score). Every answer to a task carries that task's s0
+(the one-shot score of the stay baseline's answer under the same profile and weights, computed for all tasks in
+one batch call).
 
 Pipeline, chunk by chunk (``chunk`` answer lines at a time, so memory is bounded whatever the file size; only
 one float and one task index per answer are kept for the summary):
@@ -47,7 +50,8 @@ from ..jsonline import (MAX_LINE_BYTES, LineTooLong, LongLine, fast_loads, iter_
                         strict_json)
 from ..outputs import OutputFile, check_output
 from ..vocab import PROFILES
-from .aggregate import KIND_LEAVES, MAX_GROUPS, aggregate_coded, hierarchical_scores, leaf_of, load_tree, tag_label
+from .aggregate import (KIND_LEAVES, MAX_GROUPS, aggregate_coded, hierarchical_scores, leaf_of, load_tree,
+                        skill_summary, tag_label)
 from .batch import KIND_CODES, score_episodes_batch
 from .ground_truth import ground_truth_message, ground_truth_misses, success_thresholds
 from .step import normalise_weights
@@ -250,11 +254,43 @@ def _fj(x: float) -> str:
 # One piece of lines: decode, match, parse, score, format
 # ------------------------------------------------------------------------------------------------------------
 class _Config:
-    def __init__(self, table: _TaskTable, profile: str, weights: tuple, per_step: bool, write: bool):
+    def __init__(self, table: _TaskTable, profile: str, weights: tuple, per_step: bool, write: bool,
+                 s0: np.ndarray):
         self.table, self.profile, self.weights, self.per_step, self.write = table, profile, weights, per_step, write
         self.profile_json = _js(profile)
         self.weights_json = _js(list(weights))
         self.batch_profile = "paper" if profile == "lmms-eval" else profile
+        self.s0_json = [_fj(v) for v in s0.tolist()]  # each task's s0 as written (null: no valid ground truth)
+
+
+_NULL_BLOCK = 65_536  # tasks per batch call of _null_scores (bounds its memory)
+
+
+def _null_scores(table: _TaskTable, profile: str, weights: tuple) -> np.ndarray:
+    """s0 of every task (T,): the one-shot score of the null answer (one Stay per ground-truth step, no gripper
+    state; :func:`.null.null_answer`) under ``profile`` and ``weights``, through the batch scorer (lmms-eval's score
+    of it in its words under profile lmms-eval); NaN for a task whose ground truth does not lead to its goal."""
+    T = table.n
+    out = np.full(T, np.nan)
+    if profile == "lmms-eval":
+        from .lmms_eval import score_lmms_eval, to_lmms_answer
+        from .null import null_answer
+
+        for i, task in enumerate(table.tasks):
+            kind = "nav" if task.kind == "nav" else "manip"
+            out[i] = float(score_lmms_eval(to_lmms_answer(null_answer(task), kind), table.lmms_info(i), kind)
+                           .get("score", 0.0))
+    else:
+        for a in range(0, T, _NULL_BLOCK):
+            idx = np.arange(a, min(T, a + _NULL_BLOCK))
+            n0 = np.maximum(table.lengths[idx], 1)
+            rows = int(n0.sum())
+            gm, gg, gl = table.gt_rows(idx)
+            out[idx] = score_episodes_batch(np.zeros((rows, 6)), np.full(rows, -1, dtype=np.int64), n0, gm, gg, gl,
+                                            table.kind_code[idx], table.unit_t[idx], profile=profile,
+                                            weights=weights)["total"]
+    out[np.fromiter(table.gt_problems, dtype=np.int64, count=len(table.gt_problems))] = np.nan
+    return out
 
 
 _STATE: _Config | None = None  # a worker process's configuration (set by _init_worker)
@@ -529,6 +565,7 @@ def _format(info, lineno, tix, scores, matched, ep, cfg: _Config) -> str:
     table = cfg.table
     pj, wj = cfg.profile_json, cfg.weights_json
     head = table.head
+    s0j = cfg.s0_json
     fmts = {None: "null"}
     if ep is not None:
         nav = table.kind_code[np.asarray(tix, dtype=np.int64)[matched]] == KIND_CODES["nav"]
@@ -551,7 +588,8 @@ def _format(info, lineno, tix, scores, matched, ep, cfg: _Config) -> str:
         f = fmts.get(fmt)
         if f is None:
             f = fmts[fmt] = _jstr(fmt)
-        line = (f'{{"line": {lineno[pos]}, {h}"score": {_fj(sc[pos])}, "ok": {"true" if ok else "false"}, '
+        line = (f'{{"line": {lineno[pos]}, {h}"score": {_fj(sc[pos])}, "s0": {s0j[i] if i >= 0 else "null"}, '
+                f'"ok": {"true" if ok else "false"}, '
                 f'"reason": {"null" if reason is None else _jstr(reason)}, '
                 f'"error": {"null" if error is None else _jstr(error)}, "n_repairs": {n_repairs}, '
                 f'"repairs": {_js(list(repairs)) if repairs else "[]"}, "format": {f}, "weights": {wj}')
@@ -754,7 +792,9 @@ def score_file(answers, tasks, *, profile: str = "paper", weights=None, workers:
     bootstrap. ``chunk``: answer lines held in memory at once. ``max_groups``: the most groups in one breakdown
     column (see :func:`~spatialact.scorers.aggregate_arrays`). ``progress``: a progress bar on stderr.
 
-    Summary keys: ``answers``, ``tasks``, ``out``, ``profile``, ``weights``, ``counts`` (``lines``, ``blank``,
+    Summary keys: ``answers``, ``tasks``, ``out``, ``profile``, ``weights``, ``skill`` (``{"overall": {skill, lo,
+    hi, n, score, s0}, "kind": {kind: ...}}``, :func:`~spatialact.scorers.skill_summary` of the answers with a task
+    against their tasks' s0, one-shot, this profile and weights), ``counts`` (``lines``, ``blank``,
     ``scored``, ``ok``, one per reason, ``duplicates``, ``flagged_steps``, ``tasks``, ``missing``,
     ``gt_problem_tasks``), ``missing_task_ids`` (first 50), ``gt_problem_task_ids`` (first 50),
     ``missing_as_zero``, ``overall`` / ``kind`` / ``source`` / ``tags`` (``{mean, ci_low, ci_high, n}``),
@@ -797,12 +837,13 @@ def _score_file(lines, size, close, answers_label, tasks, profile, weights, work
         out_path = None if out is None else Path(out)
         if out_path is not None:
             _check_out(out_path, answers_label, tasks_label)
-        cfg = _Config(table, profile, weights, per_step, out_path is not None)
+        s0 = _null_scores(table, profile, weights)
+        cfg = _Config(table, profile, weights, per_step, out_path is not None, s0)
         refuse = functools.partial(_refusal, answers_label, tasks_label)
         scores, tix, counts = _run(lines, size, cfg, pool, workers, chunk, out_path, progress, refuse)
         close()
         summary = _summarise(scores, tix, counts, table, tree, missing_as_zero, n_boot, seed, max_groups,
-                             None if pool.executor is None else pool.executor.map)
+                             None if pool.executor is None else pool.executor.map, s0)
     finally:
         close()
         pool.shutdown()
@@ -1026,8 +1067,22 @@ def _tag_columns(tags: list) -> list:
     return columns
 
 
+def _skills(x: np.ndarray, s0: np.ndarray, kind_codes: np.ndarray, kinds: list, n_boot: int, seed: int) -> dict:
+    """Skill (:func:`.aggregate.skill_summary`) overall and per kind of the answers with a task (a line without one
+    has no s0 and is left out); a kind holding every such answer shares the overall result."""
+    has = np.isfinite(s0)
+    overall = skill_summary(x[has], s0[has], n_boot, seed)
+    per_kind = {}
+    for c, label in enumerate(kinds):
+        m = (kind_codes == c) & has
+        k = int(np.count_nonzero(m))
+        if k:
+            per_kind[str(label)] = dict(overall) if k == overall["n"] else skill_summary(x[m], s0[m], n_boot, seed)
+    return {"overall": overall, "kind": dict(sorted(per_kind.items()))}
+
+
 def _summarise(x, ti, counts, table: _TaskTable, tree, missing_as_zero, n_boot, seed, max_groups,
-               mapper=None) -> dict:
+               mapper=None, s0=None) -> dict:
     T = table.n
     scored = ~np.isnan(x)  # NaN: an answer to a task whose ground truth misses its goal (gt_problem), not scored
     if not scored.all():
@@ -1046,6 +1101,9 @@ def _summarise(x, ti, counts, table: _TaskTable, tree, missing_as_zero, n_boot, 
     for name, labels in (("kind", table.kind), ("source", table.source)):
         codes, distinct = _codes(list(labels) + ["unknown"])
         columns.append((name, None, codes[sel], distinct))
+    if s0 is None:
+        s0 = np.full(T, np.nan)
+    skill = _skills(x, np.append(s0, np.nan)[sel], columns[0][2], columns[0][3], n_boot, seed)
     tag_cols = _tag_columns(table.tags)
     for k, codes, distinct in tag_cols:
         columns.append(("tags", str(k), codes[sel], distinct))
@@ -1060,7 +1118,7 @@ def _summarise(x, ti, counts, table: _TaskTable, tree, missing_as_zero, n_boot, 
     leaf_codes, leaves = _codes(per_task + [None])
     lc = leaf_codes[sel]
     hier = hierarchical_scores(leaf_values={leaf: x[lc == c] for c, leaf in enumerate(leaves)}, tree=tree)
-    return {"counts": counts, "missing_task_ids": [table.ids[i] for i in missing[:50]],
+    return {"skill": skill, "counts": counts, "missing_task_ids": [table.ids[i] for i in missing[:50]],
             "gt_problem_task_ids": [table.ids[i] for i in sorted(table.gt_problems)[:50]],
             "missing_as_zero": bool(missing_as_zero), **agg,
             "hierarchy": {k: hier[k] for k in ("tree", "score", "coverage", "score_missing_as_zero", "n", "nodes")}}
