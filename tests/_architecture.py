@@ -38,6 +38,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("evaluation",),
     ("questions",),
     ("report",),
+    ("export",),
     ("cli",),
 ]
 

@@ -26,6 +26,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "agents": ("spatialact.cli.agents", "list the agents and the options each takes (--agent-arg)"),
     "questions": ("spatialact.cli.questions", "generated questions with exact answers: build a question file, score "
                                               "answers (CircularEval)"),
+    "export": ("spatialact.cli.export", "write tasks for another tool: an lmms-eval task folder (one task per track)"),
     "game": ("spatialact.cli.game", "Doom levels: record a deterministic walk as a game trajectory (needs the game "
                                     "extra)"),
 }

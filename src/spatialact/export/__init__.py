@@ -1,0 +1,29 @@
+"""Exports of spatialact's tasks for other evaluation tools, above the task generation, the agents' prompts and the
+scorers (docs/architecture.md), below the command line.
+
+* :func:`export_source` — the tasks of a built-in suite or a task file, with what an export records of them;
+* :func:`export_lmms_eval` — one-shot tasks as an lmms-eval task folder: a task per track, their group, the items
+  as Parquet with their views, and a ``utils.py`` that scores answers with spatialact's scorer and gives each
+  track's skill (:mod:`.lmms_eval`; the functions the folder calls at run time: :mod:`.lmms_task`);
+  ``spatialact export lmms-eval`` is its command (docs/lmms_eval_profile.md, "Export to lmms-eval").
+
+Names load on first use: lmms-eval's process imports :mod:`.lmms_task` (light core only) through this package.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+__all__ = ["export_lmms_eval", "export_source", "ExportSource", "ExportError", "track_of", "group_name"]
+
+_HOME = {name: "lmms_eval" for name in __all__}
+
+
+def __getattr__(name):
+    if name in _HOME:
+        return getattr(importlib.import_module(f"{__name__}.{_HOME[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(__all__)
