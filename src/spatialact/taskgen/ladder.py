@@ -3,7 +3,10 @@
 Both draw reach tasks in seeded procedural scenes through the worlds' public task-sampling methods
 (:meth:`~spatialact.envs.free_camera.FreeCameraWorld.random_start`, ``view_ok``, ``pose_ok``, ``reachable_goal``,
 ``make_task``, ...). Poses are C2W (4, 4) float64, metres, world +Z up, OpenCV camera axes; angles in radians
-unless a name says degrees.
+unless a name says degrees. Navigation tasks are drawn with CameraNav's walls on: a draft whose ground-truth path
+or straight start→goal segment the scene blocks for the camera sphere (:meth:`FreeCameraWorld.path_problem
+<spatialact.envs.free_camera.FreeCameraWorld.path_problem>`; an uncommon start's prefix included) is dropped, counted
+(``skipped=``) and another drawn.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import numpy as np
 
 from .. import geometry
 from ..action_space import ActionSequence, StepSizes
+from ..envs.collision import COLLIDES
 from ..envs.registry import make_env
 from ..envs.scenes import look_at
 from ..envs.views import clear_view, view_overlap
@@ -161,6 +165,8 @@ def _nav_level_task(world, rng, level: str, sizes: StepSizes, cap: int, factor: 
             start, prefix = got
             n_prefix = len(prefix)
             gt = ActionSequence.from_signed_counts(np.concatenate([prefix, signed]), sizes, cap=cap)
+            if world.path_problem(gt.to_poses(start)) is not None:  # the prefix from the uncommon start too
+                continue
         return start, gt, goal, overlap, n_prefix
     raise RuntimeError(f"no navigation {level} task found in scene {world.scene.spec} after {max_tries} tries")
 
@@ -252,7 +258,15 @@ def _check_kind(kind: str, n: int, what: str) -> None:
         raise ValueError(f"{what}: n must be ≥ 0, got {n!r}")
 
 
-def ladder_tasks(kind: str, n_per_level: int, seed: int = 0, *, levels=LEVELS, renderer: str = "tiny") -> list[Task]:
+def _count_drops(world, skipped: dict | None) -> None:
+    """Add the world's collision drops (navigation drafts whose path the scene blocks) to ``skipped``."""
+    drops = int(getattr(world, "collision_drops", 0))
+    if skipped is not None and drops:
+        skipped[COLLIDES] = skipped.get(COLLIDES, 0) + drops
+
+
+def ladder_tasks(kind: str, n_per_level: int, seed: int = 0, *, levels=LEVELS, renderer: str = "tiny",
+                 skipped: dict | None = None) -> list[Task]:
     """The difficulty ladder (Spatial457, for actions): ``n_per_level`` reach tasks of ``kind`` (``nav`` or
     ``manip``) at each of ``levels``, each level adding one factor (:data:`LEVEL_FACTORS`):
 
@@ -268,7 +282,8 @@ def ladder_tasks(kind: str, n_per_level: int, seed: int = 0, *, levels=LEVELS, r
     camera at |pitch| ≤ 12°, level). Task ``i`` of every level is drawn in the same base scene (scene seed ``i``
     of ``seed``), so levels differ by their factors, not their rooms. Tags: ``level``, ``viewpoint``,
     ``view_overlap`` (``high`` / ``low``), ``distractors`` (``yes`` / ``no``) and the motion tags; exact values in
-    ``meta``. Deterministic in ``seed``."""
+    ``meta``. Deterministic in ``seed``. ``skipped``: a dict that gets the drafts dropped, by reason (see the
+    module docstring); the tasks are the same whether or not it is given."""
     _check_kind(kind, n_per_level, "ladder_tasks")
     bad = [lv for lv in levels if lv not in LEVELS]
     if bad:
@@ -314,11 +329,13 @@ def ladder_tasks(kind: str, n_per_level: int, seed: int = 0, *, levels=LEVELS, r
                     {"view_overlap": round(float(overlap), 3), "level_factor": LEVEL_FACTORS[level], "index": i,
                      **attitude, **extra}))
     finally:
+        _count_drops(world, skipped)
         env.close()
     return tasks
 
 
-def viewpoint_pairs(kind: str, n_pairs: int, seed: int = 0, *, renderer: str = "tiny") -> list[Task]:
+def viewpoint_pairs(kind: str, n_pairs: int, seed: int = 0, *, renderer: str = "tiny",
+                    skipped: dict | None = None) -> list[Task]:
     """3DSRBench's viewpoint robustness, for actions: ``n_pairs`` pairs of reach tasks of ``kind`` (``nav`` or
     ``manip``) that share scene and goal, one seen from a common and one from an uncommon viewpoint (tags
     ``viewpoint`` and ``pair``; ``uncommon`` names the factor, the factors taking turns over
@@ -328,7 +345,8 @@ def viewpoint_pairs(kind: str, n_pairs: int, seed: int = 0, *, renderer: str = "
     ground truth is an L3 motion (translation with rotation) to the goal; the uncommon task starts at ``S`` —
     ``P`` rolled, pitched, lowered or raised — and its ground truth is the units that undo that, then the same
     motion. Manipulation: the two tasks are the same reach (start, goal, ground truth) seen by the scene's
-    observing camera from a common or an uncommon pose. Deterministic in ``seed``."""
+    observing camera from a common or an uncommon pose. Deterministic in ``seed``. ``skipped``: a dict that gets
+    the drafts dropped, by reason (see the module docstring)."""
     _check_kind(kind, n_pairs, "viewpoint_pairs")
     sizes = StepSizes.for_kind(kind)
     env = make_env(kind, width=32, height=32, renderer=renderer, sizes=sizes, wrap=False)
@@ -346,13 +364,15 @@ def viewpoint_pairs(kind: str, n_pairs: int, seed: int = 0, *, renderer: str = "
                 for _ in range(50):
                     start, gt, goal, overlap, _ = _nav_level_task(world, rng, "L3", sizes, cap, factor)
                     got = _uncommon_nav_start(world, rng, start, factor, sizes, cap)
-                    if got is not None:
+                    if got is None:
+                        continue
+                    S, prefix = got
+                    gt_u = ActionSequence.from_signed_counts(
+                        np.concatenate([prefix, [s.signed_counts() for s in gt.steps]]), sizes, cap=cap)
+                    if world.path_problem(gt_u.to_poses(S)) is None:
                         break
                 else:
                     raise RuntimeError(f"no uncommon {factor} start found in scene {world.scene.spec}")
-                S, prefix = got
-                gt_u = ActionSequence.from_signed_counts(
-                    np.concatenate([prefix, [s.signed_counts() for s in gt.steps]]), sizes, cap=cap)
                 views = [("common", start, gt, None, world.scene.spec), ("uncommon", S, gt_u, None, world.scene.spec)]
             else:
                 cams = {"common": _manip_camera(rng, 0.62, None), "uncommon": _manip_camera(rng, 0.62, factor)}
@@ -372,5 +392,6 @@ def viewpoint_pairs(kind: str, n_pairs: int, seed: int = 0, *, renderer: str = "
                 tasks.append(_diagnostic_task(world, kind, f"{pair}-{vp}", s0, goal, g, tags, scene,
                                               {"view_overlap": round(float(overlap), 3), "index": i, **attitude}))
     finally:
+        _count_drops(world, skipped)
         env.close()
     return tasks

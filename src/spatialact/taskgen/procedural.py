@@ -5,7 +5,10 @@ pose (``goal = gt.to_poses(start)[-1]``), so replaying ``task.gt`` lands on ``ta
 draw them (:meth:`World.sample_task <spatialact.envs.world.World.sample_task>`) where they make a fair task: inside
 the room / above the table, not inside furniture, looking at something, and (navigation) sharing at least
 ``min_overlap`` of the view with the start (checked by reprojecting a small depth render, both ways). Navigation
-tasks need a net translation of at least 2 unit steps (docs/scoring.md). Poses are C2W (4, 4), metres, world +Z up.
+tasks need a net translation of at least 2 unit steps (docs/scoring.md), and their ground-truth path and straight
+start→goal segment must be clear of the scene for the camera sphere (the walls of CameraNav,
+:func:`spatialact.envs.collision_problem`): a draft that is not is dropped, counted, and another drawn. Poses are C2W
+(4, 4), metres, world +Z up.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..action_space import StepSizes
+from ..envs.collision import COLLIDES
 from ..envs.registry import make_env
 from ..tasks import Task
 from ..tasks.tags import motion_tags
@@ -25,7 +29,7 @@ TASK_VARIANTS = {"nav": ("reach",), "manip": ("reach", "pick_place", "push"), "h
 
 def procedural_tasks(kind: str, n: int, seed: int = 0, *, n_steps=(1, 3), variant: str = "mixed",
                      tasks_per_scene: int = 4, sizes: StepSizes | None = None, generator: str | None = None,
-                     renderer: str = "tiny") -> list[Task]:
+                     renderer: str = "tiny", skipped: dict | None = None) -> list[Task]:
     """``n`` tasks of a kind (``nav``, ``manip``, ``hand``), deterministic in ``seed``.
 
     ``task.scene = {"generator": ..., "seed": ...}`` rebuilds the exact scene (``make_env``/``reset`` do);
@@ -33,7 +37,9 @@ def procedural_tasks(kind: str, n: int, seed: int = 0, *, n_steps=(1, 3), varian
     length of reach tasks; ``variant`` is ``reach``, an object task (``pick_place`` or ``push`` for manip,
     ``grab_move`` for hand; success is an object-state test), or ``mixed`` (every third task an object task, the
     object variants taking turns). ``sizes`` defaults to
-    ``StepSizes.for_kind(kind)``.
+    ``StepSizes.for_kind(kind)``. ``skipped``: a dict that gets the drafts dropped, by reason (navigation: those
+    whose path the scene blocks, under :data:`~spatialact.envs.collision.COLLIDES`); the tasks returned are the
+    same whether or not it is given.
     """
     if kind not in TASK_VARIANTS:
         raise ValueError(f"kind must be one of {tuple(TASK_VARIANTS)}, got {kind!r}")
@@ -67,5 +73,8 @@ def procedural_tasks(kind: str, n: int, seed: int = 0, *, n_steps=(1, 3), varian
             tasks.append(task.with_(id=f"{kind}-{seed}-{i:04d}", tags={**task.tags, **motion},
                                     meta={**task.meta, **exact, "index": i}))
     finally:
+        drops = getattr(world, "collision_drops", 0)
         env.close()
+    if skipped is not None and drops:
+        skipped[COLLIDES] = skipped.get(COLLIDES, 0) + int(drops)
     return tasks
