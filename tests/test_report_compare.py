@@ -125,3 +125,37 @@ def test_runs_that_share_no_task_say_so(runs, tmp_path):
         md, _ = make_report([runs / "a", other], tmp_path / "rep")
     text = md.read_text()
     assert "They share no task: no table compares them like for like." in text and "all runs share" not in text
+
+
+def test_runs_of_the_same_tasks_share_them_across_versions_and_machines(runs, tmp_path):
+    """Four runs of the same three tasks: two as eval wrote them, one as a version whose records did not carry
+    ``gt`` wrote it, one made on a machine whose arithmetic gave -0.0 where this one gave 0.0 and differs in the last
+    bits. They share every task (the report said they shared none: it compared the records' rounded numbers as
+    text, and a missing field as a different one)."""
+    def older(recs):
+        for r in recs:
+            del r["gt"]
+
+    def elsewhere(recs):
+        for r in recs:
+            for k in ("start_pose", "goal_pose"):
+                r[k] = [[-0.0 if v == 0 else v * (1 + 3e-16) for v in row] for row in r[k]]
+
+    old = _rewrite(runs / "c", tmp_path / "old", older)
+    other = _rewrite(runs / "a", tmp_path / "other", elsewhere)
+    assert "-0.0" in (other / "results.jsonl").read_text()
+    four = [runs / "a", runs / "c", old, other]
+    c = compare_runs(load_runs(four))
+    assert c.like_for_like and len(c.shared) == 3, c.note()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        md, _ = make_report(four, tmp_path / "rep")
+    assert not [w for w in caught if issubclass(w.category, RunsDifferWarning)]
+    assert "**Note:**" not in md.read_text()
+    # a real difference is still one: a goal 10 µm away is another task (the tolerance is 1 µm)
+    def move(recs):
+        recs[0]["goal_pose"][0][3] += 1e-5
+
+    moved = _rewrite(runs / "a", tmp_path / "moved", move)
+    c = compare_runs(load_runs([runs / "a", old, moved]))
+    assert c.differs == ("tasks",) and len(c.shared) == 2

@@ -5,8 +5,10 @@ A closed-loop run on 50 tasks beside a one-shot run on the default suite gives t
 different things. :func:`compare_runs` says what differs — the task set (its source: suite or task file with its
 hash; the number of tasks), the mode and the render quality (``"default"`` or ``"high"``: the images an agent saw;
 a run's configuration without one is ``"default"``) — and which tasks every run has: a task is shared when every
-run has an episode of that task id and the runs agree on what the task is (kind, start and goal poses, ground truth, where the
-records carry them). :func:`on_tasks` restricts runs to such a set of tasks, for a like-for-like table.
+run has an episode of that task id and the runs agree on what the task is (kind, start and goal poses, ground truth:
+each field that both records carry, numbers to :data:`TOLERANCE`, so runs made on other machines or by a version
+whose records lacked a field still share their tasks). :func:`on_tasks` restricts runs to such a set of tasks, for a
+like-for-like table.
 """
 
 from __future__ import annotations
@@ -14,9 +16,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from .load import RunData
 
-__all__ = ["RunsDifferWarning", "Comparison", "RunSetup", "compare_runs", "on_tasks"]
+__all__ = ["RunsDifferWarning", "Comparison", "RunSetup", "compare_runs", "on_tasks", "same_task", "TOLERANCE",
+           "TASK_FIELDS"]
 
 
 class RunsDifferWarning(UserWarning):
@@ -70,23 +75,55 @@ class Comparison:
         return text + f" They share {n} task{'s' * (n != 1)}: the Overall section also compares them on those only."
 
 
-def _rounded(v):
-    if isinstance(v, float):
-        return round(v, 6)
-    if isinstance(v, list):
-        return [_rounded(x) for x in v]
+#: Two records describe the same task when their numbers (pose entries, step sizes, continuous motions) agree to
+#: this (metres, radians, matrix entries); counts, caps, gripper states and the kind must be equal.
+TOLERANCE = 1e-6
+
+
+def _numbers(v, out: list) -> str:
+    """``v``'s shape as text with every number taken out into ``out`` (booleans and None stay in the text)."""
+    if isinstance(v, bool) or v is None:
+        return json.dumps(v)
+    if isinstance(v, (int, float)):
+        out.append(float(v))
+        return "#"
     if isinstance(v, dict):
-        return {k: _rounded(x) for k, x in v.items()}
-    return v
+        return "{" + ",".join(f"{json.dumps(str(k))}:{_numbers(v[k], out)}" for k in sorted(v, key=str)) + "}"
+    if isinstance(v, (list, tuple)):
+        return "[" + ",".join(_numbers(x, out) for x in v) + "]"
+    return json.dumps(str(v))
 
 
-def _content(r: dict) -> str | None:
-    """What the record says its task is (kind, start and goal poses, ground truth), as text; None when it does
-    not say (a failure record without poses)."""
-    if all(r.get(k) is None for k in ("start_pose", "goal_pose", "gt")):
-        return None
-    return json.dumps(_rounded([r.get(k) for k in ("kind", "start_pose", "goal_pose", "gt")]), sort_keys=True,
-                      default=str)
+#: The record fields that say what an episode's task is.
+TASK_FIELDS = ("kind", "start_pose", "goal_pose", "gt")
+
+
+def _content(r: dict) -> dict | None:
+    """What the record says its task is: per field of :data:`TASK_FIELDS` it carries, its shape as text and its
+    numbers; None when it says nothing (a failure record without poses)."""
+    out = {}
+    for k in TASK_FIELDS:
+        if r.get(k) is not None:
+            nums: list = []
+            shape = _numbers(r[k], nums)
+            out[k] = (shape, np.asarray(nums, dtype=np.float64))
+    return out if any(k != "kind" for k in out) else None
+
+
+def same_task(a: dict | None, b: dict | None) -> bool:
+    """Whether two records' task contents (:func:`_content`) name the same task. Each field both records carry is
+    compared (a field one record lacks — a run written before records carried ``gt`` — says nothing): the same
+    shape, numbers equal to :data:`TOLERANCE`, so poses computed on another machine, whose last bits or the sign of
+    a 1e-17 residue differ, still agree. A record that says nothing (None) agrees with anything."""
+    if a is None or b is None:
+        return True
+    for k in a.keys() & b.keys():
+        (sa, xa), (sb, xb) = a[k], b[k]
+        if sa != sb or xa.shape != xb.shape:
+            return False
+        if not np.all((np.isnan(xa) & np.isnan(xb)) | (np.abs(xa - xb) <= TOLERANCE)):
+            return False
+    return True
 
 
 def _run_config(run: RunData) -> dict:
@@ -113,7 +150,7 @@ def compare_runs(runs: list[RunData]) -> Comparison:
     """The setups of ``runs`` (their plain episodes), what differs between them and the task ids they share."""
     setups, contents = [], []
     for run in runs:
-        content: dict[str, str] = {}
+        content: dict[str, dict] = {}
         for r in run.records:
             c = _content(r)
             if c is not None:
@@ -123,8 +160,9 @@ def compare_runs(runs: list[RunData]) -> Comparison:
         setups.append(RunSetup(run.label, _task_source(run), modes, ids, _render_quality(run)))
         contents.append(content)
     common = frozenset.intersection(*(s.task_ids for s in setups)) if setups else frozenset()
-    # a task id is shared only when the runs that say what the task is agree
-    shared = frozenset(t for t in common if len({c[t] for c in contents if t in c}) <= 1)
+    # a task id is shared only when the runs that say what the task is agree (to TOLERANCE: not text equality of
+    # rounded numbers, which a -0.0 against 0.0 or a last bit across a rounding boundary broke)
+    shared = frozenset(t for t in common if _agree([c[t] for c in contents if t in c]))
     differs = []
     if any(s.task_ids != setups[0].task_ids for s in setups) or shared != common:
         differs.append("tasks")
@@ -133,6 +171,12 @@ def compare_runs(runs: list[RunData]) -> Comparison:
     if any(s.render_quality != setups[0].render_quality for s in setups):
         differs.append("render quality")
     return Comparison(tuple(setups), tuple(differs), shared)
+
+
+def _agree(contents: list) -> bool:
+    """Whether the contents agree pairwise (:func:`same_task`; pairwise, since a record lacking a field agrees with
+    two that differ in it)."""
+    return all(same_task(a, b) for i, a in enumerate(contents) for b in contents[i + 1:])
 
 
 def on_tasks(runs: list[RunData], task_ids) -> list[RunData]:
