@@ -7,24 +7,40 @@ Each task built from a game trajectory (``spatialact game record``) gets the lev
 game cannot run is dropped and counted, never clamped: a pair whose start or goal the game cannot reach from the
 map's start state (the recorded walk moved a lift or raised stairs first), and a pair whose ground truth the game,
 executing it from the start as the oracle does, does not follow to the goal (the straight line between two
-keyframes cuts a corner into a wall). Poses are the recording's C2W (4, 4), metres, world +Z up, OpenCV axes.
+keyframes cuts a corner into a wall). Every task kept stores the shortest walkable start→goal distance of its level
+(:func:`~spatialact.envs.doom.geodesic.geodesic_d0`) as ``meta["d0"]`` (metres) with ``meta["d0_kind"] =
+"geodesic"``: the ``d0`` of its SPL. Poses are the recording's C2W (4, 4), metres, world +Z up, OpenCV axes.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from pathlib import Path
 
-from ..envs.doom.wad import WadError, resolve_wad, wad_sha256
+from ..envs.doom.geodesic import geodesic_d0
+from ..envs.doom.wad import WadError, check_wad, resolve_wad, wad_sha256
 from ..envs.executor import execute_sequence
 from ..envs.game_world import game_scene
 from ..envs.registry import make_env
 
-__all__ = ["attach_game_scenes", "recorded_wad", "UNREACHABLE", "NOT_EXECUTED"]
+__all__ = ["attach_game_scenes", "recorded_wad", "with_geodesic_d0", "UNREACHABLE", "NOT_EXECUTED", "NO_ROUTE"]
 
 #: The reasons a pair is dropped (the keys of the skipped counts).
 UNREACHABLE = "start or goal not reachable in the level as at the map's start (the recorded walk changed the level)"
 NOT_EXECUTED = "the game does not execute the ground truth to the goal (a wall in the way: a corner cut)"
+NO_ROUTE = "no walkable route from start to goal on the map's lines (its geodesic distance, SPL's d0, is undefined)"
+#: Decimals of ``meta["d0"]`` (metres): a micrometre, so a task file is the same on every machine.
+D0_DECIMALS = 6
+
+
+def with_geodesic_d0(task, wad_path, level: str):
+    """``task`` with ``meta["d0"]`` (the geodesic start→goal distance in metres, rounded to :data:`D0_DECIMALS`)
+    and ``meta["d0_kind"] = "geodesic"``; None when the player cannot walk from the start to the goal."""
+    d0 = geodesic_d0(wad_path, level, task.start_pose, task.goal_pose)
+    if not math.isfinite(d0):
+        return None
+    return replace(task, meta={**(task.meta or {}), "d0": round(d0, D0_DECIMALS), "d0_kind": "geodesic"})
 
 
 def recorded_wad(traj, wad=None) -> Path:
@@ -43,6 +59,11 @@ def recorded_wad(traj, wad=None) -> Path:
     if sha != actual:
         raise ValueError(f"{where}: wad.sha256: the recording was made in a WAD with SHA-256 {str(sha)[:12]}…, and "
                          f"{path} is {actual[:12]}… (another version of the WAD)")
+    level = traj.meta.get("map")
+    try:
+        check_wad(path, None if level is None else [level])
+    except WadError as e:
+        raise ValueError(f"{where}: wad: {e}") from None
     return path
 
 
@@ -51,8 +72,9 @@ def attach_game_scenes(tasks, traj, *, wad=None, recording: bool = True, limit: 
     ``meta["keyframes"]`` are its ground truth's frame indices) gets its level as scene — with the recording's
     ``trajectory`` path and ``keyframes`` when ``recording`` — and the tag ``map``, and is run in GameNav from
     its start with its ground truth (what the oracle does); tasks whose start or goal the game cannot reach, or
-    whose ground truth does not end within the task's success thresholds, are dropped and counted; ``limit``: stop
-    once that many are kept. Returns (tasks with scenes, {reason: number of tasks skipped})."""
+    whose ground truth does not end within the task's success thresholds, are dropped and counted; each task kept
+    gets its geodesic ``meta["d0"]`` (:func:`with_geodesic_d0`; none found: dropped, :data:`NO_ROUTE`); ``limit``:
+    stop once that many are kept. Returns (tasks with scenes, {reason: number of tasks skipped})."""
     path = recorded_wad(traj, wad)
     level = traj.meta.get("map")
     out, skipped = [], {}
@@ -74,10 +96,12 @@ def attach_game_scenes(tasks, traj, *, wad=None, recording: bool = True, limit: 
                 if "not reached" not in str(e):
                     raise
                 why = UNREACHABLE
-            if why is not None:
+            kept = with_geodesic_d0(t, path, level) if why is None else None
+            if kept is None:
+                why = why or NO_ROUTE
                 skipped[why] = skipped.get(why, 0) + 1
                 continue
-            out.append(t)
+            out.append(kept)
     finally:
         env.close()
     return out, skipped
