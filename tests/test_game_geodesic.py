@@ -115,14 +115,13 @@ def test_bad_arguments_and_damaged_maps_are_refused_in_one_line(tmp_path):
     assert "LINEDEFS" in str(e.value) and "vertex 99" in str(e.value) and "\n" not in str(e.value)
 
 
-# ----- the real levels ----------------------------------------------------------------------------------------
-
-vizdoom = pytest.importorskip("vizdoom")
+# ----- the real levels (vizdoom ships them) ----------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
 def walk():
     """The explorer's 60-second walk of freedoom2 MAP01 (seed 0): poses C2W in metres."""
+    pytest.importorskip("vizdoom")
     from spatialact.envs.doom.engine import DoomEngine
     from spatialact.envs.doom.explorer import Explorer
 
@@ -179,6 +178,7 @@ def test_suite_tasks_store_the_geodesic_and_the_oracle_never_walks_less(tmp_path
     """Every task of the `game` suite: meta d0 (geodesic, metres) is at least the straight line and is what the
     geodesic gives now; the oracle, closed-loop in GameNav (one environment), never walks less than the geodesic to
     where it stopped, nor less than d0 minus its final distance to the goal."""
+    pytest.importorskip("vizdoom")
     pytest.importorskip("pybullet")
     from spatialact.envs.doom.wad import resolve_wad
     from spatialact.envs.executor import execute_sequence

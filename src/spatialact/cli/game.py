@@ -67,7 +67,7 @@ def _check_out_folder(path) -> None:
 
 def _record(args: argparse.Namespace) -> int:
     from spatialact.envs.doom.engine import GameUnavailable, require_vizdoom
-    from spatialact.envs.doom.wad import WadError, check_map, resolve_wad
+    from spatialact.envs.doom.wad import WadError, check_map, check_wad, resolve_wad
 
     try:
         require_vizdoom()
@@ -76,7 +76,7 @@ def _record(args: argparse.Namespace) -> int:
     _check_out_folder(args.out)
     try:
         wad = resolve_wad(args.wad)
-        check_map(wad, args.map)
+        check_wad(wad, [check_map(wad, args.map)])  # damaged map data would crash the game: refused first
     except WadError as e:
         raise CLIError(f"--wad/--map: {e}") from None
     from spatialact.envs.doom.engine import TICRATE

@@ -60,7 +60,7 @@ from ..tasks import Task
 from .camera import CameraSpec
 from .doom.engine import (RESOLUTIONS, TILT_DOWN_LIMIT_DEG, TILT_UP_LIMIT_DEG, UNIT_M, DoomEngine, depth_to_metres,
                           require_vizdoom, yaw_tilt_roll)
-from .doom.wad import BUNDLED_WADS, DEFAULT_MAP, WadError, check_map, resolve_wad, wad_sha256
+from .doom.wad import BUNDLED_WADS, DEFAULT_MAP, WadError, check_map, check_wad, resolve_wad, wad_sha256
 from .sampling import sample_signed_counts
 from .world import World
 
@@ -195,6 +195,10 @@ def check_game_scene(spec, where: str = "scene") -> dict:
         name = check_map(path, spec.get("map") if isinstance(spec.get("map"), str) else repr(spec.get("map")))
     except WadError as e:
         raise _bad(where, "scene.map", str(e)) from None
+    try:
+        check_wad(path, [name])
+    except WadError as e:
+        raise _bad(where, "scene.wad", str(e)) from None
     sha = spec.get("wad_sha256")
     if not isinstance(sha, str) or len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha):
         raise _bad(where, "scene.wad_sha256", f"expected 64 lower-case hex digits, got {sha!r:.80}")
@@ -341,6 +345,10 @@ class GameWorld(World):
             self.map = check_map(self.wad_path, map)
         except WadError as e:
             raise ValueError(f"map: {e}") from None
+        try:
+            check_wad(self.wad_path, [self.map])
+        except WadError as e:
+            raise ValueError(f"wad: {e}") from None
         self.monsters = bool(monsters)
         self.resolution = engine_resolution(camera.width, camera.height)
         self.engine: DoomEngine | None = None

@@ -35,7 +35,7 @@ import numpy as np
 
 from ... import geometry
 from ...cache import cache_dir
-from .wad import DEFAULT_MAP, check_map, resolve_wad, wad_sha256
+from .wad import DEFAULT_MAP, check_map, check_wad, resolve_wad, wad_sha256
 
 __all__ = ["DoomEngine", "Execution", "GameUnavailable", "INSTALL_HINT", "UNIT_M", "TICRATE", "EYE_HEIGHT_UNITS",
            "PLAYER_RADIUS_UNITS", "PIXEL_ASPECT", "TILT_UP_LIMIT_DEG", "TILT_DOWN_LIMIT_DEG", "POSITION_TOL_UNITS",
@@ -156,6 +156,7 @@ class DoomEngine:
         vzd = require_vizdoom()
         self.wad_path = resolve_wad(wad)
         self.map = check_map(self.wad_path, map)
+        check_wad(self.wad_path, [self.map])  # damaged map data crashes the game process: refused before it starts
         resolution = tuple(int(v) for v in resolution)
         if resolution not in RESOLUTIONS:
             raise ValueError(f"resolution {resolution[0]}x{resolution[1]} is not one of "
