@@ -7,11 +7,13 @@ straight segment from the pose it starts at to its target's position; :class:`Sp
 the scene's PyBullet client and returns how far the sphere gets before it would enter a collision shape: the stop is
 free of contact and within :data:`CONTACT_TOLERANCE` (1 cm) of it, measured along the segment.
 
-How: probe spheres (collision shape only, mass 1 kg so that static geometry reports contacts with them, never
-simulated — no ``stepSimulation`` in a free-camera world) are placed on the segment every :data:`SAMPLE_SPACING`
-(5 cm), up to :data:`POOL_SIZE` at once, and one ``performCollisionDetection`` reports the bodies each one
-penetrates (``contactDistance < 0``); between the last free sample and the first blocked one, five more probes in one
-more call find the stop within 1 cm. Sampling every 5 cm with a 10 cm sphere sees every surface the centre crosses;
+How: a broad-phase query (``getOverlappingObjects`` over the box of a stretch of the segment grown by the radius)
+first: a stretch no collision shape's bounding box comes near is clear at once (most steps in open space). Otherwise probe spheres
+(collision shape only, mass 1 kg so that static geometry reports contacts with them, never simulated — no
+``stepSimulation`` in a free-camera world) are placed on the segment every :data:`SAMPLE_SPACING` (5 cm), up to
+:data:`POOL_SIZE` at once, and one ``performCollisionDetection`` reports the bodies each one penetrates
+(``contactDistance < 0``); between the last free sample and the first blocked one, five more probes in one more call
+find the stop within 1 cm. Sampling every 5 cm with a 10 cm sphere sees every surface the centre crosses;
 an edge or corner the sphere only grazes between two samples can be entered by at most
 ``r − √(r² − (h/2)²)`` = 3.2 mm. Bodies the sphere already penetrates where the segment starts (a start placed
 inside furniture by a hand-made task) do not stop it, so it can leave them.
@@ -92,9 +94,9 @@ class SphereSweep:
         finally:
             for i, b in enumerate(self.probes[:len(points)]):
                 p.resetBasePositionAndOrientation(b, self._park_xyz(i), quat, physicsClientId=cid)
-            # parked, the probes overlap nothing: this pass drops their contact manifolds, so no cached contact point
-            # of this placement is reported for the next one (7 µs)
-            p.performCollisionDetection(physicsClientId=cid)
+                # setting the filter re-adds the probe to the collision world, which drops its contact manifolds:
+                # no cached contact point of this placement is reported for the next one (under 1 µs a probe)
+                p.setCollisionFilterGroupMask(b, -1, _GROUP, _MASK, physicsClientId=cid)
         self.calls += 1
         out: list[set] = [set() for _ in range(len(points))]
         for c in contacts:
@@ -109,6 +111,14 @@ class SphereSweep:
                 out[i].add(a)
         return out
 
+    def near(self, a, b) -> bool:
+        """Whether any collision shape's bounding box comes within the sphere's reach of the segment ``a``–``b``
+        (a broad-phase query, a few µs): when none does, the segment is clear without placing a probe."""
+        lo = np.minimum(a, b) - (self.radius + 0.01)
+        hi = np.maximum(a, b) + (self.radius + 0.01)
+        found = self.p.getOverlappingObjects(lo.tolist(), hi.tolist(), physicsClientId=self.client)
+        return any(body not in self._index for body, _ in (found or ()))
+
     def sweep(self, a, b) -> tuple[float, int | None]:
         """How far a sphere moving straight from ``a`` to ``b`` (world, metres) gets: ``(t, body)`` with ``t`` in
         [0, 1] the fraction of the segment it reaches free of contact and ``body`` the id of the body that stops
@@ -122,6 +132,10 @@ class SphereSweep:
         free = 0.0
         for k in range(0, len(ts), POOL_SIZE):
             chunk = ts[k:k + POOL_SIZE]
+            if not self.near(a + chunk[0] * (b - a), a + chunk[-1] * (b - a)):  # nothing within reach: clear
+                ignore = set() if ignore is None else ignore
+                free = float(chunk[-1])
+                continue
             hits = self.overlaps(a + chunk[:, None] * (b - a))
             if ignore is None:
                 ignore = hits[0]
@@ -148,7 +162,8 @@ class SphereSweep:
 
     def penetrated(self, x) -> set:
         """The bodies a sphere centred at ``x`` (world, metres) penetrates."""
-        return self.overlaps([x])[0]
+        x = np.asarray(x, dtype=np.float64).reshape(3)
+        return self.overlaps([x])[0] if self.near(x, x) else set()
 
 
 def path_problem(sweep: SphereSweep, poses, names: dict | None = None, goal=None) -> str | None:
