@@ -43,3 +43,147 @@ def test_spl_is_zero_when_the_simulator_says_the_object_was_not_placed(tmp_path)
         assert r["final_position_error"] <= thr["position"] and r["final_rotation_error"] <= thr["rotation"]
         assert r["success"] is False and r["spl"] == 0.0, (r["task_id"], r["success"], r["spl"])
         assert o["success"] is True and o["spl"] > 0.0
+
+
+# ----- repeats ----------------------------------------------------------------------------------------------------
+def test_repeats_run_every_episode_k_times_with_other_seeds_and_resume_per_repeat(tmp_path):
+    tasks = procedural_tasks("manip", 2, seed=5) + procedural_tasks("hand", 1, seed=5)
+    out = tmp_path / "run"
+    s1, one = _run(out, "random", tasks, _cfg())
+    assert (s1.n_new, s1.repeats) == (3, 1) and all(r["repeat"] == 0 for r in one)
+    s2, recs = _run(out, "random", tasks, _cfg(), repeats=3)  # two more repeats: the first is not run again
+    assert (s2.n_new, s2.n_skipped) == (6, 3)
+    by = {(r["task_id"], r["repeat"]): r for r in recs}
+    assert sorted(by) == sorted((t.id, k) for t in tasks for k in range(3))
+    for t in tasks:
+        first = by[t.id, 0]
+        assert first == next(r for r in one if r["task_id"] == t.id)  # repeat 0 is the run without repeats
+        for k in (1, 2):
+            assert by[t.id, k]["key"] == f"{first['key']}|r{k}"
+            assert by[t.id, k]["s0"] == first["s0"]  # the same task, the same zero
+    # each repeat's agent is seeded episode seed + k: the random answers differ between repeats
+    assert any(by[t.id, 1]["pred"] != by[t.id, 0]["pred"] for t in tasks)
+    assert AgentSpec("random").build("x", 0, 2).seed == episode_seed(0, "x") + 2
+    s3, _ = _run(out, "random", tasks, _cfg(), repeats=3)
+    assert (s3.n_new, s3.n_skipped) == (0, 9)
+    config = json.loads((out / "config.json").read_text())["config"]
+    assert config["repeats"] == 3
+    with pytest.raises(ValueError, match="repeats must be a whole number from 1 to 100"):
+        _run(out, "random", tasks, _cfg(), repeats=0)
+
+
+def test_the_spread_between_repeats_by_hand():
+    """Per-repeat skill and its sd, and the share of episodes whose score changed, on hand-made records."""
+    from spatialact.evaluation.stats import episode_skill, repeat_spread, summary_row
+
+    def rec(task, k, s, s0):
+        return {"task_id": task, "repeat": k, "score": s, "s0": s0, "reason": None, "error": None, "kind": "manip",
+                "variant": "", "mode": "one-shot", "agent": "a"}
+
+    recs = [rec("a", 0, 0.6, 0.5), rec("b", 0, 0.7, 0.5), rec("a", 1, 0.6, 0.5), rec("b", 1, 0.9, 0.5)]
+    # repeat 0: (0.65 - 0.5) / 0.5 = 0.3; repeat 1: (0.75 - 0.5) / 0.5 = 0.5; sd (ddof 1) = 0.1 * sqrt(2)
+    spread = repeat_spread(recs)
+    assert spread["repeats"] == 2
+    assert spread["skill_sd"] == pytest.approx(0.2 / math.sqrt(2), abs=1e-12)
+    assert spread["differ"] == 0.5  # b changed, a did not
+    # the headline counts each episode once, averaged over its repeats: a 0.6, b 0.8 -> (0.7 - 0.5) / 0.5
+    sk = episode_skill(recs, n_boot=200)
+    assert sk["n"] == 2 and sk["skill"] == pytest.approx(0.4, abs=1e-12)
+    row = summary_row(recs + [dict(rec("c", 0, None, None), reason="api_error", error="boom")])
+    assert row["failed"] == 1 and row["skill"] == pytest.approx(0.4) and row["differ"] == 0.5
+
+
+def test_eval_repeats_prints_the_spread_and_leads_with_skill(tmp_path, capsys):
+    from spatialact.cli.main import main
+    from spatialact.evaluation.stats import episode_skill, repeat_spread
+
+    out = tmp_path / "run"
+    argv = ["eval", "--suite", "manip:2", "--agent", "random", "--repeats", "2", "--size", str(SIZE),
+            "--renderer", "tiny", "--out", str(out), "--no-progress"]
+    assert main(argv + ["--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    recs = read_records(out)
+    assert res["repeats"] == 2 and res["new"] == 4 and len(recs) == 4
+    row = res["summary"][0]
+    assert list(row)[:5] == ["kind", "episodes", "skill", "skill_lo", "skill_hi"]
+    assert row["skill"] == pytest.approx(episode_skill(recs)["skill"], abs=1e-12)
+    assert row["skill_lo"] <= row["skill"] <= row["skill_hi"]
+    spread = repeat_spread(recs)
+    assert row["skill_sd"] == pytest.approx(spread["skill_sd"]) and row["differ"] == spread["differ"]
+    assert 0.0 <= row["parse_ok"] <= 1.0 and row["episodes"] == 4
+    assert main(argv) == 0  # resumed: the printed table
+    text = capsys.readouterr().out
+    header = next(line for line in text.splitlines() if line.startswith("kind"))
+    assert header.split()[:4] == ["kind", "episodes", "skill", "[95%"] and "skill sd" in header
+    assert "SPL" not in header  # one-shot: success and SPL are for closed-loop runs
+    assert main(argv[:-1] + ["--mode", "closed-loop", "--out", str(tmp_path / "cl"), "--no-progress"]) == 0
+    header = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("kind"))
+    assert header.split().index("score") < header.split().index("success") < header.split().index("SPL")
+
+
+# ----- walls ------------------------------------------------------------------------------------------------------
+def _wall_tasks():
+    """Two hand-made room tasks from the middle of room 0, facing the +x wall: 'clear' (Dolly In ×2, 12.5 cm) and
+    'through' (6 × Dolly In ×10, 3.75 m: its ground truth goes through the wall)."""
+    from spatialact.action_space import ActionSequence, StepSizes
+    from spatialact.envs.scenes import look_at
+    from spatialact.tasks import Task
+
+    eye = np.array([0.0, 0.0, 2.4])
+    start = look_at(eye, eye + np.array([1.0, 0.0, 0.0]))
+    out = []
+    for tid, counts in (("clear", [(0, 0, 2, 0, 0, 0)]), ("through", [(0, 0, 10, 0, 0, 0)] * 6)):
+        sizes = StepSizes.for_kind("nav")
+        gt = ActionSequence.from_signed_counts(counts, sizes)
+        out.append(Task(id=tid, kind="nav", source="procedural", start_pose=start, goal_pose=gt.to_poses(start)[-1],
+                        gt=gt, sizes=sizes, scene={"generator": "room", "seed": 0}))
+    return out
+
+
+def test_walls_stop_the_camera_unless_no_collisions_and_a_changed_setting_is_refused(tmp_path, capsys):
+    """With walls (the default) the task through the wall is flagged before the run in one line, scores 1 one-shot
+    (the answer is the ground truth) but ends short of its goal (blocked steps, no success); --no-collisions runs it
+    to the goal, is recorded in the configuration, and a resume with the other setting is refused."""
+    from spatialact.cli.main import main
+    from spatialact.tasks import save_tasks
+
+    tf = tmp_path / "walls.jsonl"
+    save_tasks(_wall_tasks(), tf)
+    base = ["eval", "--tasks", str(tf), "--agent", "oracle", "--size", str(SIZE), "--renderer", "tiny",
+            "--no-progress"]
+    walls, free = tmp_path / "walls", tmp_path / "free"
+    assert main(base + ["--out", str(walls)]) == 0
+    err = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    assert len(err) == 1 and "1 of 2 free-camera tasks" in err[0] and "'through'" in err[0]
+    assert "--no-collisions" in err[0] and "'clear'" not in err[0]
+    assert main(base + ["--no-collisions", "--out", str(free)]) == 0
+    assert "warning" not in capsys.readouterr().err
+    w = {r["task_id"]: r for r in read_records(walls)}
+    f = {r["task_id"]: r for r in read_records(free)}
+    assert w["through"]["score"] == f["through"]["score"] == 1.0
+    assert any(w["through"]["blocked"]) and w["through"]["success"] is False and w["through"]["spl"] == 0.0
+    assert not any(w["clear"]["blocked"]) and w["clear"]["success"] is True
+    assert "blocked" not in f["through"] and f["through"]["success"] is True
+    assert json.loads((walls / "config.json").read_text())["config"]["collisions"] is True
+    assert json.loads((free / "config.json").read_text())["config"]["collisions"] is False
+    assert main(base + ["--out", str(free)]) == 2
+    line = capsys.readouterr().err.strip()
+    assert "\n" not in line and "without walls" in line and "resume with --no-collisions" in line
+    assert main(base + ["--no-collisions", "--out", str(walls)]) == 2
+    assert "resume without --no-collisions" in capsys.readouterr().err
+
+
+def test_a_run_made_before_walls_resumes_only_without_them(tmp_path):
+    """An episode run's configuration without 'collisions' was made before walls stopped the camera."""
+    tasks = _wall_tasks()[:1]
+    out = tmp_path / "old"
+    _run(out, "oracle", tasks, _cfg(collisions=False))
+    stored = json.loads((out / "config.json").read_text())
+    del stored["config"]["collisions"]
+    (out / "config.json").write_text(json.dumps(stored))
+    from spatialact.evaluation.results import RunConfigError
+
+    with pytest.raises(RunConfigError, match="before walls stopped the camera"):
+        _run(out, "oracle", tasks, _cfg())
+    s, _ = _run(out, "oracle", tasks, _cfg(collisions=False))
+    assert (s.n_new, s.n_skipped) == (0, 1)

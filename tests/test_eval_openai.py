@@ -44,3 +44,28 @@ def test_eval_with_an_api_agent_records_usage_caches_and_never_stores_the_key(se
     assert main(argv) == 0
     assert json.loads(capsys.readouterr().out)["new"] == 0
     assert len(server.requests) == 2
+
+
+def test_repeats_ask_the_endpoint_again_and_resume_from_the_cache(server, tmp_path, monkeypatch, capsys):
+    """--repeats 2: repeat 1's request is the same request, but its cache key carries the repeat, so it is asked
+    (two requests, two cache entries, the second answer recorded); a rerun asks nothing."""
+    from spatialact.agents.openai_agent import request_key
+
+    monkeypatch.setenv("SPATIALACT_TEST_KEY", SECRET)
+    server.script = [("ok", '{"actions": ["Dolly In"], "step_nums": [2]}'), ("ok", "no idea")]
+    out = tmp_path / "run"
+    argv = ["eval", "--suite", "nav:1", "--agent", "openai", "--agent-arg", "model=test-vlm",
+            "--agent-arg", f"base_url={server.url}", "--agent-arg", "api_key_env=SPATIALACT_TEST_KEY",
+            "--repeats", "2", "--size", "64", "--renderer", "tiny", "--out", str(out), "--no-progress", "--json"]
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["new"] == 2
+    assert len(server.requests) == 2 and server.requests[0]["body"] == server.requests[1]["body"]
+    recs = sorted((json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()),
+                  key=lambda r: r["repeat"])
+    assert [r["reason"] for r in recs] == [None, "parse_error"] and recs[1]["key"] == recs[0]["key"] + "|r1"
+    assert recs[1]["parse_error"] == "$: no JSON object found in the answer"
+    assert len(list((out / "cache").rglob("*.json"))) == 2
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["new"] == 0 and len(server.requests) == 2
+    req = {"model": "m", "messages": [{"role": "user", "content": "x"}], "temperature": 0}
+    assert request_key(req) == request_key(req, repeat=0) != request_key(req, repeat=1) != request_key(req, repeat=2)

@@ -2,7 +2,9 @@
 
 The built-in procedural suite (navigation in PyBullet rooms, Franka manipulation on a tabletop, a floating hand)
 is run one-shot with every baseline agent — oracle, noisy-oracle, geometric, random, stay, and constant (always
-"Truck Left") — on the PyBullet simulator, no API key needed. It prints one score table (agents × task kinds).
+"Truck Left") — on the PyBullet simulator, no API key needed. It prints one table (agents × task kinds) led by
+skill (0 for doing nothing, 1 for the ground truth) with its 95% interval, then the raw score, skill per kind, the
+rate of answers that parsed, and success and SPL for a closed-loop demo.
 
 Diagnostics (docs/diagnostics.md) ride along on a small subset: one task per difficulty level L1–L5 and one
 common/uncommon viewpoint pair, for navigation and manipulation (suite "diagnostics"), and every task is also run
@@ -44,15 +46,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import numpy as np
-
     from spatialact.agents import AgentConfigError
     from spatialact.evaluation.episode import EpisodeConfig
     from spatialact.report import make_report
     from spatialact.evaluation.results import RunStoreError, read_records
     from spatialact.evaluation.runner import AgentSpec, EndpointUnreachable, run_eval
     from spatialact.evaluation.suites import builtin_suite
-    from spatialact.records import is_failure
     from spatialact.vocab import VARIANTS
 
     from .main import CLIError, check_out
@@ -84,10 +83,6 @@ def run(args: argparse.Namespace) -> int:
     cfg = EpisodeConfig(mode=args.mode, seed=args.seed, render_quality=args.render_quality)
     run_dirs, table, diag_rows, failures = [], [], [], {}
 
-    def mean(xs):
-        xs = [x for x in xs if x is not None]
-        return float(np.mean(xs)) if xs else None
-
     for spec in specs:
         name = spec.name
         run_dir = out / "runs" / (f"{name}-{args.mode}" + ("-diagnostics" if diagnostics else ""))
@@ -103,26 +98,32 @@ def run(args: argparse.Namespace) -> int:
         for k, v in summary.failures.items():
             failures[k] = failures.get(k, 0) + v
         run_dirs.append(run_dir)
-        row = {"agent": name, "episodes": len(recs), "score": mean(r.get("score") for r in recs)}
-        for kind in KINDS:
-            row[kind] = mean(r.get("score") for r in recs if r["kind"] == kind)
-        row["success"] = mean(float(bool(r["success"])) for r in recs if r.get("success") is not None)
-        row["SPL"] = mean(r.get("spl") for r in recs)
-        row["failed"] = sum(1 for r in recs if is_failure(r))
-        table.append(row)
+        table.append(_agent_row(name, recs))
     md, html = make_report(run_dirs, out / "report")
-    headers = ["agent", "episodes", "score", *KINDS, "success", "SPL"]
+    headers = ["agent", "episodes", "skill [95% CI]", "score", *(f"skill {k}" for k in KINDS)]
+    headers += ["success", "SPL"] if args.mode == "closed-loop" else []
+    headers += ["parse ok"]
+    nan = float("nan")  # an undefined figure (a zero denominator): null in JSON, nan here
     if args.json:
         print_json({"table": table, "diagnostics": diag_rows, "report_md": str(md), "report_html": str(html),
                     "failures": failures})
     else:
         print()
-        print(format_table([[r[h] for h in headers] for r in table], headers,
+        from spatialact.evaluation.stats import format_skill
+
+        def cell(r, h):
+            if h == "skill [95% CI]":
+                return format_skill(r)
+            v = r[h.replace(" ", "_") if h.startswith(("skill ", "parse ")) else h]
+            return nan if v is None else v
+
+        cells = [[cell(r, h) for h in headers] for r in table]
+        print(format_table(cells, headers, floatfmt=".3f",
                            title=f"spatialact demo · {len(main_ids)} tasks × {len(specs)} agents · {args.mode}"
-                                 f" · mean step score (paper profile), closed-loop success and SPL"))
+                                 f" · skill (0 doing nothing, 1 the ground truth; paper profile), raw score"
+                                 + (", success and SPL" if args.mode == "closed-loop" else "")))
         if diag_rows:
             print()
-            nan = float("nan")  # an undefined figure (a zero denominator): null in JSON, nan here
             print(format_table([[nan if r[h] is None else r[h] for h in DIAG_HEADERS] for r in diag_rows],
                                DIAG_HEADERS, floatfmt=".3f",
                                title=f"diagnostics · {len(tasks)} tasks plain and mirrored (FlipEval) · viewpoint "
@@ -133,6 +134,28 @@ def run(args: argparse.Namespace) -> int:
         print(f"spatialact demo: {line}", file=sys.stderr)
         return 1
     return 0
+
+
+def _agent_row(agent: str, recs: list[dict]) -> dict:
+    """One agent's line of the demo table (spatialact.evaluation.stats.summary_row of its plain episodes, and of
+    each kind's): skill and its interval first, then the raw score, skill per kind, success, SPL, the parse rate
+    and the failures; an undefined figure is None."""
+    import math
+
+    from spatialact.evaluation.stats import summary_row
+
+    def num(v):
+        return None if v is None or not math.isfinite(float(v)) else float(v)
+
+    s = summary_row(recs)
+    row = {"agent": agent, "episodes": len(recs), "skill": num(s["skill"]), "skill_lo": num(s["skill_lo"]),
+           "skill_hi": num(s["skill_hi"]), "score": num(s["score"])}
+    for kind in KINDS:
+        rs = [r for r in recs if r["kind"] == kind]
+        k = summary_row(rs, n_boot=0) if rs else {}
+        row[f"skill_{kind}"], row[kind] = num(k.get("skill")), num(k.get("score"))  # skill and raw score per kind
+    row.update(success=num(s["success"]), SPL=num(s["SPL"]), parse_ok=num(s["parse_ok"]), failed=s["failed"])
+    return row
 
 
 DIAG_HEADERS = ["agent", "paired", "inconsist.", "L/R bias", "label CV", "δ view", "ladder nav", "ladder manip"]

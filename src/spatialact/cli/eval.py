@@ -52,7 +52,10 @@ from .runs import (add_render_quality, check_image_side, default_image_side, fai
 def add_arguments(p: argparse.ArgumentParser) -> None:
     src = p.add_mutually_exclusive_group()
     src.add_argument("--tasks", metavar="FILE", help="task file (JSONL)")
-    src.add_argument("--suite", metavar="NAME[:N]", help="built-in procedural suite (default: default)")
+    src.add_argument("--suite", metavar="NAME[:N]",
+                     help="built-in suite (default: default): a procedural one, or a frozen benchmark suite (l4-v1, "
+                          "l4-v1/nav, l4-v1-lite, ...): its pinned image size, renderer, render quality and "
+                          "profile become the defaults, and the run records the suite and its SHA-256")
     p.add_argument("--agent", default="oracle",
                    help="random | stay | oracle | noisy-oracle | constant | geometric | openai | react | plan-execute | hf "
                         "(default: oracle); aliases noisy, mllm and any capitalisation name the same agent")
@@ -66,11 +69,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"one-shot (the whole sequence from the start view) or closed-loop (default {defaults.mode})")
     p.add_argument("--env", choices=list(ENVS), default="pybullet",
                    help="simulator for tasks with a scene; 'none' scores one-shot without simulating")
-    p.add_argument("--renderer", choices=["auto", "tiny", "egl", "gl"], default=defaults.renderer,
+    p.add_argument("--renderer", choices=["auto", "tiny", "egl", "gl"], default=defaults.renderer, action=_Given,
                    help="renderer: auto (gl when its OpenGL context starts, else tiny, saying why; default), gl (the"
                         " project's OpenGL renderer: a GPU, or Mesa on a CPU), tiny (PyBullet's CPU renderer) or egl"
                         " (PyBullet's EGL plugin); the GL that answered is in each record")
     add_render_quality(p, "; part of the run configuration (a resume at another quality is refused)")
+    p.set_defaults(render_quality=None)  # not given: "default", or a frozen suite's pin
     p.add_argument("--scene", metavar="FILE", default=None,
                    help="a mesh scene (.glb/.gltf/.obj/.ply) for navigation tasks that have none (scene: null, e.g."
                         " camera-path tasks built with --no-scene), so they run in it; their poses must be in the"
@@ -80,7 +84,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-steps", type=int, default=20,
                    help="step limit (default 20): closed-loop episodes and one-shot execution stop after "
                         "max(--max-steps, ground-truth steps); a one-shot answer is scored in full")
-    p.add_argument("--profile", choices=list(PROFILES), default="paper", help="step-score profile")
+    p.add_argument("--profile", choices=list(PROFILES), default="paper", action=_Given,
+                   help="step-score profile (default paper, or a frozen suite's pin)")
     p.add_argument("--weights", metavar="WT,WR,WG",
                    help="manipulation/hand weights of translation, rotation and gripper (default equal thirds)")
     p.add_argument("--seed", type=seed_arg, default=0)
@@ -95,12 +100,41 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="FlipEval: run every episode plain and mirrored left-right (two records per task, variant "
                         "'mirror'); also prints plain, mirrored and paired scores, mirror inconsistency and "
                         "left/right bias")
+    p.add_argument("--repeats", type=repeats_arg, default=1, metavar="K",
+                   help="run every episode K times (default 1): repeat k > 0 has |r<k> at the end of its key and an "
+                        "agent seeded episode seed + k (an API agent asks again: the repeat is in its response cache "
+                        "key); the summary adds the run-to-run spread. More repeats may be added on a resume")
+    p.add_argument("--no-collisions", action="store_true",
+                   help="free-camera rooms without walls: the camera passes through walls and furniture (as runs "
+                        "made before walls did); part of the run configuration")
     p.add_argument("--retry-errors", action="store_true",
                    help="also retry episodes that failed with reason 'error' (api_error episodes are retried "
                         "anyway); answers that did not parse are results and are not retried")
     p.add_argument("--out", required=True, help="run directory")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+
+class _Given(argparse.Action):
+    """Stores the value, and remembers that the option was given (``args.given``): a frozen suite's pins are the
+    defaults only of options left out."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        setattr(namespace, "given", tuple(getattr(namespace, "given", ()) or ()) + (self.dest,))
+
+
+def repeats_arg(text: str) -> int:
+    """``--repeats``: a whole number from 1 to ``spatialact.evaluation.runner.MAX_REPEATS``."""
+    from spatialact.evaluation.runner import MAX_REPEATS
+
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text[:40]!r}") from None
+    if not 1 <= n <= MAX_REPEATS:
+        raise argparse.ArgumentTypeError(f"must be from 1 to {MAX_REPEATS} (MAX_REPEATS), got {n}")
+    return n
 
 
 def workers_arg(text: str):
@@ -132,16 +166,55 @@ def parse_weights(text: str | None):
     return w
 
 
+def is_frozen_suite(spec: str | None) -> bool:
+    """Whether ``--suite`` names a frozen benchmark suite (``l4-v1``, ``l4-v1-lite``, a track such as
+    ``l4-v1/nav``): a name starting ``l4-``."""
+    return bool(spec) and spec.split(":", 1)[0].startswith("l4-")
+
+
+def frozen_suite_info(spec: str) -> dict:
+    """``spatialact.taskgen.suite_info(spec)`` (name, version, track, sha256, pins, n_tasks); CLIError in one line
+    when the suite is unknown."""
+    from .main import CLIError
+
+    try:
+        from spatialact.taskgen import suite_info
+    except ImportError:
+        raise CLIError(f"--suite {spec}: this build of spatialact ships no frozen suite") from None
+    try:
+        return suite_info(spec)
+    except (ValueError, KeyError) as e:
+        raise CLIError(f"--suite {spec}: {' '.join(str(e).split())}") from None
+
+
 def load_task_source(tasks: str | None, suite: str | None, seed: int):
-    """(tasks, source label, sha256 or None, task file or None) for --tasks / --suite."""
+    """(tasks, source label, sha256 or None, task file or None, frozen suite info or None) for --tasks /
+    --suite."""
     from spatialact.evaluation.suites import builtin_suite
     from spatialact.tasks import load_task_file
 
     if tasks:
         tf = load_task_file(tasks)  # one read: the hash is that of the bytes the tasks came from
-        return list(tf.tasks), f"file:{tasks}", tf.sha256, tasks
+        return list(tf.tasks), f"file:{tasks}", tf.sha256, tasks, None
     spec = suite or "default"
-    return builtin_suite(spec, seed=seed), f"suite:{spec}:seed={seed}", None, None
+    if is_frozen_suite(spec):
+        info = frozen_suite_info(spec)
+        return builtin_suite(spec, seed=seed), f"suite:{spec}", None, None, info
+    return builtin_suite(spec, seed=seed), f"suite:{spec}:seed={seed}", None, None, None
+
+
+def apply_suite_pins(args: argparse.Namespace, pins: dict) -> None:
+    """A frozen suite's pins (image size, renderer, render quality, profile) as the defaults of the options left
+    out; an option given with another value stays (the run records it, and warns that it is not comparable)."""
+    given = set(getattr(args, "given", ()) or ())
+    if args.size is None and pins.get("image_size") is not None:
+        args.size = int(pins["image_size"])
+    if "renderer" not in given and pins.get("renderer"):
+        args.renderer = pins["renderer"]
+    if args.render_quality is None and pins.get("render_quality"):
+        args.render_quality = pins["render_quality"]
+    if "profile" not in given and pins.get("profile"):
+        args.profile = pins["profile"]
 
 
 def fill_scenes(tasks: list, scene_file: str) -> list:
@@ -167,29 +240,26 @@ def fill_scenes(tasks: list, scene_file: str) -> list:
     return out
 
 
-def summary_rows(records: list[dict]) -> tuple[list[list], list[str]]:
-    """Overall and per-kind means of a run's records, for the table printed at the end."""
-    import numpy as np
+def summary_rows(records: list[dict], mode: str = "one-shot") -> tuple[list[list], list[str], list[dict]]:
+    """The table printed at the end, overall then per kind, led by skill (0 doing nothing, 1 the ground truth) with
+    its 95% interval, then the raw score, success and SPL (closed-loop runs), the rate of answers that parsed, the
+    failures, and with repeats the run-to-run spread (sd of the per-repeat skills, share of episodes whose score
+    differs between repeats); and its JSON form (:func:`spatialact.evaluation.stats.summary_table`, every figure)."""
+    from spatialact.evaluation.stats import format_skill, summary_table
 
-    from spatialact.records import is_failure
-
-    def row(name, rs):
-        sc = [r["score"] for r in rs if r.get("score") is not None]  # failures have no score
-        succ = [bool(r["success"]) for r in rs if r.get("success") is not None]
-        spl = [r["spl"] for r in rs if r.get("spl") is not None]
-        perr = [r["final_position_error"] for r in rs if r.get("final_position_error") is not None]
-        return [name, len(rs), float(np.mean(sc)) if sc else float("nan"),
-                float(np.mean(succ)) if succ else float("nan"), float(np.mean(spl)) if spl else float("nan"),
-                float(np.median(perr)) if perr else float("nan"),
-                sum(1 for r in rs if r.get("reason") == "parse_error"), sum(1 for r in rs if is_failure(r))]
-
-    rows = [row("all", records)]
-    for kind in KINDS:
-        rs = [r for r in records if r["kind"] == kind]
-        if rs:
-            rows.append(row(kind, rs))
-    headers = ["kind", "episodes", "score", "success", "SPL", "median pos err m", "parse errors", "failed"]
-    return rows, headers
+    table = summary_table(records)
+    headers = ["kind", "episodes", "skill [95% CI]", "score"]
+    if mode == "closed-loop":
+        headers += ["success", "SPL"]
+    headers += ["parse ok", "failed"]
+    repeats = any("skill_sd" in r for r in table)
+    if repeats:
+        headers += ["skill sd", "differ"]
+    key = {"kind": "kind", "episodes": "episodes", "score": "score", "success": "success", "SPL": "SPL",
+           "parse ok": "parse_ok", "failed": "failed", "skill sd": "skill_sd", "differ": "differ"}
+    rows = [[format_skill(r) if h == "skill [95% CI]" else r.get(key[h], float("nan")) for h in headers]
+            for r in table]
+    return rows, headers, table
 
 
 def flip_rows(records: list[dict]) -> tuple[list[list], list[str], dict]:
@@ -219,30 +289,17 @@ def flip_rows(records: list[dict]) -> tuple[list[list], list[str], dict]:
 
 def run(args: argparse.Namespace) -> int:
     from spatialact.agents import AgentConfigError
-    from spatialact.evaluation.episode import EpisodeConfig
     from spatialact.evaluation.results import RunStoreError, read_records
     from spatialact.evaluation.runner import AgentSpec, EndpointUnreachable, run_eval
 
     from .main import CLIError, check_out
-    from .table import format_table
 
     check_out(args.out)
     check_image_side(args.size)
-    if args.size is None:  # images a model looks at are larger when the gl renderer draws them (docs/environments.md, Renderers)
-        from spatialact.agents import canonical_agent_name
-
-        try:
-            model = canonical_agent_name(args.agent) not in BASELINE_AGENTS
-        except AgentConfigError:
-            model = False  # refused below, naming the agent
-        args.size = default_image_side(args.renderer, model, args.env)
-    if args.max_steps < 1:
-        raise CLIError(f"--max-steps {args.max_steps}: must be at least 1")
-    if args.limit is not None and args.limit < 0:
-        raise CLIError(f"--limit {args.limit}: must be 0 or more")
-    cfg = EpisodeConfig(mode=args.mode, env=args.env, renderer=args.renderer, width=args.size, height=args.size,
-                        max_steps=args.max_steps, profile=args.profile, weights=parse_weights(args.weights),
-                        seed=args.seed, render_quality=args.render_quality)
+    frozen = frozen_suite_info(args.suite) if args.tasks is None and is_frozen_suite(args.suite) else None
+    if frozen is not None:
+        apply_suite_pins(args, frozen.get("pins") or {})
+    cfg = _episode_config(args)
     kwargs = parse_agent_args(args.agent_arg)
     try:
         agent = AgentSpec(args.agent, kwargs)
@@ -257,22 +314,60 @@ def run(args: argparse.Namespace) -> int:
         agent.validate()  # options, model, API key: refused before the suite is built or the task file read
     except AgentConfigError as e:
         raise CLIError(str(e)) from None
-    tasks, source, sha, task_file = load_task_source(args.tasks, args.suite, args.seed)
+    tasks, source, sha, task_file, frozen = load_task_source(args.tasks, args.suite, args.seed)
     if args.scene is not None:
         tasks, source = fill_scenes(tasks, args.scene), f"{source}+scene:{args.scene}"
+    suite = {} if frozen is None else {"suite": args.suite, "suite_sha256": frozen.get("sha256"),
+                                       "suite_pins": frozen.get("pins") or {}}
     try:
         summary = run_eval(tasks, agent, cfg, args.out, task_source=source, task_hash=sha, task_file=task_file,
                            limit=args.limit, workers=args.workers, backend=args.backend,
                            progress=not args.no_progress, retry_errors=args.retry_errors,
-                           variants=VARIANTS if args.flip else None)
+                           variants=VARIANTS if args.flip else None, repeats=args.repeats, **suite)
         records = read_records(args.out)
     except (RunStoreError, EndpointUnreachable) as e:
         raise CLIError(str(e)) from None
     except PermissionError as e:
         raise CLIError(f"{e.filename or args.out}: {e.strerror or e}") from None
+    return _report(args, agent, source, summary, records)
+
+
+def _episode_config(args: argparse.Namespace):
+    """The run's EpisodeConfig from the options (the image side's default, the step and limit bounds)."""
+    from spatialact.agents import AgentConfigError
+    from spatialact.evaluation.episode import EpisodeConfig
+
+    from .main import CLIError
+
+    if args.size is None:  # images a model looks at are larger when the gl renderer draws them (docs/environments.md, Renderers)
+        from spatialact.agents import canonical_agent_name
+
+        try:
+            model = canonical_agent_name(args.agent) not in BASELINE_AGENTS
+        except AgentConfigError:
+            model = False  # refused below, naming the agent
+        args.size = default_image_side(args.renderer, model, args.env)
+    if args.max_steps < 1:
+        raise CLIError(f"--max-steps {args.max_steps}: must be at least 1")
+    if args.limit is not None and args.limit < 0:
+        raise CLIError(f"--limit {args.limit}: must be 0 or more")
+    return EpisodeConfig(mode=args.mode, env=args.env, renderer=args.renderer, width=args.size, height=args.size,
+                         max_steps=args.max_steps, profile=args.profile, weights=parse_weights(args.weights),
+                         seed=args.seed, render_quality=args.render_quality or "default",
+                         collisions=not args.no_collisions)
+
+
+def _report(args: argparse.Namespace, agent, source: str, summary, records: list[dict]) -> int:
+    """Print the summary (a table led by skill, or ``--json``) of the run's plain episodes, repeats
+    0…K-1, and return the exit status (1 when some episodes failed)."""
+    from .table import format_table
+
+    records = [r for r in records if int(r.get("repeat") or 0) < args.repeats]
     plain = [r for r in records if not r.get("variant")]
-    rows, headers = summary_rows(plain)
-    flip = flip_rows(records) if args.flip else None
+    rows, headers, table = summary_rows(plain, args.mode)
+    flip = flip_rows([r for r in records if not r.get("repeat")]) if args.flip else None
+    differ = sum(1 for r in records if r.get("images_match") is False)
+    pinned = sum(1 for r in records if r.get("images_match") is not None)
     line = failure_summary(summary.failures)
     if args.workers == "auto" and not args.json:
         print(f"spatialact eval: --workers auto ran {summary.n_new} episodes on {summary.workers} worker"
@@ -280,17 +375,24 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         out = {"run_dir": str(summary.run_dir), "new": summary.n_new, "skipped": summary.n_skipped,
                "errors": summary.n_errors, "failures": summary.failures, "workers": summary.workers,
-               "summary": [dict(zip(headers, r)) for r in rows]}
+               "repeats": summary.repeats, "notes": list(summary.notes), "summary": table,
+               "images_checked": pinned, "images_differ": differ}
         if flip is not None:
             out["flip"] = flip[2]
         print_json(out)
     else:
-        print(format_table(rows, headers, title=f"{agent.name} · {args.mode} · {source}"
-                                                 + (" · plain episodes" if args.flip else "")))
+        reps = f" · {args.repeats} repeats" if args.repeats > 1 else ""
+        print(format_table(rows, headers, floatfmt=".3f",
+                           title=f"{agent.name} · {args.mode} · {source}{reps}"
+                                 + (" · plain episodes" if args.flip else "")
+                                 + " · skill: 0 doing nothing, 1 the ground truth"))
         if flip is not None:
             print()
             print(format_table(flip[0], flip[1], title="FlipEval · scores of the mirrored answers mirrored back; "
                                                        "paired = the worse of the two per task"))
+        if pinned:
+            print(f"\nimages: {pinned - differ} of {pinned} episodes saw the suite's pinned start and goal images"
+                  + (f"; {differ} differ (another renderer, size or machine: not comparable)" if differ else ""))
         print(f"\n{summary.n_new} episodes run, {summary.n_skipped} already done; results: "
               f"{summary.run_dir / 'results.jsonl'}")
     if line:

@@ -34,7 +34,7 @@ from .episode import (EpisodeConfig, check_runnable, env_name, episode_seed, fre
 
 __all__ = ["AgentSpec", "RunSummary", "run_eval", "run_config", "TaskNotRunnable", "EndpointUnreachable",
            "failure_line", "CONNECTION_FAILURES_TO_STOP", "choose_workers", "usable_cpus", "MAX_WORKERS",
-           "EPISODES_PER_WORKER", "MAX_REPEATS", "collision_note"]
+           "EPISODES_PER_WORKER", "MAX_REPEATS", "collision_note", "pin_differences", "pins_note"]
 
 BACKENDS = RUN_BACKENDS
 # Connection failures in a row, before any episode got through, that stop a run.
@@ -380,8 +380,47 @@ def collision_note(tasks: list[Task], cfg: EpisodeConfig) -> str | None:
             f"an executed answer's end pose); --no-collisions runs them without walls")
 
 
+def pin_differences(pins: dict, cfg: EpisodeConfig, prompt_version: str | None = None) -> dict:
+    """``{pin: [pinned, used]}`` for each of a frozen suite's pins (``image_size``, ``renderer``,
+    ``render_quality``, ``profile``, ``prompt_version``) that a run with ``cfg`` (and an agent of that prompt
+    version; None: an agent without a prompt, not compared) does not follow."""
+    size = cfg.width if cfg.width == cfg.height else f"{cfg.width}x{cfg.height}"
+    used = {"image_size": size, "renderer": cfg.renderer, "render_quality": cfg.render_quality,
+            "profile": cfg.profile, "prompt_version": prompt_version}
+    return {k: [pins[k], v] for k, v in used.items()
+            if pins.get(k) is not None and v is not None and v != pins[k]}
+
+
+def pins_note(suite: str, differ: dict) -> str:
+    """The one-line warning for a run that does not follow its frozen suite's pins."""
+    name = str(suite).split("/", 1)[0]
+    what = ", ".join(f"{k} {used} (pinned {pin})" for k, (pin, used) in differ.items())
+    return f"--suite {suite}: {what}: not comparable with {name} results (recorded as suite_pins_differ)"
+
+
 #: The most repeats of every episode a run may ask for (``eval --repeats``).
 MAX_REPEATS = 100
+
+
+def _check_run_arguments(agent, cfg: EpisodeConfig, backend: str, workers, variants, repeats) -> tuple[str, ...]:
+    """run_eval's arguments that are refused before anything is built (ValueError, TypeError: one line); returns
+    the variants to run."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    choose_workers(workers, 1)  # a bad count or text
+    if not isinstance(agent, AgentSpec):
+        raise TypeError(f"run_eval takes an AgentSpec, got {type(agent).__name__}")
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or not 1 <= repeats <= MAX_REPEATS:
+        raise ValueError(f"repeats must be a whole number from 1 to {MAX_REPEATS} (MAX_REPEATS), got "
+                         f"{str(repeats)[:40]!r}")
+    variants = (cfg.variant,) if variants is None else tuple(variants)
+    if not variants or len(set(variants)) != len(variants):
+        raise ValueError(f"variants must be distinct and at least one, got {variants!r}")
+    from ..diagnostics.mirror import check_variant
+
+    for v in variants:
+        check_variant(v)
+    return variants
 
 
 def run_eval(tasks: Iterable[Task], agent: AgentSpec, cfg: EpisodeConfig, run_dir: str | os.PathLike, *,
@@ -390,7 +429,7 @@ def run_eval(tasks: Iterable[Task], agent: AgentSpec, cfg: EpisodeConfig, run_di
              retry_errors: bool = False, echo: bool = True,
              on_record: Callable[[dict], None] | None = None,
              variants: Sequence[str] | None = None, repeats: int = 1, suite: str | None = None,
-             suite_sha256: str | None = None) -> RunSummary:
+             suite_sha256: str | None = None, suite_pins: dict | None = None) -> RunSummary:
     """Run ``agent`` on ``tasks`` (the first ``limit`` of them) and append one record per episode to
     ``run_dir/results.jsonl``.
 
@@ -408,6 +447,8 @@ def run_eval(tasks: Iterable[Task], agent: AgentSpec, cfg: EpisodeConfig, run_di
 
     ``suite`` / ``suite_sha256``: the frozen suite the tasks came from and its file's SHA-256
     (``spatialact.taskgen.suite_info``), in the configuration (when given) and in every record's provenance.
+    ``suite_pins``: the suite's pins; the ones this run does not follow (:func:`pin_differences`) are recorded in
+    the configuration (``suite_pins_differ``) and warned about (not comparable with the suite's results).
 
     Before the run, :func:`collision_note` warns (stderr with ``echo``; ``RunSummary.notes``) about free-camera
     tasks whose ground truth goes through walls while collisions are on; the run goes on.
@@ -421,24 +462,10 @@ def run_eval(tasks: Iterable[Task], agent: AgentSpec, cfg: EpisodeConfig, run_di
     """
     from .results import RunStore, provenance
 
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
-    choose_workers(workers, 1)  # a bad count or text: refused before anything is built
-    if not isinstance(agent, AgentSpec):
-        raise TypeError(f"run_eval takes an AgentSpec, got {type(agent).__name__}")
+    variants = _check_run_arguments(agent, cfg, backend, workers, variants, repeats)
     tasks = list(tasks)
     if limit is not None:
         tasks = tasks[: max(0, int(limit))]
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or not 1 <= repeats <= MAX_REPEATS:
-        raise ValueError(f"repeats must be a whole number from 1 to {MAX_REPEATS} (MAX_REPEATS), got "
-                         f"{str(repeats)[:40]!r}")
-    variants = (cfg.variant,) if variants is None else tuple(variants)
-    if not variants or len(set(variants)) != len(variants):
-        raise ValueError(f"variants must be distinct and at least one, got {variants!r}")
-    from ..diagnostics.mirror import check_variant
-
-    for v in variants:
-        check_variant(v)
     cfgs = {v: replace(cfg, variant=v) for v in variants}
     built = agent.validate()
     desc = built.describe() if hasattr(built, "describe") else {"agent": agent.name}
@@ -451,20 +478,25 @@ def run_eval(tasks: Iterable[Task], agent: AgentSpec, cfg: EpisodeConfig, run_di
         except ImportError:
             raise ValueError("--backend ray needs Ray: pip install 'spatialact[ray]'") from None
     note = collision_note(tasks, cfg)
-    if note and echo:
-        print(f"spatialact: warning: {note}", file=sys.stderr, flush=True)
     config = run_config(agent, cfg, task_source, task_hash)
+    version = (desc.get("params") or {}).get("prompt_version")
+    notes = [note] if note else []
     if suite is not None:
         config.update(suite=suite, suite_sha256=suite_sha256)
+        differ = pin_differences(suite_pins or {}, cfg, version)
+        if differ:
+            config["suite_pins_differ"] = differ
+            notes.append(pins_note(suite, differ))
     if repeats > 1:
         config["repeats"] = int(repeats)
-    version = (desc.get("params") or {}).get("prompt_version")
     if version:  # a prompted agent: answers to another prompt are another run
         config["prompt_version"] = version
     if variants != (cfg.variant,):
         config["variants"] = list(variants)
     prov = provenance(task_file=task_file, agent=desc, seed=cfg.seed, suite=suite, suite_sha256=suite_sha256)
     store = RunStore(run_dir, config, prov)
+    for line in notes if echo else ():  # once the run directory took the run (a refused resume says only that)
+        print(f"spatialact: warning: {line}", file=sys.stderr, flush=True)
     try:
         if retry_errors:
             done = store.done_keys(include_errors=False)
@@ -495,4 +527,4 @@ def run_eval(tasks: Iterable[Task], agent: AgentSpec, cfg: EpisodeConfig, run_di
     finally:
         store.close()
     return RunSummary(Path(run_dir), len(tasks), total - len(todo), n_new, n_err, dict(sorted(failures.items())),
-                      n_workers, (note,) if note else (), int(repeats))
+                      n_workers, tuple(notes), int(repeats))
