@@ -116,6 +116,7 @@ def test_process_results_and_skill_by_hand(exported):
     oracle = process_results(row, [doc_to_target(row)])
     assert oracle["score"] == pytest.approx(1.0, abs=1e-12) and oracle["parsed"] == 1.0
     assert oracle["s0"] == row["s0"] and oracle["skill"] == {"s": oracle["score"], "s0": row["s0"]}
+    assert oracle["task_id"] == row["id"] == "nav-0-0000"
     bad = process_results(row, ["I would rather not move."])  # no usable step: 0, as eval scores it
     assert bad["score"] == 0.0 and bad["parsed"] == 0.0
     # (mean s − mean s0) / (1 − mean s0) = (0.75 − 0.3) / 0.7, a ratio of means (not the mean of ratios, 0.6875)
@@ -188,10 +189,11 @@ def run(folder):
         for name, task in tasks.items():
             docs = list(task.test_docs())
             agg = task.aggregation()
-            res = {"n": len(docs), "visuals": [list(v.size) for v in task.doc_to_visual(task.dataset["test"][0])]}
+            res = {"n": len(docs), "ids": [task.process_results(d, [""])["task_id"] for d in docs],
+                   "visuals": [list(v.size) for v in task.doc_to_visual(task.dataset["test"][0])]}
             for who, answer in (("oracle", task.doc_to_target), ("stay", stay_text)):
                 per = [task.process_results(d, [answer(d)]) for d in docs]
-                res[who] = {m: agg[m]([p[m] for p in per]) for m in per[0]}
+                res[who] = {m: agg[m]([p[m] for p in per]) for m in agg}
             out["tracks"][name] = res
     return out
 
@@ -225,6 +227,7 @@ def test_lmms_eval_loads_and_scores_the_folder(exported, tmp_path):
         for name, track in run["tracks"].items():
             assert track["n"] == {"nav": 4, "manip": 3, "hand": 3}[name.rsplit("_", 1)[1]]
             assert track["visuals"] == [[SIDE, SIDE], [SIDE, SIDE]]
+            assert track["ids"] == [r["id"] for r in _rows(exported, name.rsplit("_", 1)[1])]
             assert track["oracle"]["skill"] == pytest.approx(1.0, abs=1e-12), name
             assert track["oracle"]["score"] == pytest.approx(1.0, abs=1e-12) and track["oracle"]["parsed"] == 1.0
             assert track["stay"]["skill"] == 0.0 and track["stay"]["score"] == track["stay"]["s0"], name

@@ -100,11 +100,13 @@ def item_score(doc, response) -> tuple[float, bool]:
 
 def process_results(doc, results) -> dict:
     """lmms-eval's per-item hook: ``results[0]`` is the model's answer. Returns ``skill`` (``{"s", "s0"}``, for
-    :func:`skill_aggregate`), ``score`` (s, the paper's raw score), ``s0`` and ``parsed`` (1 when the answer parsed)."""
+    :func:`skill_aggregate`), ``score`` (s, the paper's raw score), ``s0``, ``parsed`` (1 when the answer parsed)
+    and ``task_id`` (no metric: lmms-eval writes it into each logged sample, where ``spatialact score`` finds the
+    task of the answer)."""
     response = results[0] if results else ""
     s, ok = item_score(doc, response)
     s0 = float(doc["s0"])
-    return {"skill": {"s": s, "s0": s0}, "score": s, "s0": s0, "parsed": 1.0 if ok else 0.0}
+    return {"skill": {"s": s, "s0": s0}, "score": s, "s0": s0, "parsed": 1.0 if ok else 0.0, "task_id": doc["id"]}
 
 
 def skill_aggregate(items) -> float:
