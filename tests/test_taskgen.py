@@ -146,3 +146,53 @@ def test_pipeline_writes_the_task_file_and_explains_no_task(tmp_path):
     msg = str(e.value)
     assert "\n" not in msg and "10–20 m apart" in msg and f"the path spans {span:.3g} m" in msg
     assert not (tmp_path / "deep").exists()
+
+
+def test_navigation_builders_drop_and_count_drafts_the_walls_block():
+    """Viewpoint pairs of seed 0: pair 3's uncommon start ('high', 2.53–2.58 m plus up to a unit of rounding) once
+    put the camera sphere into the ceiling; now every task is clear, the drop is counted, and the build is the same
+    with or without the count."""
+    from spatialact.envs import collision_problem
+    from spatialact.envs.collision import COLLIDES
+    from spatialact.taskgen import viewpoint_pairs
+
+    skipped: dict = {}
+    tasks = viewpoint_pairs("nav", 4, seed=0, skipped=skipped)
+    assert skipped.get(COLLIDES, 0) >= 1 and set(skipped) == {COLLIDES}
+    assert all(collision_problem(t) is None for t in tasks)
+    again = viewpoint_pairs("nav", 4, seed=0)
+    assert [t.to_record() for t in again] == [t.to_record() for t in tasks]
+    for t in tasks:  # hand-checked: the sphere stays under the ceiling (2.7 m) and over the floor on the whole path
+        z = t.gt.to_poses(t.start_pose)[:, 2, 3]
+        assert z.max() <= 2.6 and z.min() >= 0.1, t.id
+
+
+def test_camera_path_tasks_through_a_wall_are_dropped_and_counted(tmp_path):
+    """A camera path walking along +x through a closed mesh room split by a 10 cm wall at x = 0: pairs whose path
+    crosses the wall are dropped under COLLIDES; every kept task stays on one side, ≥ 0.15 m from the wall."""
+    import trimesh
+    from traj_helpers import write_tum
+
+    from spatialact.envs.collision import COLLIDES
+    from spatialact.envs.scenes import look_at
+    from spatialact.taskgen import build_trajectory_tasks
+
+    room = trimesh.creation.box(extents=[6.0, 3.0, 2.8])
+    room.apply_translation([0, 0, 1.4])
+    room.invert()
+    wall = trimesh.creation.box(extents=[0.1, 3.0, 2.8])
+    wall.apply_translation([0, 0, 1.4])
+    mesh = trimesh.util.concatenate([room, wall])
+    mesh_path = tmp_path / "split.obj"
+    mesh.export(mesh_path)
+    n = 150
+    xs = np.linspace(-2.4, 2.4, n)
+    P = np.stack([look_at(np.array([x, 0.05 * np.sin(x), 1.4]), np.array([x + 1.0, 0.0, 1.4])) for x in xs])
+    write_tum(tmp_path / "cam.txt", np.arange(n) / 30.0, P)
+    res = build_trajectory_tasks(tmp_path / "cam.txt", tmp_path / "t.jsonl", n=12, seed=0, images=False,
+                                 mesh=str(mesh_path))
+    assert res.skipped.get(COLLIDES, 0) >= 1
+    assert res.tasks
+    for t in res.tasks:
+        x = np.concatenate([t.gt.to_poses(t.start_pose)[:, 0, 3], [t.goal_pose[0, 3]]])
+        assert (x.min() >= 0.15) or (x.max() <= -0.15), (t.id, x)
