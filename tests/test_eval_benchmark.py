@@ -187,3 +187,48 @@ def test_a_run_made_before_walls_resumes_only_without_them(tmp_path):
         _run(out, "oracle", tasks, _cfg())
     s, _ = _run(out, "oracle", tasks, _cfg(collisions=False))
     assert (s.n_new, s.n_skipped) == (0, 1)
+
+
+# ----- pinned images ----------------------------------------------------------------------------------------------
+def test_array_sha256_hashes_the_pixels_in_row_major_order():
+    import hashlib
+
+    from spatialact.image_files import array_sha256
+
+    rgb = np.arange(2 * 3 * 3, dtype=np.uint8).reshape(2, 3, 3)
+    assert array_sha256(rgb) == hashlib.sha256(bytes(range(18))).hexdigest()
+    flipped = rgb[:, ::-1]  # a view that is not contiguous: hashed as its row-major copy
+    assert array_sha256(flipped) == hashlib.sha256(np.ascontiguousarray(flipped).tobytes()).hexdigest()
+
+
+def test_episodes_compare_their_images_with_the_hashes_a_task_pins(tmp_path, capsys):
+    """meta.image_sha256 of task 0 is what it renders at 64 px (tiny); task 1 pins a wrong goal hash; task 2 pins
+    nothing. images_match True / False / absent; the summary counts the one that differs; at 32 px both differ."""
+    from dataclasses import replace
+
+    from spatialact.cli.main import main
+    from spatialact.evaluation.episode import run_episode
+    from spatialact.image_files import array_sha256
+    from spatialact.tasks import save_tasks
+
+    tasks = procedural_tasks("nav", 3, seed=9)
+    pinned = []
+    for i, t in enumerate(tasks):
+        if i < 2:
+            _, frames = run_episode(t, AgentSpec("stay").build(t.id, 0), _cfg())
+            h = {"start": array_sha256(frames.start), "goal": array_sha256(frames.goal)}
+            if i == 1:
+                h["goal"] = "0" * 64
+            t = replace(t, meta=dict(t.meta or {}, image_sha256=h))
+        pinned.append(t)
+    tf = tmp_path / "pinned.jsonl"
+    save_tasks(pinned, tf)
+    argv = ["eval", "--tasks", str(tf), "--agent", "stay", "--renderer", "tiny", "--no-progress"]
+    assert main(argv + ["--size", str(SIZE), "--out", str(tmp_path / "a"), "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert (res["images_checked"], res["images_differ"]) == (2, 1)
+    by = {r["task_id"]: r for r in read_records(tmp_path / "a")}
+    assert by[tasks[0].id]["images_match"] is True and by[tasks[1].id]["images_match"] is False
+    assert "images_match" not in by[tasks[2].id]
+    assert main(argv + ["--size", "32", "--out", str(tmp_path / "b")]) == 0
+    assert "images: 0 of 2 episodes saw the suite's pinned start and goal images; 2 differ" in capsys.readouterr().out
