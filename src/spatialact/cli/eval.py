@@ -1,7 +1,10 @@
 """Run tasks × agent × environment and write a resumable run directory.
 
-Tasks come from a task file (--tasks FILE, JSONL as written by `spatialact tasks`) or a built-in procedural
-suite (--suite default | nav | manip | hand | full, optionally NAME:N for N tasks per kind). Each task is an
+Tasks come from a task file (--tasks FILE, JSONL as written by `spatialact tasks`), a built-in procedural
+suite (--suite default | nav | manip | hand | full, optionally NAME:N for N tasks per kind) or a frozen benchmark
+suite (--suite l4-v1, a track such as l4-v1/nav, or l4-v1-lite): its pinned image size, renderer, render quality
+and profile are the defaults, another value given is recorded and warned about (not comparable), and each episode
+checks its start and goal images against the hashes the suite pins. Each task is an
 episode: in one-shot mode (the paper's) the agent answers a whole sequence from the start and goal views, which
 is scored step by step and executed in the simulator; in closed-loop mode the agent acts one step at a time
 until it answers Stay or --max-steps run out.
@@ -19,6 +22,11 @@ prints the plain, mirrored and paired scores, the mirror inconsistency and the l
 (docs/diagnostics.md). Built-in diagnostic suites: ladder (difficulty levels L1-L5), viewpoint (common and
 uncommon viewpoint pairs) and diagnostics (both, as the demo runs them); `spatialact report` shows their figures.
 
+The summary leads with skill (0 doing nothing, 1 the ground truth) and its 95% interval, then the raw score,
+success and SPL (closed-loop), the share of answers that parsed and the failures. --repeats K runs every episode K
+times (other agent seeds; an API agent asks again) and adds the run-to-run spread. Free-camera rooms have walls
+(--no-collisions: none); a task whose ground truth goes through them is warned about before the run.
+
 Failures are not results. An episode whose agent call failed (connection, timeout, HTTP error, malformed reply,
 after the agent's retries) is recorded with reason api_error, printed as it happens, and the command exits 1;
 rerunning the same command retries those episodes (an answer that did not parse is a result and stays);
@@ -28,6 +36,7 @@ failed, 2 bad input or a refused run directory.
 
 Examples:
   spatialact eval --suite default --agent oracle --out runs/oracle
+  spatialact eval --suite l4-v1-lite --agent noisy-oracle --repeats 3 --out runs/noisy-l4
   spatialact eval --tasks tasks.jsonl --agent openai --agent-arg model=gpt-4o --mode closed-loop --out runs/gpt4o
   spatialact eval --suite nav:50 --agent geometric --workers 2 --out runs/geo
   spatialact eval --suite default --agent constant --agent-arg action="Truck Left" --flip --out runs/const

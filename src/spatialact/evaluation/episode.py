@@ -201,7 +201,8 @@ def check_runnable(task: Task, cfg: EpisodeConfig) -> str | None:
     readable image of at most ``spatialact.image_files.MAX_IMAGE_PIXELS`` (64 megapixels) whose pixels decode; the
     habitat backend runs navigation tasks only and needs habitat-sim; a scene must be one the environments can
     build (a known generator and layout, an existing mesh file that parses, a replay scene's trajectory that
-    loads). Extend it here when a new kind of scene arrives.
+    loads). Extend it here when a new kind of scene arrives. (A free-camera task whose ground truth goes through
+    walls is not refused: the run warns about it, ``spatialact.evaluation.runner.collision_note``.)
     """
     tid = f"task {task.id!r}"
     problem = gt_problem(task)
