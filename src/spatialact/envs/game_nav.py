@@ -6,7 +6,9 @@ default ``MAP01``), no HUD, weapon or crosshair, no monsters unless ``monsters=T
 player's camera: pose (4, 4) C2W, metres (1 map unit = 1/32 m), the map's x east and y north, world +Z up, OpenCV
 axes (+X right, +Y down, +Z forward); the eye 1.28 m above the floor. Game tasks (``source: "game"``) name their
 level in ``scene`` (``{"type": "game", "wad", "map", "wad_sha256", "start", ...}``); ``make_env("nav", task=...)``
-routes them here.
+routes them here. The game runs in a worker process, every call with a deadline: a game engine that is killed,
+crashes or hangs fails the step (or reset) that met it with ``EngineStopped`` ("the game engine stopped: …"), never
+the caller, and the next ``reset`` starts a new one (docs/game.md "The engine's processes").
 
 **Steps go through the game.** A step's body-frame Δ is executed by the game's physics, not applied to the pose:
 the player walks to ``T @ Δ`` (momentum, braking, collisions; within 1 mm in open space), flies a commanded height,

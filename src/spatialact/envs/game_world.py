@@ -22,6 +22,12 @@ eye 41 units (1.28 m) above the floor. What the game can and cannot do, and how 
 * depth is the game's 8-bit buffer in metres, the middle of its level (quantisation 7.14 map units = 0.223 m,
   ±0.11 m; floors read up to one level nearer), clipped at the camera's far plane (20 m) as every environment's.
 
+The engine runs in a worker process of its own (:class:`~spatialact.envs.doom.worker.EngineProcess`; docs/game.md
+"The engine's processes"), every call with a deadline: a game that is killed, crashes or hangs fails the call that met
+it with :class:`~spatialact.envs.doom.worker.EngineStopped` ("the game engine stopped: …", so the episode fails with
+that reason) and never the caller; the next :meth:`GameWorld.load_scene` (the next episode) starts a new engine. The
+engines die with the process that started them.
+
 Scenes (a reference to a level, never arrays; docs/tasks.md "Game scenes")::
 
     {"type": "game", "wad": "freedoom2.wad", "map": "MAP01", "wad_sha256": "<64 hex>",
@@ -58,9 +64,10 @@ from .. import geometry
 from ..action_space import ActionSequence, StepSizes
 from ..tasks import Task
 from .camera import CameraSpec
-from .doom.engine import (RESOLUTIONS, TILT_DOWN_LIMIT_DEG, TILT_UP_LIMIT_DEG, UNIT_M, DoomEngine, depth_to_metres,
+from .doom.engine import (RESOLUTIONS, TILT_DOWN_LIMIT_DEG, TILT_UP_LIMIT_DEG, UNIT_M, depth_to_metres,
                           require_vizdoom, yaw_tilt_roll)
 from .doom.wad import BUNDLED_WADS, DEFAULT_MAP, WadError, check_map, check_wad, resolve_wad, wad_sha256
+from .doom.worker import EngineProcess
 from .sampling import sample_signed_counts
 from .world import World
 
@@ -84,21 +91,28 @@ _RECORDED_POSE_TOL = (1e-3, 1e-3)            # m, rad: a recorded task starts an
 
 # Game processes kept for the next world of the same level (GameWorld.close parks its engine here): an evaluation
 # makes one environment per episode, and starting vizdoom costs more than an episode's start. Keyed by the level and
-# the screen; only this process's (a forked child never reuses its parent's game process).
+# the screen; only this process's (a forked child never reuses its parent's game process). An engine that stopped is
+# never parked, and one that stopped while parked is closed when taken: the next world starts a new one.
 POOL_SIZE = 2
 _POOL_LOCK = threading.Lock()
 _PARKED: OrderedDict = OrderedDict()
 
 
-def _take_engine(key) -> DoomEngine | None:
+def _take_engine(key) -> EngineProcess | None:
     with _POOL_LOCK:
         entry = _PARKED.pop(key, None)
     if entry is None or entry[0] != os.getpid():
         return None
+    if not entry[1].alive:
+        entry[1].close()
+        return None
     return entry[1]
 
 
-def _park_engine(key, engine: DoomEngine) -> None:
+def _park_engine(key, engine: EngineProcess) -> None:
+    if not engine.alive:
+        engine.close()
+        return
     closing = []
     with _POOL_LOCK:
         if key in _PARKED:
@@ -351,7 +365,7 @@ class GameWorld(World):
             raise ValueError(f"wad: {e}") from None
         self.monsters = bool(monsters)
         self.resolution = engine_resolution(camera.width, camera.height)
-        self.engine: DoomEngine | None = None
+        self.engine: EngineProcess | None = None
         self._level = None
         self._last = None            # what the last move did (engine.Execution), None after a start
         self._level_exit = False
@@ -406,13 +420,14 @@ class GameWorld(World):
         else:
             raise _bad(where, "scene", f"GameNav plays game levels ({{\"type\": \"game\", ...}}), not {spec!r:.80}")
         level = (str(path), name, monsters, self.resolution)
-        if level != self._level:
-            if self.engine is not None:
-                _park_engine(self._level, self.engine)
-                self.engine = None
-            self.engine = _take_engine(level) or DoomEngine(path, name, self.resolution, monsters=monsters)
+        if self.engine is not None and (level != self._level or not self.engine.alive):
+            _park_engine(self._level, self.engine)  # a stopped engine is closed, not parked
+            self.engine = None
+        if self.engine is None:
+            self.engine = _take_engine(level) or EngineProcess(path, name, self.resolution, monsters=monsters)
+            if level != self._level:
+                self._goal_cache.clear()
             self._level = level
-            self._goal_cache.clear()
         if self.scene is None or self.scene.spec != spec:
             walk = self.scene.walk if (self.scene is not None and self.scene.seed == seed
                                        and self.scene.wad_path == path and self.scene.map == name) else None
@@ -478,7 +493,7 @@ class GameWorld(World):
         return self._recording
 
     # ----- the player ----------------------------------------------------------------------------------------------
-    def _started(self) -> DoomEngine:
+    def _started(self) -> EngineProcess:
         if self.engine is None:
             raise RuntimeError("GameWorld: load a scene first (load_scene)")
         return self.engine
@@ -572,7 +587,8 @@ class GameWorld(World):
 
     def close(self) -> None:
         """Give the game process back: it is kept (at most :data:`POOL_SIZE` of them, closed at exit or by
-        :func:`close_parked_engines`) for the next world of the same level in this process, which starts it anew."""
+        :func:`close_parked_engines`) for the next world of the same level in this process, which starts it anew; an
+        engine that stopped is closed instead."""
         if self.engine is not None:
             _park_engine(self._level, self.engine)
             self.engine = None
@@ -582,14 +598,10 @@ class GameWorld(World):
     def walk_starts(self) -> np.ndarray:
         """Candidate starts in the loaded level (M, 4, 4) C2W: every :data:`WALK_EVERY`-th pose of the explorer's
         walk of :data:`WALK_SECONDS` seconds seeded by the scene's seed (level, looking where it walked)."""
-        from .doom.explorer import Explorer
-
         scene = self.scene
         if scene.walk is None:
-            eng = self._started()
-            tics = int(WALK_SECONDS * 35)
-            poses = [f.pose for i, f in enumerate(Explorer(eng, seed=scene.seed).run(tics)) if i % WALK_EVERY == 0]
-            scene.walk = np.stack(poses[1:] or poses)
+            poses = self._started().walk_poses(scene.seed, int(WALK_SECONDS * 35), WALK_EVERY)
+            scene.walk = poses[1:] if len(poses) > 1 else poses
         return scene.walk
 
     def execute_ground_truth(self, start: np.ndarray, gt: ActionSequence) -> bool:

@@ -40,7 +40,8 @@ from .wad import DEFAULT_MAP, check_map, check_wad, resolve_wad, wad_sha256
 __all__ = ["DoomEngine", "Execution", "GameUnavailable", "INSTALL_HINT", "UNIT_M", "TICRATE", "EYE_HEIGHT_UNITS",
            "PLAYER_RADIUS_UNITS", "PIXEL_ASPECT", "TILT_UP_LIMIT_DEG", "TILT_DOWN_LIMIT_DEG", "POSITION_TOL_UNITS",
            "HEIGHT_TOL_UNITS", "WALK_SPEED_MPS", "RESOLUTIONS", "DEPTH_STEP_UNITS", "DEPTH_CALIBRATION",
-           "SETTLE_TICS", "VARIABLES", "require_vizdoom", "level_rotation", "yaw_tilt_roll", "depth_to_metres"]
+           "SETTLE_TICS", "VARIABLES", "require_vizdoom", "level_rotation", "yaw_tilt_roll", "depth_to_metres",
+           "camera_pose", "camera_intrinsics"]
 
 INSTALL_HINT = "pip install 'spatialact[game]'"
 UNIT_M = 1.0 / 32.0                 # metres per map unit
@@ -117,6 +118,23 @@ def depth_to_metres(levels: np.ndarray, height: int) -> np.ndarray:
     return ((np.asarray(levels, dtype=np.float32) + 0.5) * DEPTH_STEP_UNITS + c) * np.float32(UNIT_M)
 
 
+def camera_pose(v: np.ndarray) -> np.ndarray:
+    """C2W (4, 4) float64 in metres of the camera of the game variables ``v`` (:data:`VARIABLES` order): at the view
+    point, yaw ``ANGLE``, the tilt ``-PITCH`` as a rotation about the camera's +X (world +Z up, OpenCV axes)."""
+    return geometry.make_pose(level_rotation(math.radians(v[6]), -math.radians(v[7])), v[9:12] * UNIT_M)
+
+
+def camera_intrinsics(v: np.ndarray, width: int, height: int) -> np.ndarray:
+    """Pinhole K (3, 3) in pixels of a ``width`` × ``height`` screen drawn with the game variables ``v``: ``fx`` from
+    ``CAMERA_FOV`` (horizontal; 90° when the game reports none), ``fy = 1.2·fx``, principal point at the centre moved
+    down by ``fy·tan(tilt)`` (see :meth:`DoomEngine.view_pose`)."""
+    fov = v[12] if v[12] > 0 else 90.0
+    fx = float(f"{(width / 2.0) / math.tan(math.radians(fov) / 2.0):.12g}")  # 160, not 160.00000000000003
+    fy = float(f"{PIXEL_ASPECT * fx:.12g}")
+    cy = (height - 1) / 2.0 + fy * math.tan(-math.radians(v[7]))
+    return np.array([[fx, 0.0, (width - 1) / 2.0], [0.0, fy, cy], [0.0, 0.0, 1.0]])
+
+
 def _wrap_deg(a: float) -> float:
     return (a + 180.0) % 360.0 - 180.0
 
@@ -149,10 +167,14 @@ class DoomEngine:
     one of :data:`RESOLUTIONS`; ``monsters``: False keeps the level empty (``+sv_nomonsters 1``; the game ignores
     ``+nomonsters``). No HUD, weapon, crosshair, screen flashes or view bob. vizdoom's ini file and working folder
     live in spatialact's cache, never in the caller's working directory. Use as a context manager or call :meth:`close`.
+    ``vizdoom_path``: the program the binding starts as the game (default: vizdoom's own binary; the worker of
+    :mod:`spatialact.envs.doom.worker` gives its launcher). The engine runs in the caller's process: a game that dies
+    can hang or crash it; worlds use :class:`~spatialact.envs.doom.worker.EngineProcess`, this engine in a worker.
     """
 
     def __init__(self, wad=None, map: str = DEFAULT_MAP, resolution: tuple[int, int] = (320, 240), *,
-                 monsters: bool = False, depth: bool = True, speed_mps: float = WALK_SPEED_MPS):
+                 monsters: bool = False, depth: bool = True, speed_mps: float = WALK_SPEED_MPS,
+                 vizdoom_path=None):
         vzd = require_vizdoom()
         self.wad_path = resolve_wad(wad)
         self.map = check_map(self.wad_path, map)
@@ -168,17 +190,20 @@ class DoomEngine:
         self.speed_units = speed_mps / UNIT_M / TICRATE   # per tic
         self.engine_version = str(getattr(vzd, "__version__", "unknown"))
         self._vzd = vzd
-        self._game = self._build(vzd, depth)
+        self._game = self._build(vzd, depth, vizdoom_path)
         self._var = [getattr(vzd.GameVariable, v) for v in _VARS]
         self._v = None          # the game variables of the current tic, read once (see variables())
         self._pose, self._pose_of = None, None  # pose() of those variables
         self.tics = 0
+        self.drawn_tics = 0     # tics drawn since the engine was built (tic(); run_undrawn() draws none)
         self.flying = False
         self.start()
 
     # ----- set-up -------------------------------------------------------------------------------------
-    def _build(self, vzd, depth: bool):
+    def _build(self, vzd, depth: bool, vizdoom_path=None):
         g = vzd.DoomGame()
+        if vizdoom_path is not None:  # a launcher of the game's binary (spatialact.envs.doom.worker)
+            g.set_vizdoom_path(str(vizdoom_path))
         work = cache_dir("vizdoom")
         g.set_doom_config_path(str(work / "_vizdoom.ini"))
         g.set_doom_game_path(str(self.wad_path))
@@ -254,6 +279,7 @@ class DoomEngine:
         self._game.make_action([float(forward), float(side), float(turn), float(look), float(up)], 1)
         self._v = None
         self.tics += 1
+        self.drawn_tics += 1
 
     def run_undrawn(self, rows) -> None:
         """Advance one tic per row of inputs (forward, side, turn°, look°, up; as :meth:`tic`) without drawing: about
@@ -290,7 +316,7 @@ class DoomEngine:
         """C2W (4, 4) float64 in metres of the camera, tilt as a rotation about its +X (world +Z up, OpenCV)."""
         v = self._vars()
         if self._pose_of is not v:  # computed once a tic
-            self._pose = geometry.make_pose(level_rotation(math.radians(v[6]), -math.radians(v[7])), v[9:12] * UNIT_M)
+            self._pose = camera_pose(v)
             self._pose_of = v
         return self._pose.copy()
 
@@ -302,12 +328,7 @@ class DoomEngine:
     def intrinsics(self) -> np.ndarray:
         """Pinhole K (3, 3) in pixels of the rendered image with :meth:`view_pose`: ``fx`` from ``CAMERA_FOV``
         (horizontal), ``fy = 1.2·fx``, principal point at the centre moved down by ``fy·tan(tilt)``."""
-        v = self.variables()
-        fov = v[12] if v[12] > 0 else 90.0
-        fx = float(f"{(self.width / 2.0) / math.tan(math.radians(fov) / 2.0):.12g}")  # 160, not 160.00000000000003
-        fy = float(f"{PIXEL_ASPECT * fx:.12g}")
-        cy = (self.height - 1) / 2.0 + fy * math.tan(-math.radians(v[7]))
-        return np.array([[fx, 0.0, (self.width - 1) / 2.0], [0.0, fy, cy], [0.0, 0.0, 1.0]])
+        return camera_intrinsics(self._vars(), self.width, self.height)
 
     def render(self) -> tuple[np.ndarray, np.ndarray]:
         """The current view: RGB (H, W, 3) uint8 and depth (H, W) float32 metres (see :func:`depth_to_metres`)."""
@@ -327,6 +348,20 @@ class DoomEngine:
         depth = s.depth_buffer
         return np.array(s.screen_buffer, copy=True), (np.zeros((self.height, self.width), np.uint8) if depth is None
                                                        else np.array(depth, copy=True))
+
+    def copy_frame(self, rgb: np.ndarray, levels: np.ndarray) -> bool:
+        """Copy the current view into ``rgb`` (H, W, 3) uint8 and ``levels`` (H, W) uint8 (raw depth levels, zeros
+        without a depth buffer), as :meth:`render_raw` returns them; False (nothing copied) when the level has
+        ended."""
+        s = self._game.get_state()
+        if s is None:
+            return False
+        np.copyto(rgb, s.screen_buffer)
+        if s.depth_buffer is None:
+            levels.fill(0)
+        else:
+            np.copyto(levels, s.depth_buffer)
+        return True
 
     # ----- start ---------------------------------------------------------------------------------------
     def start(self, pose=None) -> None:
