@@ -121,7 +121,7 @@ def test_report_renders_in_headless_browser(runs, tmp_path):
         pytest.skip("no chromium found (Debian: apt-get install -y chromium); the HTML report was not looked at")
     _, page = make_report([runs / "oracle", runs / "api"], tmp_path / "rep")
     shot = tmp_path / "shot.png"
-    cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1280,2400",
+    cmd = [exe, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1280,6000",
            f"--screenshot={shot}", page.resolve().as_uri()]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
                          env=dict(os.environ, HOME=str(tmp_path)))

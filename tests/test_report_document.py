@@ -169,9 +169,12 @@ def test_a_whole_report_agrees_between_markdown_and_html(tmp_path):
     assert [h for _, h in md_heads][:4] == ["spatialact report", "Runs", "Overall", "Per kind"]
     assert ["openai (m<1>)"] in [[h] for lv, h in md_heads if lv == 3]
     assert _md_tables(md) == [[[c.replace("\n", " ") for c in row] for row in t] for t in p.tables]
-    overall = next(t for t in p.tables if t[0][:3] == ["run", "episodes", "score [95% CI]"])
+    overall = next(t for t in p.tables if t[0][:4] == ["run", "episodes", "skill [95% CI]",
+                                                        "step score (paper) [95% CI]"])
     assert [row[:2] for row in overall[1:]] == [["oracle", "6"], ["openai (m<1>)", "6"]]
-    assert overall[1][2] == "1.000 [1.000, 1.000]"
+    # fabricated records carry neither s0 nor gt: skill is unknown ("–"), the paper's score is the oracle's 1
+    assert overall[1][2:4] == ["–", "1.000 [1.000, 1.000]"]
+    assert "oracle: 0 rebuilt, 6 unknown (no readable ground truth: left out of skill)" in md
     assert len(re.findall(r"!\[", md)) == len(p.images) >= 2 + 2 + 3 * 2
     assert any(EVIL in pre for pre in p.pres) and "<script" not in html_path.read_text().lower()
 

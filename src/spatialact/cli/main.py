@@ -18,6 +18,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("spatialact.cli.eval", "run tasks x agent x environment (one-shot or closed-loop); resumable"),
     "score": ("spatialact.cli.score", "score a JSONL of model answers against a JSONL of tasks, offline"),
     "report": ("spatialact.cli.report", "write a Markdown + HTML report for one or more run directories"),
+    "leaderboard": ("spatialact.cli.leaderboard", "rank runs of one suite by skill: Markdown, HTML and CSV from rows"),
     "prompt": ("spatialact.cli.prompt", "print the exact prompt (and write the images) an agent receives"),
     "tasks": ("spatialact.cli.tasks", "build task files: from a trajectory, or procedural scenes"),
     "extract": ("spatialact.cli.extract", "turn a trajectory file into the paper's action sequence"),

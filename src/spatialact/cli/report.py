@@ -1,9 +1,22 @@
-"""Write a Markdown and a self-contained HTML report for one or more run directories.
+"""Write a Markdown and a self-contained HTML report for one or more run directories, and their leaderboard rows.
 
-Several runs (e.g. an MLLM and the baselines on the same tasks) are compared side by side: overall, per kind,
-per source and per tag, each mean with its bootstrap 95% interval; plots of score distributions, final position
-error against start-goal distance and predicted against true paths (top view); start / goal / final frames of
-example episodes; token and cost totals for API agents. Model text is escaped; the HTML page needs no other file.
+Several runs (e.g. an MLLM and the baselines on the same tasks) are compared side by side: overall, per track, per
+kind, per source and per tag, each table led by skill (0: doing nothing, the stay baseline; 1: the ground truth)
+with its bootstrap 95% interval, the paper's raw step score beside it; runs that share episodes are compared
+episode by episode (paired differences of skill and, closed loop, of success, with paired bootstrap intervals and
+Holm-corrected Wilcoxon p-values); the parser's most common reasons for answers that did not parse; blocked steps
+in worlds with walls; plots of score distributions, final position error against start-goal distance and predicted
+against true paths (top view); start / goal / final frames of example episodes; token and cost totals for API
+agents. Model text is escaped; the HTML page needs no other file.
+
+The report folder also gets leaderboard.json, one row per run (suite and its SHA-256, agent and options without
+secrets, prompt version, renderer, image size, mode, profile, figures per track): the input of
+`spatialact leaderboard`.
+
+Examples:
+  spatialact report runs/gpt4o runs/oracle runs/stay --out report/
+  spatialact report runs/demo                      # every run inside, into runs/demo/report/
+  spatialact report runs/gpt4o --json              # figures, paired comparison and leaderboard row as JSON
 """
 
 from __future__ import annotations
@@ -11,7 +24,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .main import print_json
+from .main import print_json, printable
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -45,12 +58,13 @@ def expand_runs(args_runs: list[str]) -> list:
 
 
 def check_report_folder(out: Path, option: str = "--out") -> None:
-    """The report folder and what the report replaces in it (report.md, report.html: by the output rule; figures/
-    and frames/, which it empties: plain folders only), checked before any work; one-line CLIError otherwise."""
+    """The report folder and what the report replaces in it (report.md, report.html, leaderboard.json: by the output
+    rule; figures/ and frames/, which it empties: plain folders only), checked before any work; one-line CLIError
+    otherwise."""
     from .main import CLIError, check_out
 
     check_out(out, option)
-    for name in ("report.md", "report.html"):
+    for name in ("report.md", "report.html", "leaderboard.json"):
         check_out(out / name, option, folder=False)
     for name in ("figures", "frames"):
         d = out / name
@@ -60,8 +74,9 @@ def check_report_folder(out: Path, option: str = "--out") -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from spatialact.report import make_report, overall_json
     from spatialact.evaluation.results import RunStoreError
+    from spatialact.report import make_report, report_json
+    from spatialact.report.tables import fmt_skill
 
     from .main import CLIError, check_out
     from .table import format_table
@@ -71,21 +86,23 @@ def run(args: argparse.Namespace) -> int:
     check_report_folder(out)
     try:
         md, html_path = make_report(runs, out)
-        summary = overall_json(runs)
+        js = report_json(runs)
     except RunStoreError as e:
         raise CLIError(str(e)) from None
+    summary = js["runs"]
     if args.json:
-        print_json({"markdown": str(md), "html": str(html_path), "runs": summary}, indent=2)
+        print_json({"markdown": str(md), "html": str(html_path), "leaderboard_file": str(out / "leaderboard.json"),
+                    **js}, indent=2)
         return 0
     rows = []
     for s in summary:
-        sc = s["score"]
-        ci = f"[{sc['ci_low']:.3f}, {sc['ci_high']:.3f}]" if sc["n"] > 1 else ""
-        succ = s["success"]
-        rows.append([s["run"], s["episodes"], s["question_answers"], sc["mean"] if sc["n"] else None, ci,
-                     succ["mean"] if succ["n"] else None, s["errors"], int(s["prompt_tokens"]),
-                     int(s["completion_tokens"]), s["cost_usd"]])
-    print(format_table(rows, ["run", "episodes", "question answers", "score", "95% CI", "success", "failed records",
-                              "prompt tok.", "completion tok.", "cost USD"], floatfmt=".3f"))
-    print(f"\nwrote {md}\nwrote {html_path}")
+        sk, sc, succ = s["skill"], s["score"], s["success"]
+        rows.append([printable(s["run"]), s["episodes"], s["question_answers"], fmt_skill(sk),
+                     sc["mean"] if sc["n"] else None, succ["mean"] if succ["n"] else None, s["errors"],
+                     int(s["prompt_tokens"]), int(s["completion_tokens"]), s["cost_usd"]])
+    print(format_table(rows, ["run", "episodes", "question answers", "skill [95% CI]", "step score (paper)",
+                              "success", "failed records", "prompt tok.", "completion tok.", "cost USD"],
+                       floatfmt=".3f"))
+    print(f"\nwrote {md}\nwrote {html_path}\nwrote {out / 'leaderboard.json'}")
     return 0
+

@@ -142,11 +142,11 @@ class Document:
             self._glue = False
             self.html[-1] += "</div>"
 
-    def write(self, title: str) -> tuple[Path, Path]:
-        """Write ``report.md`` and ``report.html`` (titled ``title``) into the output folder, each replaced
-        atomically by the output rule (:mod:`spatialact.outputs`: a link followed, a device written through, a FIFO
-        or read-only file refused); returns their paths."""
-        md_path, html_path = self.out / "report.md", self.out / "report.html"
+    def write(self, title: str, stem: str = "report") -> tuple[Path, Path]:
+        """Write ``<stem>.md`` and ``<stem>.html`` (titled ``title``; ``report`` unless named) into the output
+        folder, each replaced atomically by the output rule (:mod:`spatialact.outputs`: a link followed, a device
+        written through, a FIFO or read-only file refused); returns their paths."""
+        md_path, html_path = self.out / f"{stem}.md", self.out / f"{stem}.html"
         write_text(md_path, "\n".join(self.md))
         page = ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
                 "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; img-src data:; "

@@ -1,6 +1,7 @@
-"""The report's example episodes: for each run the best, median and worst scored episode — their predicted and
-true paths in top view (world x–y, metres; under Plots), and an "Example episodes" card each with the start / goal /
-final frames and the model's answer (cut to :data:`MAX_RESPONSE_CHARS` characters).
+"""The report's example episodes: for each run the best, median and worst episode (closed loop: by success, then
+final position error; one-shot: by step score) — their predicted and true paths in top view (world x–y, metres;
+under Plots), and an "Example episodes" card each with the start / goal / final frames and the model's answer (cut
+to :data:`MAX_RESPONSE_CHARS` characters).
 
 Frame paths come from records, so they are untrusted: a frame is shown only when its path resolves to a file inside
 its run directory; it is copied under the report's ``frames/`` folder with a sanitised name.
@@ -24,13 +25,26 @@ MAX_RESPONSE_CHARS = 2000  # characters of a model answer shown
 N_PATH_EXAMPLES = 4  # episodes per run in the path plot: the examples, then the run's first others
 
 
+def _closed_loop_rank(r: dict) -> tuple:
+    """How good a closed-loop episode went, ascending: failed before succeeded, then the larger final position error
+    before the smaller (an unknown error counts as the largest), then the lower step score."""
+    err = as_float(record_value(r, "final_position_error"))
+    score = as_float(record_value(r, "score"))
+    return (bool(record_value(r, "success")), -(err if math.isfinite(err) else math.inf),
+            score if math.isfinite(score) else -math.inf)
+
+
 def pick_examples(run: RunData, k: int = 3) -> list[tuple[str, dict]]:
-    """Up to ``k`` of ("best" | "median" | "worst", record) among the run's scored episodes (ties broken by task
-    id), each record once."""
+    """Up to ``k`` of ("best" | "median" | "worst", record), each record once (ties broken by task id). Closed-loop
+    episodes are ranked by success, then final position error (a successful episode is never the worst while one
+    failed); one-shot episodes by the paper's step score. Only scored episodes (no failures) are picked."""
     scored = [r for r in run.records if math.isfinite(as_float(record_value(r, "score")))]
     if not scored:
         return []
-    scored.sort(key=lambda r: (as_float(record_value(r, "score")), str(r.get("task_id"))))
+    if all(r.get("mode") == "closed-loop" for r in scored):
+        scored.sort(key=lambda r: (_closed_loop_rank(r), str(r.get("task_id"))))
+    else:
+        scored.sort(key=lambda r: (as_float(record_value(r, "score")), str(r.get("task_id"))))
     picks = [("best", scored[-1]), ("median", scored[len(scored) // 2]), ("worst", scored[0])]
     out, seen = [], set()
     for name, r in picks[:k]:
@@ -67,11 +81,15 @@ def path_plots(doc: Document, runs: list[RunData], figdir: Path) -> None:
 
 def _summary(which: str, r: dict) -> str:
     score = as_float(record_value(r, "score"))
-    reason = r.get("reason") or (r.get("parse") or {}).get("error") or ""
+    reason = r.get("parse_error") or r.get("reason") or (r.get("parse") or {}).get("error") or ""
     err = r.get("error") or ""
-    return (f"{which}: task {r.get('task_id')} ({r.get('kind')}), score {score:.3f}"
+    succ = record_value(r, "success")
+    closed = r.get("mode") == "closed-loop"
+    return (f"{which}: task {r.get('task_id')} ({r.get('kind')})"
+            + (f", {'success' if succ else 'no success'}" if closed and succ is not None else "")
             + (f", final position error {as_float(record_value(r, 'final_position_error')):.3f} m"
                if record_value(r, "final_position_error") is not None else "")
+            + f", step score {score:.3f}"
             + (f", reason {reason}" if reason else "") + (f", error {err}" if err else ""))
 
 

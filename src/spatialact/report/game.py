@@ -13,6 +13,7 @@ import numpy as np
 
 from .document import Document
 from .load import RunData, as_float, record_value
+from .skill import blocked_steps
 
 __all__ = ["game_map", "blocked_steps", "game_rows", "game_section", "game_json", "ALL_MAPS"]
 
@@ -21,18 +22,13 @@ ALL_MAPS = "all maps"
 
 
 def game_map(r: dict) -> str | None:
-    """The map a game episode ran in (its ``map`` tag), or None for a record of another world."""
+    """The map a game episode ran in (its ``map`` tag), or None for a record of another world (the rooms of
+    CameraNav record ``blocked`` too: they are not game levels)."""
     tags = r.get("tags") if isinstance(r.get("tags"), dict) else {}
-    if r.get("source") != "game" and "blocked" not in r:
+    if r.get("source") != "game":
         return None
     m = tags.get("map")
     return str(m) if m is not None else "?"
-
-
-def blocked_steps(records) -> tuple[int, int]:
-    """(blocked steps, executed steps) over the records that carry ``blocked``."""
-    flags = [bool(b) for r in records if isinstance(r.get("blocked"), list) for b in r["blocked"]]
-    return sum(flags), len(flags)
 
 
 def _summary(records: list[dict]) -> dict:

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..evaluation.results import read_config, read_records
+from .s0 import fill_s0
 
 __all__ = ["RunData", "load_runs", "as_float", "record_value", "response_text", "record_poses", "start_goal_distance",
            "usage"]
@@ -23,13 +24,17 @@ __all__ = ["RunData", "load_runs", "as_float", "record_value", "response_text", 
 @dataclass
 class RunData:
     """One run of a report. ``records``: its plain episodes (variant ""), what the general tables and plots show;
-    ``all_records``: every record, the mirrored episodes of ``eval --flip`` too (the diagnostics section)."""
+    ``all_records``: every record, the mirrored episodes of ``eval --flip`` too (the diagnostics section).
+    ``s0_rebuilt`` / ``s0_unknown``: answered records whose ``s0`` the report rebuilt from their ``gt`` (a run
+    written before records carried it) / could not (:mod:`.s0`)."""
 
     path: Path
     label: str
     config: dict
     records: list[dict] = field(default_factory=list)
     all_records: list[dict] = field(default_factory=list)
+    s0_rebuilt: int = 0
+    s0_unknown: int = 0
 
     @property
     def agent(self) -> str:
@@ -44,13 +49,15 @@ class RunData:
 
 def load_runs(run_dirs) -> list[RunData]:
     """The runs of ``run_dirs`` in order, each labelled by its agent (and model); labels that would be equal get
-    the directory name, and numbers when that is equal too."""
+    the directory name, and numbers when that is equal too. Every answered record has its ``s0`` (its own, or
+    rebuilt from its ``gt``: :func:`.s0.fill_s0`)."""
     runs = []
     for d in run_dirs:
         p = Path(d)
         recs = read_records(p)
         cfg = read_config(p)
-        runs.append(RunData(p, "", cfg, [r for r in recs if not r.get("variant")], recs))
+        rebuilt, unknown = fill_s0(recs, cfg)
+        runs.append(RunData(p, "", cfg, [r for r in recs if not r.get("variant")], recs, rebuilt, unknown))
     labels = [run.agent + (f" ({run.model})" if run.model else "") for run in runs]
     for i, run in enumerate(runs):
         run.label = labels[i] if labels.count(labels[i]) == 1 else f"{labels[i]} [{run.path.name}]"

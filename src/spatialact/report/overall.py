@@ -1,6 +1,7 @@
-"""The report's run-level sections: the runs compared (Runs), the overall table and the score per kind, source and
-tag (Overall, Per kind, Per source, Per tag), tokens and cost (API usage), the score plots (Plots), and the
-difficulty ladder's calibration (the random and oracle runs' per-level means) that the diagnostics use.
+"""The report's run-level sections: the runs compared (Runs), the overall table and the figures per track, kind,
+source and tag, skill first (Overall, Per track, Per kind, Per source, Per tag), tokens and cost (API usage), the
+score plots (Plots), and the difficulty ladder's calibration (the random and oracle runs' per-level means) that the
+diagnostics use.
 
 Tables and plots here show each run's plain episodes (variant ""); token and cost totals count every record.
 """
@@ -18,7 +19,8 @@ from .compare import on_tasks
 from .document import Document
 from .load import RunData, as_float, usage
 from .plots import plot_error_distance, plot_scores
-from .tables import by_kind, by_source, by_tag, group_rows, is_diagnostic_task, overall_rows
+from .skill import has_track
+from .tables import by_kind, by_source, by_tag, by_track, figure_rows, group_rows, is_diagnostic_task, overall_rows
 
 __all__ = ["runs_section", "overall_section", "api_usage_section", "score_plots_section", "calibration"]
 
@@ -51,8 +53,9 @@ def runs_section(doc: Document, runs: list[RunData]) -> None:
 
 def overall_section(doc: Document, runs: list[RunData], shared_tasks=None) -> None:
     """Overall (and, for runs that mix diagnostic-suite tasks with others, the others alone; with ``shared_tasks``,
-    the task ids all runs share when their task sets differ, the runs on those only), Per kind, Per source (when
-    records name one) and Per tag (when records carry tags), one column or row per run."""
+    the task ids all runs share when their task sets differ, the runs on those only), Per track (when records
+    belong to tracks of a suite), Per kind, Per source (when records name one) and Per tag (when records carry
+    tags), one row (or column) per run."""
     if runs:
         doc.heading(2, "Overall")
         doc.table(*overall_rows(runs))
@@ -68,8 +71,13 @@ def overall_section(doc: Document, runs: list[RunData], shared_tasks=None) -> No
             doc.paragraph("The runs were not run on the same tasks (see the note at the top): this table compares "
                           "them like for like, on the tasks every run has, and leaves the others out.")
             doc.table(*overall_rows(on_tasks(runs, shared_tasks)))
+        if any(has_track(r) for run in runs for r in run.records):
+            doc.heading(2, "Per track")
+            doc.paragraph("Tracks of the benchmark suite (the task's track; tasks without one count under their "
+                          "kind). Skill: 0 is what doing nothing (the stay baseline) scores, 1 the ground truth.")
+            doc.table(*figure_rows(runs, by_track, "track"))
         doc.heading(2, "Per kind")
-        doc.table(*group_rows(runs, by_kind))
+        doc.table(*figure_rows(runs, by_kind, "kind"))
     if any(by_source(r) != ["None"] for run in runs for r in run.records):
         doc.heading(2, "Per source")
         doc.table(*group_rows(runs, by_source))

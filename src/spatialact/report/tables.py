@@ -1,5 +1,6 @@
-"""The rows of the report's tables: overall figures per run, the mean score per group (kind, source, tag), and the
-formatting of means, intervals and values that every section shares ("–" for a figure with no data).
+"""The rows of the report's tables: overall figures per run, the figures per group (track, kind, source, tag), and
+the formatting of skill, means, intervals and values that every section shares ("–" for a figure with no data).
+Every table leads with skill (:mod:`.skill`), then the paper's raw step score under its name.
 
 A table is ``(headers, rows)``: a list of column names and a list of rows, each a list of cells (any value; the
 document writer turns each into escaped text).
@@ -12,10 +13,12 @@ import math
 import numpy as np
 
 from ..evaluation.stats import bootstrap_ci
-from .load import RunData, as_float, record_value, usage
+from .load import RunData, as_float, record_value
+from .skill import group_figures, track_of
 
-__all__ = ["overall_rows", "group_rows", "by_kind", "by_source", "by_tag", "is_diagnostic_task", "fmt_summary",
-           "fmt_value", "DIAGNOSTIC_TAGS", "PAIRING_TAGS", "KIND_BINNED_TAGS"]
+__all__ = ["overall_rows", "group_rows", "figure_rows", "by_kind", "by_track", "by_source", "by_tag",
+           "is_diagnostic_task", "fmt_summary", "fmt_value", "fmt_skill", "fmt_rate", "DIAGNOSTIC_TAGS",
+           "PAIRING_TAGS", "KIND_BINNED_TAGS", "SCORE_COLUMN", "SKILL_COLUMN"]
 
 # Tags that mark a task of a diagnostic suite (the ladder's level, the viewpoint pairs): see is_diagnostic_task.
 DIAGNOSTIC_TAGS = ("level", "viewpoint")
@@ -28,42 +31,82 @@ PAIRING_TAGS = ("pair",)
 KIND_BINNED_TAGS = ("distance",)
 
 
+#: The column of the paper's raw score, under its name (docs/scoring.md): shown beside skill, unchanged.
+SCORE_COLUMN = "step score (paper) [95% CI]"
+#: The column of skill, which every table leads with.
+SKILL_COLUMN = "skill [95% CI]"
+
+
+def fmt_skill(sk: dict | None, digits: int = 3) -> str:
+    """A :func:`spatialact.scorers.skill_summary` dict as ``skill [lo, hi]`` ("–" when unknown; the bare value
+    when the interval is a point)."""
+    v = as_float((sk or {}).get("skill"))
+    if not math.isfinite(v):
+        return "–"
+    lo, hi = as_float(sk.get("lo")), as_float(sk.get("hi"))
+    if not (math.isfinite(lo) and math.isfinite(hi)) or sk.get("n", 0) < 2:
+        return f"{v:.{digits}f}"
+    return f"{v:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
+def fmt_rate(d: dict | None, percent: bool = False) -> str:
+    """A ``{"mean", "n"}`` rate as text: a fraction with 3 decimals or a whole percentage ("–" without data)."""
+    if not d or d.get("mean") is None:
+        return "–"
+    return f"{100 * d['mean']:.0f}%" if percent else f"{d['mean']:.3f}"
+
+
 def overall_rows(runs: list[RunData]) -> tuple[list[str], list[list]]:
-    """The Overall table: one row per run (its plain episodes)."""
-    headers = ["run", "episodes", "score [95% CI]", "success [95% CI]", "final pos. err. (m, median)", "SPL",
-               "parse ok", "repairs / ep.", "errors", "prompt tokens", "completion tokens", "cost (USD)"]
+    """The Overall table: one row per run (its plain episodes), skill first, then the paper's step score."""
+    headers = ["run", "episodes", SKILL_COLUMN, SCORE_COLUMN, "success [95% CI]", "SPL", "parse ok",
+               "final pos. err. (m, median)", "repairs / ep.", "errors", "prompt tokens", "completion tokens",
+               "cost (USD)"]
     rows = []
     for run in runs:
         rs = run.records
-        score = bootstrap_ci(as_float(record_value(r, "score")) for r in rs)
+        fig = group_figures(rs)
         succ = bootstrap_ci(record_value(r, "success") for r in rs if record_value(r, "success") is not None)
         fpe = [as_float(record_value(r, "final_position_error")) for r in rs]
         fpe = [v for v in fpe if math.isfinite(v)]
-        spl = bootstrap_ci((record_value(r, "spl") for r in rs), n_boot=0)
-        # failed episodes (api_error / error) carry ok = None: they have no answer to parse, so they are left out
-        oks = (r.get("ok", (r.get("parse") or {}).get("ok")) for r in rs)
-        ok = [bool(v) for v in oks if v is not None]
         reps = bootstrap_ci((record_value(r, "n_repairs") for r in rs), n_boot=0)
         errors = sum(1 for r in rs if r.get("error"))
-        rows.append([run.label, len(rs), score.fmt(), succ.fmt(), f"{np.median(fpe):.3f}" if fpe else "–",
-                     spl.fmt(ci=False), f"{100 * np.mean(ok):.0f}%" if ok else "–", reps.fmt(2, ci=False), errors,
-                     f"{sum(usage(r, 'prompt_tokens') for r in rs):,.0f}",
-                     f"{sum(usage(r, 'completion_tokens') for r in rs):,.0f}",
-                     f"{sum(usage(r, 'cost_usd') for r in rs):.4f}"])
+        rows.append([run.label, len(rs), fmt_skill(fig["skill"]), fmt_summary(fig["score"]), succ.fmt(),
+                     fmt_rate(fig["spl"]), fmt_rate(fig["parse_ok"], percent=True),
+                     f"{np.median(fpe):.3f}" if fpe else "–", reps.fmt(2, ci=False), errors,
+                     f"{fig['prompt_tokens']:,.0f}", f"{fig['completion_tokens']:,.0f}", f"{fig['cost_usd']:.4f}"])
+    return headers, rows
+
+
+def figure_rows(runs: list[RunData], group, name: str) -> tuple[list[str], list[list]]:
+    """Per group (``group(record)`` lists a record's groups; ``name`` heads the column) and run: episodes, skill,
+    the paper's step score, success, SPL and parse-ok rate — one row per (group, run) that has episodes."""
+    headers = [name, "run", "episodes", SKILL_COLUMN, SCORE_COLUMN, "success", "SPL", "parse ok"]
+    groups: list[str] = sorted({g for run in runs for r in run.records for g in group(r)})
+    rows = []
+    for g in groups:
+        for run in runs:
+            rs = [r for r in run.records if g in group(r)]
+            if not rs:
+                continue
+            fig = group_figures(rs)
+            rows.append([g, run.label, len(rs), fmt_skill(fig["skill"]), fmt_summary(fig["score"]),
+                         fmt_rate(fig["success"]), fmt_rate(fig["spl"]), fmt_rate(fig["parse_ok"], percent=True)])
     return headers, rows
 
 
 def group_rows(runs: list[RunData], group) -> tuple[list[str], list[list]]:
-    """Mean score with its interval and n per group (rows) and run (columns); ``group(record)`` lists the groups a
-    record belongs to (:func:`by_kind`, :func:`by_source`, :func:`by_tag`)."""
+    """Skill with its interval, then the paper's step score and n, per group (rows) and run (columns);
+    ``group(record)`` lists the groups a record belongs to (:func:`by_kind`, :func:`by_source`, :func:`by_tag`)."""
     groups: list[str] = sorted({g for run in runs for r in run.records for g in group(r)})
     headers = ["group"] + [run.label for run in runs]
     rows = []
     for g in groups:
         row = [g]
         for run in runs:
-            s = bootstrap_ci(as_float(record_value(r, "score")) for r in run.records if g in group(r))
-            row.append(f"{s.fmt()} (n={s.n})" if s.n else "–")
+            rs = [r for r in run.records if g in group(r)]
+            fig = group_figures(rs) if rs else None
+            row.append(f"skill {fmt_skill(fig['skill'])} · score {fmt_summary(fig['score'], ci=False)} "
+                       f"(n={len(rs)})" if rs else "–")
         rows.append(row)
     return headers, rows
 
@@ -76,6 +119,10 @@ def is_diagnostic_task(r: dict) -> bool:
 
 def by_kind(r: dict) -> list[str]:
     return [str(r.get("kind"))]
+
+
+def by_track(r: dict) -> list[str]:
+    return [track_of(r)]
 
 
 def by_tag(r: dict) -> list[str]:
