@@ -140,6 +140,43 @@ def test_same_export_same_bytes_and_a_reexport_replaces_it(exported, tmp_path):
     assert [p.name for p in (again / "data").iterdir()] == ["hand.parquet"]
 
 
+def test_a_pinned_suite_its_stored_s0_track_and_image_hashes(tmp_path):
+    """A frozen suite's pins set the views (no size or renderer given), its tasks' stored s0 and track are used,
+    and where the export differs from the pins or a view from its recorded SHA-256 the card says so."""
+    import hashlib
+    import pyarrow.parquet as pq
+
+    from spatialact.export import ExportSource, export_lmms_eval
+    from spatialact.taskgen import builtin_suite
+
+    tasks = builtin_suite("nav:2")
+    first = export_lmms_eval(ExportSource(tasks, "x", "x"), tmp_path / "plain", size=SIDE, renderer="tiny")
+    assert first["warnings"] == [] and first["pins"] == {}
+    row = pq.read_table(tmp_path / "plain" / "data" / "nav.parquet").to_pylist()[0]
+    sha = {r: hashlib.sha256(row[f"{r}_image"]["bytes"]).hexdigest() for r in ("start", "goal")}
+    pinned = [tasks[0].with_(meta={**tasks[0].meta, "track": "camera", "s0": {"one-shot": 0.125}, "image_sha256": sha}),
+              tasks[1].with_(meta={**tasks[1].meta, "track": "camera", "image_sha256": {"start": "0" * 64,
+                                                                                       "goal": "0" * 64}})]
+    pins = {"image_size": SIDE, "renderer": "tiny", "render_quality": "default", "prompt_version": "older-v0",
+            "profile": "paper"}
+    card = export_lmms_eval(ExportSource(pinned, "l4-v9", "suite l4-v9", "ab" * 32, None, pins), tmp_path / "pinned")
+    assert card["image_size"] == [SIDE, SIDE] and card["renderer"] == "tiny" and card["tasks"] == {
+        "spatialact_l4_v9_camera": 2}
+    assert card["image_mismatches"] == [tasks[1].id] and card["suite_sha256"] == "ab" * 32
+    assert card["warnings"] == [
+        f"prompt_version {card['prompt_version']} is not the suite's pinned older-v0",
+        f"1 of 2 tasks show views whose SHA-256 is not the one the suite records (first: {tasks[1].id}); the items "
+        f"are not the frozen suite's images"]
+    rows = pq.read_table(tmp_path / "pinned" / "data" / "camera.parquet").to_pylist()
+    assert rows[0]["s0"] == 0.125 and rows[0]["track"] == "camera"  # stored, not computed
+    from spatialact.scorers import null_score
+
+    assert rows[1]["s0"] == null_score(tasks[1], "one-shot", "paper") != 0.125  # none stored: computed
+    assert 'suite_sha256: "' + "ab" * 32 + '"' in (tmp_path / "pinned" / "spatialact_l4_v9_camera.yaml").read_text()
+    big = export_lmms_eval(ExportSource(pinned, "l4-v9", "s", None, None, pins), tmp_path / "big", size=2 * SIDE)
+    assert big["warnings"][1] == f"image_size [{2 * SIDE}, {2 * SIDE}] is not the suite's pinned [{SIDE}, {SIDE}]"
+
+
 def test_user_errors_are_one_line(tmp_path, capsys):
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("keep")

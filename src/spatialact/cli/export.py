@@ -49,23 +49,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the export's card as JSON")
 
 
-def _settings(args, pins: dict) -> dict:
-    """Image size, renderer, quality and profile: the options, else the suite's pins, else eval's defaults."""
-    from .runs import check_image_side, default_image_side
-
-    check_image_side(args.size, "--size")
-    renderer = args.renderer or pins.get("renderer") or "auto"
-    side = args.size
-    if side is None:
-        pinned = pins.get("image_size")
-        side = pinned if isinstance(pinned, int) else (pinned[0] if isinstance(pinned, list) and pinned else None)
-    if side is None:
-        side = default_image_side(renderer, model=True)
-    return {"width": int(side), "height": int(side), "renderer": renderer,
-            "render_quality": args.render_quality or pins.get("render_quality") or "default",
-            "profile": args.profile or pins.get("profile") or "paper"}
-
-
 def _progress(i: int, n: int, task_id: str) -> None:
     if sys.stderr.isatty():
         print(f"\rexport: {i + 1}/{n} {task_id[:40]:40s}", end="" if i + 1 < n else "\n", file=sys.stderr,
@@ -78,19 +61,24 @@ def run(args: argparse.Namespace) -> int:
 
     from .main import CLIError, check_out
 
+    from .runs import check_image_side
+
+    check_image_side(args.size, "--size")
     out = check_out(args.out)
     try:
         source = export_source(args.suite, args.tasks, seed=args.seed)
-        card = export_lmms_eval(source, out, name=args.name, progress=_progress, **_settings(args, source.pins))
+        card = export_lmms_eval(source, out, name=args.name, size=args.size, renderer=args.renderer,
+                                render_quality=args.render_quality, profile=args.profile, progress=_progress)
     except (ExportError, OutputError) as e:
         raise CLIError(str(e)) from None
     if args.json:
         print_json(card, indent=1, ensure_ascii=False)
     else:
         tracks = ", ".join(f"{t} ({n})" for t, n in card["tasks"].items())
-        print(f"wrote lmms-eval group {card['group']} to {out}: {tracks}; images {card['image_size'][0]}x"
-              f"{card['image_size'][1]} ({card['renderer']}), prompt {card['prompt_version']}, profile "
-              f"{card['profile']}")
+        size = card["image_size"]
+        views = f"views rendered {size[0]}x{size[1]} ({card['renderer']})" if size else "the tasks' own views"
+        print(f"wrote lmms-eval group {card['group']} to {out}: {tracks}; {views}, prompt {card['prompt_version']}, "
+              f"profile {card['profile']}")
         print(f"run: lmms-eval --model openai --model_args model=MODEL,base_url=URL --tasks {card['group']} "
               f"--include_path {out}  (spatialact installed in lmms-eval's Python)")
     for w in card["warnings"]:

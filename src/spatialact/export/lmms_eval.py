@@ -36,7 +36,7 @@ import numpy as np
 
 from .lmms_task import IMAGE_COLUMNS
 
-__all__ = ["export_lmms_eval", "export_source", "ExportSource", "ExportError", "track_of", "group_name", "TRACK_ORDER",
+__all__ = ["export_lmms_eval", "export_source", "render_settings", "ExportSource", "ExportError", "track_of", "group_name", "TRACK_ORDER",
            "CARD_FILE", "one_shot_views", "shows_files"]
 
 #: The tracks in the order they are written (others follow in the order they first appear).
@@ -388,9 +388,10 @@ def _pin_warnings(card: dict, n: int) -> list[str]:
     """Where an export differs from its suite's pins: one line each."""
     pins, out = card["pins"], []
     side = pins.get("image_size")
-    want = {"prompt_version": pins.get("prompt_version"), "profile": pins.get("profile"),
-            "renderer": pins.get("renderer"), "render_quality": pins.get("render_quality"),
-            "image_size": [side, side] if isinstance(side, int) else side}
+    want = {"prompt_version": pins.get("prompt_version"), "profile": pins.get("profile")}
+    if card["image_size"] is not None:  # views were rendered
+        want.update(renderer=pins.get("renderer"), render_quality=pins.get("render_quality"),
+                    image_size=[side, side] if isinstance(side, int) else (list(side) if side else None))
     for key, value in want.items():
         if value is not None and value != card[key]:
             out.append(f"{key} {card[key]} is not the suite's pinned {value}")
@@ -429,21 +430,44 @@ def _items(tracks: dict, width: int, height: int, renderer: str, render_quality:
     return rows, mismatched
 
 
-def export_lmms_eval(source, out, *, name: str | None = None, width: int = 128, height: int = 128,
-                     renderer: str = "tiny", render_quality: str = "default", profile: str = "paper",
-                     progress=None) -> dict:
+def render_settings(source: ExportSource, size: int | None = None, renderer: str | None = None,
+                    render_quality: str | None = None, profile: str | None = None) -> dict:
+    """How an export renders and scores: each setting given, else the suite's pin, else ``spatialact eval``'s
+    default for a model agent (renderer ``auto`` — gl where its context starts, else tiny —, resolved here when a
+    task is rendered; 384² when gl draws, else 128²; quality ``default``; profile ``paper``). ``size`` is the
+    side in pixels; the image size is None when every task shows its own image files."""
+    pins = source.pins
+    pinned = pins.get("image_size")
+    pinned = pinned[0] if isinstance(pinned, (list, tuple)) and pinned else pinned
+    renderer = renderer or pins.get("renderer") or "auto"
+    side = size if size is not None else (pinned if isinstance(pinned, int) else None)
+    if not all(shows_files(t) for t in source.tasks):
+        from ..envs.rendering import default_image_size, resolve_renderer
+
+        renderer = resolve_renderer(renderer)  # the card names the renderer that drew
+        side = side if side is not None else default_image_size(renderer, True)
+    profile = profile or pins.get("profile") or "paper"
+    if profile not in PROFILES:
+        raise ExportError(f"--profile {profile!r}: must be one of {', '.join(PROFILES)}")
+    return {"size": side, "renderer": renderer, "render_quality": render_quality or pins.get("render_quality")
+            or "default", "profile": profile}
+
+
+def export_lmms_eval(source, out, *, name: str | None = None, size: int | None = None, renderer: str | None = None,
+                     render_quality: str | None = None, profile: str | None = None, progress=None) -> dict:
     """Write the tasks of ``source`` (an :class:`ExportSource`, from :func:`export_source`, or a list of tasks),
     one-shot, as an lmms-eval task folder at ``out`` (the module docstring lists the files).
 
     ``name`` (default: the source's label; ``tasks`` for a list): the group is :func:`group_name` of it and each
-    track's task ``<group>_<track>``. The source's description, suite or task-file SHA-256 and pins are recorded
-    in the card (the source and suite SHA-256 also in each task's metadata, so lmms-eval's results carry them);
-    where the export differs from the pins (prompt version, image size, renderer, quality, profile; views whose
-    SHA-256 is not the task's ``meta["image_sha256"]``) the card's ``warnings`` say so. ``width`` × ``height``,
-    ``renderer``, ``render_quality``: how views are rendered for tasks without image files. ``profile``:
-    ``paper`` or ``paper+rot``, for the score and s0. ``progress(i, n, task_id)`` is called before each task.
-    ``out`` must be new, empty or an earlier export (its files are replaced, those it no longer has removed).
-    Returns the card (also written as ``spatialact_export.json``).
+    track's task ``<group>_<track>``. ``size`` (side in pixels), ``renderer``, ``render_quality``: how views are
+    rendered for tasks without image files; ``profile`` (``paper`` or ``paper+rot``): the score and s0; each
+    omitted one is the suite's pin, else eval's default for a model agent (:func:`render_settings`). The source's
+    description, suite or task-file SHA-256 and pins are recorded in the card (the source and suite SHA-256 also in
+    each task's metadata, so lmms-eval's results carry them); where the export differs from the pins (prompt
+    version, image size, renderer, quality, profile; views whose SHA-256 is not the task's
+    ``meta["image_sha256"]``) the card's ``warnings`` say so. ``progress(i, n, task_id)`` is called before each
+    task. ``out`` must be new, empty or an earlier export (its files are replaced, those it no longer has
+    removed). Returns the card (also written as ``spatialact_export.json``).
     """
     from .. import __version__
     from ..agents.prompts import PROMPT_VERSION
@@ -451,19 +475,15 @@ def export_lmms_eval(source, out, *, name: str | None = None, width: int = 128, 
 
     if not isinstance(source, ExportSource):
         source = ExportSource(list(source), name or "tasks", name or "tasks")
-    if profile not in PROFILES:
-        raise ExportError(f"--profile {profile!r}: must be one of {', '.join(PROFILES)}")
     if not source.tasks:
         raise ExportError(f"{source.source}: no tasks to export")
     group = group_name(name or source.label)
     out = Path(out)
     old = _previous_files(out)
     tracks = _ordered_tracks(source.tasks)
-    if renderer == "auto" and not all(shows_files(t) for t in source.tasks):
-        from ..envs.rendering import resolve_renderer
-
-        renderer = resolve_renderer(renderer)  # the card names the renderer that drew
-    rows, mismatched = _items(tracks, width, height, renderer, render_quality, profile, progress)
+    settings = render_settings(source, size, renderer, render_quality, profile)
+    side, renderer, render_quality, profile = (settings[k] for k in ("size", "renderer", "render_quality", "profile"))
+    rows, mismatched = _items(tracks, side or 128, side or 128, renderer, render_quality, profile, progress)
     task_names = {track: f"{group}_{_slug(track)}" for track in tracks}
     meta = {"version": 1.0, "spatialact_source": source.source, "suite_sha256": source.suite_sha256,
             "prompt_version": PROMPT_VERSION, "profile": profile}
@@ -477,7 +497,7 @@ def export_lmms_eval(source, out, *, name: str | None = None, width: int = 128, 
     card = {"group": group, "tasks": {task_names[t]: len(v) for t, v in tracks.items()},
             "tracks": {t: task_names[t] for t in tracks}, "source": source.source,
             "suite_sha256": source.suite_sha256, "task_file_sha256": source.task_file_sha256, "mode": "one-shot",
-            "profile": profile, "prompt_version": PROMPT_VERSION, "image_size": [int(width), int(height)],
+            "profile": profile, "prompt_version": PROMPT_VERSION, "image_size": None if side is None else [side, side],
             "renderer": renderer, "render_quality": render_quality, "pins": dict(source.pins),
             "image_mismatches": mismatched, "spatialact_version": __version__, "generation_kwargs": GENERATION}
     card["warnings"] = _pin_warnings(card, len(source.tasks))
