@@ -137,13 +137,15 @@ def test_a_hung_engine_meets_the_calls_deadline():
     assert _wait_gone([(worker, None), (game, None)], 5.0) == []
 
 
-def test_a_crash_in_the_worker_is_contained_and_reported():
+@pytest.mark.parametrize("sig", [signal.SIGSEGV, signal.SIGKILL], ids=["SIGSEGV", "SIGKILL"])
+def test_a_crash_of_the_worker_is_contained_reported_and_takes_the_game_with_it(sig):
     eng = EngineProcess(None, "MAP01", (160, 120))
     worker, game = eng.pid, eng.engine_pid
-    os.kill(worker, signal.SIGSEGV)  # what a crash inside the binding does to the process that loaded it
-    with pytest.raises(EngineStopped, match=r"its worker crashed \(SIGSEGV\)"):
+    assert child_pids(game) == []  # the game starts no process of its own
+    os.kill(worker, sig)  # SIGSEGV: what a crash inside the binding does to the process that loaded it
+    assert _wait_gone([(game, None)], 5.0) == []  # the game died with its worker (its launcher's PR_SET_PDEATHSIG)
+    with pytest.raises(EngineStopped, match=rf"its worker crashed \({sig.name}\)"):
         eng.start()
-    assert _wait_gone([(game, None)], 5.0) == []  # the game died with its worker
 
 
 def _kill_the_next_game_while_it_starts(known: set, killed: list, stop: threading.Event):

@@ -14,6 +14,7 @@ import pytest
 pytest.importorskip("vizdoom")
 
 from spatialact import geometry  # noqa: E402
+from spatialact.action_space import Step, StepSizes  # noqa: E402
 from spatialact.envs.doom.engine import (DEPTH_STEP_UNITS, PIXEL_ASPECT, PLAYER_RADIUS_UNITS,  # noqa: E402
                                          POSITION_TOL_UNITS, TILT_UP_LIMIT_DEG, UNIT_M, DoomEngine,
                                          depth_to_metres, level_rotation, yaw_tilt_roll)
@@ -265,3 +266,36 @@ def test_the_level_is_empty_unless_monsters_are_asked_for():
     cols, rows = np.nonzero(differ.any(0))[0], np.nonzero(differ.any(1))[0]
     assert differ.sum() >= 40  # a figure, not noise
     assert 60 <= cols.min() and cols.max() <= 100 and rows.min() >= 60  # where the Zombieman stands
+
+
+def test_the_engine_in_its_worker_process_gives_the_same_poses_images_and_motions():
+    """EngineProcess (the engine in a worker process, what GameNav uses) against DoomEngine in this process: the same
+    views byte for byte, poses, intrinsics and Execution fields, the same explorer walk, the same refusals."""
+    from spatialact.envs.doom.worker import EngineProcess, walk_poses
+
+    sizes = StepSizes.navigation()
+    pose = geometry.make_pose(level_rotation(math.radians(30.0)), np.array([-150.0, -200.0, 41.0]) * UNIT_M)
+    with DoomEngine(map="MAP01", resolution=(160, 120)) as here, EngineProcess(None, "MAP01", (160, 120)) as there:
+        for e in (here, there):
+            e.start(pose)
+        for counts in ([0, 0, 3, 0, 0, 0], [2, 0, 0, 0, 0, 0], [0, 0, 0, 0, -2, 0], [0, 0, 0, 2, 0, 0],
+                       [0, 2, 0, 0, 0, 0], [0, -2, 0, 0, 0, 1], [0, 0, -10, 0, 0, 0]):
+            D = Step.from_signed(counts).as_delta(sizes)
+            a, b = here.execute(D), there.execute(D)
+            for f in ("pose", "target"):
+                assert np.array_equal(getattr(a, f), getattr(b, f)), (counts, f)
+            assert all(np.array_equal(getattr(a, f), getattr(b, f)) for f in a.__dataclass_fields__), counts
+            assert np.array_equal(here.pose(), there.pose()) and np.array_equal(here.intrinsics(), there.intrinsics())
+            assert np.array_equal(here.view_pose(), there.view_pose())
+            assert np.array_equal(here.variables(), there.variables()) and here.tics == there.tics
+            for x, y in zip(here.render_raw(), there.render_raw()):
+                assert np.array_equal(x, y), counts
+        assert np.array_equal(walk_poses(here, 3, 70, 7), there.walk_poses(3, 70, 7))
+        rolled = pose @ geometry.make_pose(geometry.rot_z(0.2), np.zeros(3))
+        with pytest.raises(ValueError) as ea:
+            here.start(rolled)
+        with pytest.raises(ValueError) as eb:
+            there.start(rolled)
+        assert str(ea.value) == str(eb.value) and "cannot roll" in str(eb.value)
+        assert there.alive  # a refusal is not a stop
+        assert there.describe() == here.describe()
