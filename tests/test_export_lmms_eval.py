@@ -153,7 +153,8 @@ def test_a_pinned_suite_its_stored_s0_track_and_image_hashes(tmp_path):
     first = export_lmms_eval(ExportSource(tasks, "x", "x"), tmp_path / "plain", size=SIDE, renderer="tiny")
     assert first["warnings"] == [] and first["pins"] == {}
     row = pq.read_table(tmp_path / "plain" / "data" / "nav.parquet").to_pylist()[0]
-    sha = {r: hashlib.sha256(row[f"{r}_image"]["bytes"]).hexdigest() for r in ("start", "goal")}
+    sha = {r: hashlib.sha256(np.asarray(Image.open(io.BytesIO(row[f"{r}_image"]["bytes"])).convert("RGB")).tobytes())
+           .hexdigest() for r in ("start", "goal")}  # of the raw RGB bytes, as the frozen suite records them
     pinned = [tasks[0].with_(meta={**tasks[0].meta, "track": "camera", "s0": {"one-shot": 0.125}, "image_sha256": sha}),
               tasks[1].with_(meta={**tasks[1].meta, "track": "camera", "image_sha256": {"start": "0" * 64,
                                                                                        "goal": "0" * 64}})]

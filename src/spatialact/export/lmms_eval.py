@@ -168,18 +168,15 @@ def _s0(task, profile: str) -> float:
     return null_score(task, "one-shot", profile)
 
 
-def _image_matches(task, pngs: dict, obs: dict) -> bool | None:
-    """Whether the views agree with the task's ``meta["image_sha256"]`` ({"start", "goal"}: the SHA-256 of the PNG
-    or of the raw RGB bytes, at the suite's pinned renderer, quality and size); None when the task has none."""
+def _image_matches(task, obs: dict) -> bool | None:
+    """Whether the views are the ones the task records in ``meta["image_sha256"]`` ({"start", "goal"}: SHA-256 of
+    the raw uint8 RGB array bytes, C order, at the suite's pinned renderer, quality and size); None when it records
+    none."""
     want = (task.meta or {}).get("image_sha256")
     if not isinstance(want, dict):
         return None
-    for role, key in (("start", "rgb"), ("goal", "goal_rgb")):
-        got = {hashlib.sha256(pngs[role]).hexdigest(),
-               hashlib.sha256(np.ascontiguousarray(obs[key]).tobytes()).hexdigest()}
-        if want.get(role) not in got:
-            return False
-    return True
+    return all(want.get(role) == hashlib.sha256(np.ascontiguousarray(obs[key], dtype=np.uint8).tobytes()).hexdigest()
+               for role, key in (("start", "rgb"), ("goal", "goal_rgb")))
 
 
 def _row(task, obs: dict, profile: str) -> tuple[dict, bool | None]:
@@ -193,7 +190,7 @@ def _row(task, obs: dict, profile: str) -> tuple[dict, bool | None]:
            "target": answer_text(task.gt, task.answer_format)}
     for role, column in IMAGE_COLUMNS.items():
         row[column] = {"bytes": pngs[role], "path": f"{_slug(task.id) or 'task'}_{role}.png"} if role in pngs else None
-    return row, _image_matches(task, pngs, obs)
+    return row, _image_matches(task, obs)
 
 
 # --------------------------------------------------------------------------------------------------------------
