@@ -1,8 +1,8 @@
 """Regenerate the built-in ``game`` suite's task file (spatialact/data/suites/game-v1.jsonl) from scratch.
 
 The explorer walks each map of spatialact.taskgen.game_suite.SUITE_MAPS deterministically, pairs of the walk get
-their ground truth and their level, and the pairs the game does not execute to the goal are dropped (see that
-module). Same code, same vizdoom, same file: run it to check the shipped file is reproducible (``--check``), or after
+their ground truth, their level and their geodesic d0 (meta["d0"], metres), and the pairs the game does not execute
+to the goal are dropped (see that module). Same code, same vizdoom, same file: run it to check the shipped file is reproducible (``--check``), or after
 a deliberate change of the suite, with SUITE_VERSION raised.
 
 Usage: .venv/bin/python scripts/make_game_suite.py [--out FILE] [--check]

@@ -3,9 +3,9 @@
 How it is made (:func:`build_game_suite`, ``python scripts/make_game_suite.py``): on each map of :data:`SUITE_MAPS`
 (``freedoom2.wad``), the deterministic explorer walks :data:`SUITE_SECONDS` seconds from the map's start (seed 0);
 start/goal pairs of that walk get their exact ground truth (:func:`~spatialact.tasks.from_trajectory.
-tasks_from_trajectory`, metric extraction, seeded) and their level as scene
-(:func:`~spatialact.taskgen.game_scenes.attach_game_scenes`), and the pairs the game does not execute to the goal are
-dropped; the first :data:`PER_MAP` of each map whose ground truth has at most :data:`MAX_STEPS` steps are kept.
+tasks_from_trajectory`, metric extraction, seeded), their level as scene and their geodesic start→goal distance as
+``meta["d0"]`` (metres, SPL's d0; :func:`~spatialact.taskgen.game_scenes.attach_game_scenes`), and the pairs the game
+does not execute to the goal are dropped; the first :data:`PER_MAP` of each map whose ground truth has at most :data:`MAX_STEPS` steps are kept.
 Nothing of the walk is stored: the tasks reference the level
 (WAD name, SHA-256, map, start), their start and goal views are rendered by the game when they run (one-shot
 included), so the file is small (no images) and the same on every machine. The version is in the file's name and

@@ -75,8 +75,8 @@ class _Level:
         self.sector = self._sectors(seg, level.front, level.back)
         void = self.sector < 0
         s = np.maximum(self.sector, 0)
-        self.floor = np.where(void, _VOID, level.floor[s]).astype(np.float64)  # nothing stands in the void
-        self.ceiling = np.where(void, -_VOID, level.ceiling[s]).astype(np.float64)
+        self.floor = np.where(void, _VOID, level.floor[s]).astype(np.float32)  # nothing stands in the void
+        self.ceiling = np.where(void, -_VOID, level.ceiling[s]).astype(np.float32)
         blocking = (level.back < 0) | ((level.flags & ML_BLOCKING) != 0)
         near_wall = self._bands(seg, blocking, level)
         self.free = ~void & ~near_wall & (self.ceiling - self.floor >= PLAYER_HEIGHT_UNITS)
@@ -97,7 +97,7 @@ class _Level:
         x1, y1, x2, y2 = seg.T
         ylo, yhi = np.minimum(y1, y2), np.maximum(y1, y2)
         xs = self.x0 + (np.arange(self.nx) + 0.5) * self.cell
-        out = np.full((self.ny, self.nx), -1, dtype=np.int64)
+        out = np.full((self.ny, self.nx), -1, dtype=np.int32)
         for r in range(self.ny):
             y = self.y0 + (r + 0.5) * self.cell
             k = np.nonzero((ylo <= y) & (y < yhi))[0]
@@ -142,8 +142,8 @@ class _Level:
         from scipy.sparse import csr_matrix
 
         ny, nx = self.free.shape
-        self.node = np.full((ny, nx), -1, dtype=np.int64)
-        self.node[self.free] = np.arange(int(self.free.sum()))
+        self.node = np.full((ny, nx), -1, dtype=np.int32)
+        self.node[self.free] = np.arange(int(self.free.sum()), dtype=np.int32)
         rows, cols, w = [], [], []
         for dr, dc in _NEIGHBOURS:
             a = (slice(max(0, -dr), ny - max(0, dr)), slice(max(0, -dc), nx - max(0, dc)))

@@ -156,11 +156,13 @@ def _map_run(names: list, i: int) -> dict:
 
 
 def _marker(p: Path, names: list, name) -> tuple[str, int]:
-    """The map's name upper-cased and its marker's directory index (the last of that name, as the engine takes)."""
+    """The map's name upper-cased and its marker's directory index: the last entry of that name followed by
+    ``THINGS`` (the engine takes the last)."""
     m = str(name).strip().upper()
-    if m not in names:
+    found = [i for i in range(len(names) - 1) if names[i] == m and names[i + 1] == "THINGS"]
+    if not found:
         raise WadError(f"{p.name}: no map {name!r}")
-    return m, len(names) - 1 - names[::-1].index(m)
+    return m, found[-1]
 
 
 def _check_directory(p: Path, names: list, where: list, total: int) -> None:
@@ -295,13 +297,13 @@ def check_wad(path: str | os.PathLike, maps=None) -> None:
         st = p.stat()
     except OSError as e:
         raise WadError(f"{p}: cannot read ({e.strerror or e})") from None
-    _, names, where, total = _directory(p, entries=True)
-    todo = [names[i] for i in range(len(names) - 1) if names[i + 1] == "THINGS"] if maps is None else list(maps)
-    key = (str(p.resolve()), st.st_size, st.st_mtime_ns, tuple(str(m).strip().upper() for m in todo))
+    key = (str(p.resolve()), st.st_size, st.st_mtime_ns,
+           None if maps is None else tuple(str(m).strip().upper() for m in maps))
     if key in _CHECKED:
         return
+    _, names, where, total = _directory(p, entries=True)
     _check_directory(p, names, where, total)
-    for m in todo:
+    for m in ([names[i] for i in range(len(names) - 1) if names[i + 1] == "THINGS"] if maps is None else maps):
         _decode(p, *_read_map(p, m))
     _CHECKED[key] = True
 
