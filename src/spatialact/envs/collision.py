@@ -8,13 +8,13 @@ the scene's PyBullet client and returns how far the sphere gets before it would 
 free of contact and within :data:`CONTACT_TOLERANCE` (1 cm) of it, measured along the segment.
 
 How: a broad-phase query (``getOverlappingObjects`` over the box of a stretch of the segment grown by the radius)
-first: a stretch no collision shape's bounding box comes near is clear at once (most steps in open space). Otherwise probe spheres
-(collision shape only, mass 1 kg so that static geometry reports contacts with them, never simulated — no
-``stepSimulation`` in a free-camera world) are placed on the segment every :data:`SAMPLE_SPACING` (5 cm), up to
-:data:`POOL_SIZE` at once, and one ``performCollisionDetection`` reports the bodies each one penetrates
-(``contactDistance < 0``); between the last free sample and the first blocked one, five more probes in one more call
-find the stop within 1 cm. Sampling every 5 cm with a 10 cm sphere sees every surface the centre crosses;
-an edge or corner the sphere only grazes between two samples can be entered by at most
+first: a stretch no collision shape's bounding box comes near is clear at once (most steps in open space).
+Otherwise probe spheres (collision shape only, mass 1 kg so that static geometry reports contacts with them, never
+simulated — no ``stepSimulation`` in a free-camera world) are placed on the segment every :data:`SAMPLE_SPACING`
+(5 cm), up to :data:`POOL_SIZE` at once, and one ``performCollisionDetection`` reports the bodies each one
+penetrates (``contactDistance < 0``); between the last free sample and the first blocked one, five more probes in
+one more call find the stop within 1 cm. Sampling every 5 cm with a 10 cm sphere sees every surface the centre
+crosses; an edge or corner the sphere only grazes between two samples can be entered by at most
 ``r − √(r² − (h/2)²)`` = 3.2 mm. Bodies the sphere already penetrates where the segment starts (a start placed
 inside furniture by a hand-made task) do not stop it, so it can leave them.
 

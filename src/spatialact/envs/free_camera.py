@@ -32,7 +32,7 @@ from .. import geometry
 from ..action_space import ActionSequence, StepSizes
 from .collision import SphereSweep, path_problem
 from .pybullet_world import PyBulletWorld
-from .rendering import CameraSpec
+from .rendering import BulletWorld, CameraSpec
 from .sampling import sample_signed_counts
 from .scenes import look_at
 from .views import view_overlap
@@ -67,8 +67,9 @@ class FreeCameraWorld(PyBulletWorld):
 
     @property
     def blocks_motion(self) -> bool:
-        """Whether a step can be stopped short (walls on): an evaluation then records ``blocked`` per step."""
-        return self.collisions
+        """Whether a step can be stopped short (walls on, in a PyBullet scene: a subclass drawing through another
+        simulator, habitat-sim, has no walls): an evaluation then records ``blocked`` per step."""
+        return self.collisions and isinstance(self.backend, BulletWorld)
 
     def populate_scene(self) -> None:
         # the probe spheres of the walls: made after every rebuild (a rebuild removes every body)
