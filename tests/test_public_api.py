@@ -18,7 +18,7 @@ import pytest
 FROZEN = Path(__file__).with_name("public_api.json")
 PUBLIC = ("action_space", "trajectories", "tasks", "scorers", "records", "vocab", "geometry", "image_files",
           "jsonline", "cache", "schema_compiler", "envs", "taskgen", "agents", "diagnostics", "evaluation",
-          "questions", "report")
+          "questions", "report", "export")
 
 # The entry points users, notebooks and outside checks call (the README's, and every notebook's): each must stay
 # exported by the package named, whatever else changes.
