@@ -1,4 +1,4 @@
-"""`spatialact score` end to end against lmms-eval's own scorer, on the same answers (issues J, Q).
+"""`spatialact score` end to end against lmms-eval's own scorer, on the same answers.
 
 Side by side in one run, on the same files:
 
@@ -222,15 +222,18 @@ def _taskset(cores: int) -> list[str]:
     return ["taskset", "-c", ",".join(str(c) for c in avail[:cores])]
 
 
-def lmms_available() -> bool:
-    import importlib.util
+#: lmms-eval's own environment, made by set-up (scripts/setup.sh): never the user's .venv.
+LMMS_PYTHON = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".lmms-venv", "bin", "python")
 
-    try:
-        spec = importlib.util.find_spec("lmms_eval")
-    except (ImportError, ValueError):
+
+def lmms_available() -> bool:
+    """Whether lmms-eval's environment exists and holds the spatialtreebench metric file."""
+    if not os.path.exists(LMMS_PYTHON):
         return False
-    return spec is not None and spec.origin is not None and os.path.exists(os.path.join(
-        os.path.dirname(spec.origin), "tasks", "spatialtreebench", "metrics", "rule_metrics.py"))
+    probe = ("import importlib.util, os, sys; s = importlib.util.find_spec('lmms_eval'); "
+             "sys.exit(0 if s and os.path.exists(os.path.join(os.path.dirname(s.origin), 'tasks', "
+             "'spatialtreebench', 'metrics', 'rule_metrics.py')) else 1)")
+    return subprocess.run([LMMS_PYTHON, "-c", probe], capture_output=True).returncode == 0
 
 
 def child_env(**extra) -> dict:
@@ -248,7 +251,7 @@ PYCACHE = os.path.join(tempfile.gettempdir(), f"spatialact-bench-pycache-{os.get
 
 def run_lmms(files: dict, limit: int) -> dict:
     t = time.perf_counter()
-    r = subprocess.run(_taskset(1) + [sys.executable, "-c", LMMS_LOOP, str(files["answers"]), str(files["hints"]),
+    r = subprocess.run(_taskset(1) + [LMMS_PYTHON, "-c", LMMS_LOOP, str(files["answers"]), str(files["hints"]),
                                       str(limit)], capture_output=True, text=True, env=child_env())
     wall = time.perf_counter() - t
     if r.returncode != 0:
