@@ -95,7 +95,7 @@ def _free_column(world, hx, hy):
     boxes = []
     for i in range(p.getNumBodies(physicsClientId=c)):
         b = p.getBodyUniqueId(i, physicsClientId=c)
-        if b in shell or b in world._sweep.probes:
+        if b in shell or b in world.probes:
             continue
         for link in range(-1, p.getNumJoints(b, physicsClientId=c)):
             lo, hi = p.getAABB(b, link, physicsClientId=c)
@@ -257,7 +257,7 @@ def test_gl_scene_skips_the_probes():
     env.reset(seed=0)
     w = env.world
     geo = extract_scene(w.p, w.client, w.backend.registered_meshes, w.backend.textures)
-    assert not {b for b, _ in geo.slots} & set(w._sweep.probes)
+    assert w.probes and not {b for b, _ in geo.slots} & set(w.probes)
     assert float(env.last_observation["rgb"].std()) > 0
     env.close()
 

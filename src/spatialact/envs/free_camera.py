@@ -71,6 +71,11 @@ class FreeCameraWorld(PyBulletWorld):
         simulator, habitat-sim, has no walls): an evaluation then records ``blocked`` per step."""
         return self.collisions and isinstance(self.backend, BulletWorld)
 
+    @property
+    def probes(self) -> tuple[int, ...]:
+        """Body ids of the walls' probe spheres in the loaded scene (never drawn; empty without walls)."""
+        return tuple(self._sweep.probes) if self._sweep is not None else ()
+
     def populate_scene(self) -> None:
         # the probe spheres of the walls: made after every rebuild (a rebuild removes every body)
         self._sweep = SphereSweep(self.p, self.client) if self.collisions else None
