@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -247,8 +248,9 @@ def test_in_process_run_restores_the_garbage_collector(files, capsys):
 
 
 def test_answers_that_are_not_a_file_of_answers(files, tmp_path):
-    """A folder, an empty file, a file of blank lines: one line, exit 2, nothing called a result. A pipe is read
-    (``<(zcat answers.gz)``) when --out names where the scores go."""
+    """A folder, an empty file, a file of blank lines, a device, a FIFO: one line, exit 2, nothing called a result.
+    Standard input is read as ``-`` (``zcat answers.gz | spatialact score - TASKS``) when --out names where the scores
+    go."""
     d, _ = files
 
     def one_line(r, *words):
@@ -259,20 +261,22 @@ def test_answers_that_are_not_a_file_of_answers(files, tmp_path):
     for name, text in (("empty.jsonl", ""), ("blank.jsonl", "\n  \n\n")):
         (tmp_path / name).write_text(text)
         one_line(cli(tmp_path / name, d / "tasks.jsonl", check=False), name, "no answers")
-    one_line(cli("/dev/null", d / "tasks.jsonl", check=False), "not a regular file", "--out")
+    one_line(cli("/dev/null", d / "tasks.jsonl", check=False), "/dev/null: is a character device, not a regular file")
     fifo = tmp_path / "answers.fifo"
     import os
-    import threading
 
-    os.mkfifo(fifo)
-    writer = threading.Thread(target=lambda: fifo.write_bytes((d / "answers.jsonl").read_bytes()))
-    writer.start()
-    r = cli(fifo, d / "tasks.jsonl", "--json", "--out", tmp_path / "piped.jsonl", "--no-progress")
-    writer.join()
+    os.mkfifo(fifo)  # refused unopened (opening it would wait for a writer), and left a FIFO
+    one_line(cli(fifo, d / "tasks.jsonl", "--out", tmp_path / "x.jsonl", check=False),
+             f"{fifo}: is a FIFO (named pipe), not a regular file")
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and not (tmp_path / "x.jsonl").exists()
+    one_line(cli("-", d / "tasks.jsonl", check=False), "standard input", "--out")  # nowhere beside stdin to write
+    r = subprocess.run([sys.executable, "-m", "spatialact.cli.main", "score", "-", str(d / "tasks.jsonl"), "--json",
+                        "--out", str(tmp_path / "piped.jsonl"), "--no-progress"],
+                       input=(d / "answers.jsonl").read_text(), capture_output=True, text=True, timeout=300)
     piped = json.loads(r.stdout)
     plain = json.loads(cli(d / "answers.jsonl", d / "tasks.jsonl", "--json", "--out", tmp_path / "plain.jsonl",
                            "--no-progress").stdout)
-    assert piped["overall"] == plain["overall"] and piped["counts"] == plain["counts"]
+    assert piped["answers"] == "-" and piped["overall"] == plain["overall"] and piped["counts"] == plain["counts"]
     assert read(tmp_path / "piped.jsonl") == read(tmp_path / "plain.jsonl")
 
 

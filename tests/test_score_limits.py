@@ -194,14 +194,25 @@ def test_a_long_answer_line_is_an_invalid_line_and_the_others_are_scored(tmp_pat
 
 
 def test_score_dev_zero_is_refused_in_one_line(tmp_path, task_file, capsys):
-    """`score /dev/zero TASKS` ended in MemoryError; `score ANSWERS /dev/zero` hashed /dev/zero for ever."""
+    """`score /dev/zero TASKS` ended in MemoryError; `score ANSWERS /dev/zero` hashed /dev/zero for ever. Both are
+    now refused unread, as every input that is no regular file (a character device here); an endless stream on
+    standard input (`score - TASKS < /dev/zero`) is read in bounded memory and refused after MAX_SKIP_BYTES."""
+    import subprocess
+    import sys
+
     answers = _answers(tmp_path / "a.jsonl", 3)
     out = tmp_path / "s.jsonl"
     assert main(["score", "/dev/zero", str(task_file), "--out", str(out)]) == 2
-    assert "answers file /dev/zero: line 1: no line end within 1024 MiB: not a JSON Lines file" in _one_line(capsys)
+    assert "/dev/zero: is a character device, not a regular file (an answers file" in _one_line(capsys)
     assert not out.exists()
     assert main(["score", str(answers), "/dev/zero", "--out", str(out)]) == 2
-    assert "/dev/zero:1: line longer than 16 MiB (the longest line a file may have)" in _one_line(capsys)
+    assert "/dev/zero: is a character device, not a regular file (a task file" in _one_line(capsys)
+    assert not out.exists()
+    with open("/dev/zero", "rb") as zeros:
+        r = subprocess.run([sys.executable, "-m", "spatialact.cli.main", "score", "-", str(task_file), "--out",
+                            str(out), "--no-progress"], stdin=zeros, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "answers file -: line 1: no line end within 1024 MiB: not a JSON Lines file" in r.stderr
     assert not out.exists()
 
 

@@ -129,7 +129,7 @@ def _json_not_utf8(tmp):
 
 def _json_too_deep(tmp):
     (tmp / "a.json").write_text("[" * 100_000 + "]" * 100_000)
-    return tmp / "a.json", r"a\.json: field '\(file\)': not valid JSON \(nested too deeply\)"
+    return tmp / "a.json", r"a\.json: field '\(file\)': nested deeper than 256 levels \(jsonline\.MAX_JSON_DEPTH"
 
 
 def _json_not_object(tmp):

@@ -14,20 +14,36 @@ digits therefore goes to the standard parser; a float's repr has at most 17 sign
 there. Digits are mapped to ``"1"`` and everything else to ``"0"`` first, so the test is a substring search in C (a
 regex would backtrack on every 17-digit float). Whatever orjson refuses (NaN, a BOM, a lone surrogate, 1e400, too
 deep a nesting) goes to the standard parser too, which decides — and whose message says more.
+
+Inputs are regular files: :func:`check_input` looks at what a path names before anything opens it, and refuses a
+FIFO (opening one waits for a writer that may never come), a device (``/dev/zero`` never ends), a socket or a folder
+in one line naming the path and what it is; :func:`open_input` (every reader of task, answer and question files)
+applies it, then opens without blocking and checks again what it opened.
+
+Nesting: no JSON value an input holds may nest arrays and objects deeper than :data:`MAX_JSON_DEPTH` (256) levels.
+:func:`check_depth` measures a line in linear time before any decoder sees it (the standard parser recurses once a
+level and ends in a RecursionError long before 100,000 levels; msgspec likewise); :func:`fast_loads` applies it to
+every line it decodes.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from typing import IO, Any, Callable, Iterator
 
-__all__ = ["fast_loads", "open_input", "stored_path", "strict_json", "read_bounded", "iter_lines", "LongLine",
-           "LineTooLong", "MAX_LINE_BYTES", "MAX_SKIP_BYTES"]
+__all__ = ["fast_loads", "open_input", "check_input", "input_problem", "node_kind", "check_depth", "json_depth",
+           "TooDeep", "stored_path", "strict_json", "read_bounded", "iter_lines", "LongLine", "LineTooLong",
+           "MAX_LINE_BYTES", "MAX_SKIP_BYTES", "MAX_JSON_DEPTH"]
 
 #: The longest line an input file may have, in bytes, its line end not counted (task, answer and question files).
 MAX_LINE_BYTES = 16 << 20
 #: The most bytes of one over-long line :func:`iter_lines` skips looking for its end before it gives up.
 MAX_SKIP_BYTES = 1 << 30
+#: The deepest nesting of arrays and objects a JSON value in an input may have (task, answer and question files,
+#: run results, a recording's meta.json): far beyond any file spatialact writes (a task nests 6 levels), far below
+#: where a recursive decoder fails (about 1000 levels for Python's json and for msgspec).
+MAX_JSON_DEPTH = 256
 _BLOCK = 16 << 20
 
 
@@ -134,19 +150,140 @@ def iter_lines(f: IO[bytes], limit: int | None = None) -> Iterator[bytes]:
         yield b"".join(head)
 
 
+class TooDeep(ValueError):
+    """A JSON value nested deeper than the limit (:func:`check_depth`); the message says so and names the limit."""
+
+    def __init__(self, limit: int):
+        super().__init__(f"nested deeper than {limit} levels (jsonline.MAX_JSON_DEPTH: the most a JSON input may "
+                         "nest)")
+        self.limit = limit
+
+
+_STEP = None  # int8 by byte: +1 for [ and {, -1 for ] and }, else 0 (made on first use: NumPy loads lazily)
+
+
+def json_depth(raw: bytes | str) -> int:
+    """How deep arrays and objects nest in the JSON text ``raw`` (0 for a scalar, 1 for ``[1, 2]``), brackets
+    inside strings not counted; linear time, in C-level string operations and a few NumPy passes.
+
+    Escapes are taken out first (pairs of backslashes, then a backslash before a quote), so every quote left opens
+    or closes a string: a byte is outside strings where the count of quotes before it is even. Text that is not
+    JSON gets a number too: up to where a decoder stops reading it, it is measured as the decoder reads it, so the
+    number is never less than the depth a decoder reaches."""
+    global _STEP
+    import numpy as np
+
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8", "surrogatepass")
+    if b"\\" in raw:
+        raw = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
+    if not raw:
+        return 0
+    if _STEP is None:
+        step = np.zeros(256, dtype=np.int8)
+        step[list(b"[{")] = 1
+        step[list(b"]}")] = -1
+        _STEP = step
+    a = np.frombuffer(raw, dtype=np.uint8)
+    steps = _STEP[a]
+    steps[(np.cumsum(a == 0x22, dtype=np.int32) & 1).astype(bool)] = 0  # inside a string (or its opening quote)
+    return max(0, int(np.cumsum(steps, dtype=np.int32).max()))
+
+
+def check_depth(raw: bytes | str, limit: int | None = None) -> None:
+    """Raise :class:`TooDeep` when the JSON text ``raw`` (one line of a JSON Lines file, or a whole JSON file) nests
+    deeper than ``limit`` levels (default :data:`MAX_JSON_DEPTH`). A text with no more opening brackets than the
+    limit cannot nest deeper: two counts in C decide nearly every line; only others are measured
+    (:func:`json_depth`, linear time)."""
+    limit = MAX_JSON_DEPTH if limit is None else limit
+    if raw.count("[" if isinstance(raw, str) else b"[") + raw.count("{" if isinstance(raw, str) else b"{") <= limit:
+        return
+    if json_depth(raw) > limit:
+        raise TooDeep(limit)
+
+
+def node_kind(mode: int) -> str:
+    """What a file's ``st_mode`` says it is, in words: ``a regular file``, ``a folder``, ``a FIFO (named pipe)``,
+    ``a character device``, ``a block device``, ``a socket``, ``a symbolic link``."""
+    for test, name in ((stat.S_ISREG, "a regular file"), (stat.S_ISDIR, "a folder"),
+                       (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISLNK, "a symbolic link")):
+        if test(mode):
+            return name
+    return "not a regular file"  # pragma: no cover - a kind of node POSIX does not name
+
+
+def _article(kind: str) -> str:
+    return "an" if kind[:1] in "aeiou" else "a"
+
+
+def _not_regular(path, kind: str, mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return f"{path}: is a folder, not {_article(kind)} {kind}"
+    return (f"{path}: is {node_kind(mode)}, not a regular file ({_article(kind)} {kind} is read from a regular file "
+            "only)")
+
+
+def _examine(path) -> tuple[os.stat_result | None, str | None]:
+    """(status, None) for a regular file (a link to one), (None, None) when nothing is there, else (status or None,
+    what is wrong)."""
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None, None
+    except OSError as e:  # a link loop, a folder above it that may not be searched
+        return None, f"cannot be read ({e.strerror or e})"
+    if not stat.S_ISREG(st.st_mode):
+        return st, f"is {node_kind(st.st_mode)}, not a regular file"
+    return st, None
+
+
+def input_problem(path: str | os.PathLike) -> str | None:
+    """Why the input ``path`` cannot be read as a file, in a few words, found without opening it (a symbolic link is
+    followed): ``no such file``, ``is a folder, not a regular file``, ``is a FIFO (named pipe), not a regular
+    file``, ``is a character device, not a regular file``, ... , ``cannot be read (<reason>)``; None for a regular
+    file. The readers that name a field (trajectories) build their one line on it."""
+    st, why = _examine(path)
+    if st is None and why is None:
+        return "no such file"
+    return why
+
+
+def check_input(path: str | os.PathLike, kind: str, error: type[Exception] = FileNotFoundError) -> os.stat_result:
+    """The status of the input file ``path`` (a task, answer, question or trajectory file: ``kind`` names it), found
+    before anything opens it; a symbolic link is followed. Anything but a regular file raises ``error`` with one
+    line naming the path and what it is: ``no such <kind>``, ``is a folder, not a <kind>``, ``is a FIFO (named
+    pipe), not a regular file (...)`` — a FIFO would make the reader wait for a writer for ever, a device such as
+    ``/dev/zero`` never ends — ``is a character device``, ``is a block device``, ``is a socket``, or ``cannot be
+    read (<reason>)``."""
+    st, why = _examine(path)
+    if st is None:
+        raise error(f"{path}: {why}" if why else f"{path}: no such {kind}")
+    if why:
+        raise error(_not_regular(path, kind, st.st_mode))
+    return st
+
+
 _DIGITS_AS_ONES = bytes(0x31 if 0x30 <= i <= 0x39 else 0x30 for i in range(256))
 _NINETEEN_DIGITS = b"1" * 19
 
 
 def fast_loads(standard: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
     """A ``loads(raw: bytes)`` that gives what ``standard`` gives (the caller's own rules: encoding, NaN, errors),
-    through orjson where that is the same answer; ``standard`` itself when orjson is not installed."""
+    through orjson where that is the same answer; ``standard`` itself when orjson is not installed. Either way a
+    line nested deeper than :data:`MAX_JSON_DEPTH` raises :class:`TooDeep` (a ValueError) before it is decoded."""
     try:
         import orjson
     except ImportError:  # pragma: no cover - orjson is a core dependency
-        return standard
+        def checked(raw: bytes):
+            check_depth(raw)
+            return standard(raw)
+
+        return checked
 
     def loads(raw: bytes):
+        check_depth(raw)  # TooDeep (a ValueError) before any decoder recurses
         if _NINETEEN_DIGITS in raw.translate(_DIGITS_AS_ONES):
             return standard(raw)
         try:
@@ -158,18 +295,27 @@ def fast_loads(standard: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
 
 
 def open_input(path: str | os.PathLike, kind: str, error: type[Exception] = FileNotFoundError) -> IO[bytes]:
-    """Open an input file (a task, question or answers file: ``kind`` names it) for binary reading: a regular file,
-    a pipe or a device. What cannot be read raises ``error`` with one line naming the path — ``no such <kind>``,
-    ``is a folder, not a <kind>``, ``cannot be read (<reason>)`` — the messages every reader gives."""
-    article = "an" if kind[:1] in "aeiou" else "a"
+    """Open an input file (a task, question or answers file: ``kind`` names it) for binary reading. Only a regular
+    file (or a link to one) is opened: :func:`check_input` looks first, then the file is opened without waiting (a
+    FIFO put there in between does not block) and what was opened is checked again. What cannot be read raises
+    ``error`` with one line naming the path — ``no such <kind>``, ``is a folder, not a <kind>``, ``is a FIFO (named
+    pipe), not a regular file (...)``, ``is a character device, ...``, ``cannot be read (<reason>)`` — the messages
+    every reader gives."""
+    check_input(path, kind, error)
     try:
-        return open(path, "rb")
-    except FileNotFoundError:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except (FileNotFoundError, NotADirectoryError):
         raise error(f"{path}: no such {kind}") from None
     except IsADirectoryError:
-        raise error(f"{path}: is a folder, not {article} {kind}") from None
+        raise error(f"{path}: is a folder, not {_article(kind)} {kind}") from None
     except OSError as e:
         raise error(f"{path}: cannot be read ({e.strerror or e})") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):  # replaced between the look and the open
+        os.close(fd)
+        raise error(_not_regular(path, kind, st.st_mode))
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
 
 
 def stored_path(p: str | None, base: str | os.PathLike) -> str | None:

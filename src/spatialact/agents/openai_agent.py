@@ -96,7 +96,10 @@ class ResponseCache:
     """One JSON file per request key under ``root/<first two hex digits>/<key>.json``, written atomically.
 
     A file holds the key, model, prompt version, answer text, usage and time — not the request (its images are
-    large) and never a credential.
+    large) and never a credential. Entries are read and written by :mod:`spatialact.cache`'s rules: only a regular
+    file of at most ``cache.MAX_ENTRY_BYTES`` is read (a FIFO, a device, a link to one, a folder or a larger file
+    at an entry is a miss, said once on standard error, and asked again); a damaged entry is a miss too; an entry
+    that cannot be written is skipped.
     """
 
     def __init__(self, root: str | os.PathLike):
@@ -108,23 +111,26 @@ class ResponseCache:
         return self.root / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> dict | None:
-        p = self._path(key)
-        try:
-            with open(p, encoding="utf-8") as f:
-                entry = json.load(f)
-        except FileNotFoundError:
+        from ..cache import read_entry
+        from ..jsonline import check_depth
+
+        raw = read_entry(self._path(key))
+        if raw is None:
             return None
-        except (OSError, ValueError):  # a damaged entry is a miss; it is rewritten on the next success
+        try:
+            check_depth(raw)
+            entry = json.loads(raw.decode("utf-8", "surrogatepass"))
+        except (ValueError, RecursionError):  # a damaged entry is a miss; it is rewritten on the next success
+            return None
+        if not isinstance(entry, dict):
             return None
         return entry if entry.get("key") == key and isinstance(entry.get("text"), str) else None
 
     def put(self, key: str, entry: dict) -> None:
-        p = self._path(key)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_name(f"{p.name}.{os.getpid()}.tmp")
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(dict(entry, key=key), f, ensure_ascii=False)
-        os.replace(tmp, p)
+        from ..cache import write_entry
+
+        text = json.dumps(dict(entry, key=key), ensure_ascii=False)
+        write_entry(self._path(key), text.encode("utf-8", "surrogatepass"))  # a lone surrogate a reply held
 
 
 def _check_base_url(url) -> None:

@@ -2,7 +2,8 @@
 
 ANSWER is a file path, '-' for standard input, or the answer text itself. Exit status 0 when the answer has a
 usable step, 1 when it has none (lenient) or is rejected (--strict), 2 on bad arguments or an unreadable file
-(a directory, not UTF-8, no permission, or a path-like ANSWER that names no file).
+(a folder, a FIFO, a device — only a regular file is read —, not UTF-8, no permission, or a path-like ANSWER that
+names no file).
 """
 
 from __future__ import annotations
@@ -55,16 +56,15 @@ def read_answer(arg: str) -> str:
     (ValueError rather than CLIError: under ``python -m spatialact.cli.main`` the CLIError that main() catches
     is ``__main__.CLIError``, a different class from the one this module could import.)
     """
+    from spatialact.jsonline import open_input
+
     if arg == "-":
         return _bounded_text(sys.stdin.buffer, "standard input")
-    if os.path.exists(arg):
+    if os.path.lexists(arg):  # a regular file only: a FIFO, a device, a socket or a folder is refused unopened
         if os.path.isdir(arg):
             raise ValueError(f"{arg}: is a directory, not an answer file")
-        try:
-            with open(arg, "rb") as f:
-                return _bounded_text(f, arg)
-        except OSError as e:
-            raise ValueError(f"{arg}: cannot read ({e.strerror or e.__class__.__name__})") from None
+        with open_input(arg, "answer file", ValueError) as f:
+            return _bounded_text(f, arg)
     looks_like_path = (re.search(r"[\s{\[]", arg) is None
                        and ("/" in arg or os.sep in arg or re.search(r"\.[A-Za-z]\w{0,4}$", arg) is not None))
     if looks_like_path:

@@ -209,6 +209,13 @@ def _score(args: argparse.Namespace) -> int:
     return _score_agent(args)
 
 
+def _say_notes(qf) -> None:
+    """One line on stderr when the question file was read other than as written (numeric answers given as text)."""
+    if qf.notes:
+        more = f" (and {len(qf.notes) - 1} more)" if len(qf.notes) > 1 else ""
+        print(f"spatialact questions: note: {qf.notes[0]}{more}", file=sys.stderr)
+
+
 def _score_answers(args: argparse.Namespace) -> int:
     """``--answers FILE``: score a file of answers offline."""
     from spatialact.outputs import output_path
@@ -220,7 +227,12 @@ def _score_answers(args: argparse.Namespace) -> int:
                        ("--no-circular", args.no_circular), ("--seed", args.seed is not None)):
         if given:
             raise CLIError(f"{opt} goes with --agent, not --answers (an answers file is scored as it is)")
-    questions = list(load_question_file(args.questions).questions)
+    from spatialact.jsonline import check_input
+
+    check_input(args.answers, "answers file", CLIError)  # a regular file: a FIFO would block, /dev/zero never end
+    qf = load_question_file(args.questions)
+    _say_notes(qf)
+    questions = list(qf.questions)
     # the default scores file is checked as --out is: by the output rule, before any work
     option = "--out" if args.out else "scores file (default; choose with --out)"
     out = check_out(args.out or Path(args.answers).with_name(Path(args.answers).name + ".scores.jsonl"), option,
@@ -294,6 +306,7 @@ def _score_agent(args: argparse.Namespace) -> int:
     seed = 0 if args.seed is None else args.seed
     probe, name, kwargs = _answerer(args)
     qf = load_question_file(args.questions)
+    _say_notes(qf)
     questions = list(qf.questions)
     asked = questions[:args.limit] if args.limit is not None else questions
     problem = question_images_problem(asked, size_only=True)  # before any reader decodes a bomb

@@ -8,6 +8,8 @@ with that hint (lmms-eval's extra_info), otherwise with the task exported by to_
 
 TASKS: a task file as written by `spatialact tasks` (validated on load). The order is ANSWERS TASKS: when the first
 line of ANSWERS is a task or the first line of TASKS an answer, the command says which file is which (exit 2).
+Both are regular files; ANSWERS may be '-', standard input (`zcat answers.jsonl.gz | spatialact score - TASKS
+--out S`). A FIFO, a device, a socket or a folder is refused in one line saying what it is, before it is opened.
 
 Writes one JSON line per answer line (default: next to ANSWERS, <answers>.scores.jsonl; each answer to a task
 carries the task's "s0", what the stay baseline's answer scores on it) and prints a summary. It leads with skill,
@@ -46,7 +48,8 @@ MAX_N_BOOT = 100_000
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("answers", metavar="ANSWERS", help="answers JSONL ({task_id, response} or lmms-eval samples)")
+    p.add_argument("answers", metavar="ANSWERS", help="answers JSONL ({task_id, response} or lmms-eval samples), a "
+                                                      "regular file, or '-' for standard input (then --out)")
     p.add_argument("tasks", metavar="TASKS", help="task file (JSONL)")
     p.add_argument("--profile", choices=PROFILES, default="paper",
                    help="paper (default): the paper's step score; paper+rot: navigation adds rotation; "
@@ -181,13 +184,16 @@ def _run(args: argparse.Namespace) -> int:
     from .main import CLIError, check_out
     from .table import format_table
 
-    src = Path(args.answers)
-    if src.is_dir():
-        raise CLIError(f"{args.answers}: is a folder, not an answers file")
-    if not src.exists():
-        raise CLIError(f"{args.answers}: no such answers file")
-    if not src.is_file() and not args.out:  # a pipe or a device: nowhere beside it to write the scores
-        raise CLIError(f"{args.answers}: not a regular file (a pipe or a device); name the output with --out")
+    from spatialact.jsonline import check_input
+
+    # Both inputs are regular files ('-': the answers on standard input), looked at before anything opens them: a
+    # FIFO would block the command for ever, /dev/zero never end; each refused in one line saying what it is.
+    if args.answers == "-":
+        if not args.out:  # nowhere beside standard input to write the scores
+            raise CLIError("-: the answers come from standard input; name the scores file with --out")
+    else:
+        check_input(args.answers, "answers file", CLIError)
+    check_input(args.tasks, "task file", CLIError)
     swapped = check_argument_order(args.answers, args.tasks)
     if swapped:
         raise CLIError(swapped)

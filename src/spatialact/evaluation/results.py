@@ -27,6 +27,7 @@ import math
 import os
 import platform
 import re
+import stat
 import subprocess
 import warnings
 from pathlib import Path
@@ -34,6 +35,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from ..jsonline import node_kind
 from ..records import episode_key, is_failure, record_key
 
 __all__ = ["RunStore", "RunConfigError", "RunStoreError", "MUTABLE_KEYS", "RESULTS_FILE", "CONFIG_FILE",
@@ -471,7 +473,29 @@ class RunStore:
     # -- locking: one writer per run directory
     def _acquire_lock(self):
         path = self.run_dir / ".lock"
-        fh = open(path, "a+")
+        # A regular file (made if missing); a FIFO, a device, a socket or a folder there is refused in one line
+        # saying what it is, looked at before it is opened and again after (opened without waiting: a FIFO put
+        # there in between does not block).
+        try:
+            mode = os.stat(path).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            mode = None
+        except OSError as e:
+            raise RunStoreError(f"{path}: cannot be opened ({e.strerror or e})") from None
+        if mode is None or stat.S_ISREG(mode):
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0),
+                             0o644)
+            except OSError as e:
+                raise RunStoreError(f"{path}: cannot be opened ({e.strerror or e})") from None
+            mode = os.fstat(fd).st_mode
+            if not stat.S_ISREG(mode):
+                os.close(fd)
+        if not stat.S_ISREG(mode):
+            raise RunStoreError(f"{path}: is {node_kind(mode)}, not a regular file; a run directory's .lock is a "
+                                "regular file (remove it)")
+        os.set_blocking(fd, True)
+        fh = os.fdopen(fd, "a+")
         try:
             import fcntl
 

@@ -3,7 +3,10 @@
 
 Every problem is reported as one line naming the file, the line, the question (when its id is valid), the field and
 what is wrong, e.g. ``q.jsonl:3: question 'q-0-depth-num-001': field 'answer': 'E' is not one of the 4 options``.
-Lines are strict JSON (``NaN`` and ``Infinity`` are refused). Relative paths (images, depth maps) are relative to the
+Lines are strict JSON (``NaN`` and ``Infinity`` are refused) nested at most ``jsonline.MAX_JSON_DEPTH`` levels. A
+numeric question's answer written as text holding one number (``"79"``, as a model or a converter writes it) is read
+as that number, and the file says so (:attr:`QuestionFile.notes`; ``questions score`` prints them in one line); text
+that is no number is refused saying the answer must be a number. Relative paths (images, depth maps) are relative to the
 file's folder and come back absolute; :func:`save_questions` writes them relative again, so a question folder can be
 moved whole. Only the light core is needed (numpy): loading and scoring a question file imports no simulator.
 """
@@ -13,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -21,7 +25,7 @@ from typing import Iterable
 
 import numpy as np
 
-from ..jsonline import LineTooLong, open_input, read_bounded, stored_path
+from ..jsonline import LineTooLong, TooDeep, check_depth, open_input, read_bounded, stored_path
 from ..schema_compiler import compile_schema, format_path
 from ..tasks.io import write_jsonl_atomic
 
@@ -57,11 +61,14 @@ class QuestionFileError(ValueError):
 
 @dataclass(frozen=True)
 class QuestionFile:
-    """A loaded question file: its path, the SHA-256 of its bytes and the question records in file order."""
+    """A loaded question file: its path, the SHA-256 of its bytes and the question records in file order;
+    ``notes``: what was read other than as written, one line each (a numeric answer given as text, read as the
+    number: ``q.jsonl:3: question 'q-1': field 'answer': the text '79' read as the number 79``)."""
 
     path: Path
     sha256: str
     questions: tuple[dict, ...]
+    notes: tuple[str, ...] = ()
 
     def __len__(self) -> int:
         return len(self.questions)
@@ -192,7 +199,37 @@ def validate_question(rec) -> list[str]:
     if not isinstance(rec, dict):
         return [f"record: expected a JSON object, got {type(rec).__name__}"]
     problems = _schema_problems(rec) or _semantic_problems(rec)
+    ans = rec.get("answer")
+    if rec.get("format") == "numeric" and isinstance(ans, str):  # the schema's words are a letter's ("at most 1
+        said = f"a numeric question's answer is a number, got the text {ans[:40]!r}"  # characters"): say what
+        problems = list(dict.fromkeys((f, said if f == "answer" else m) for f, m in problems))  # it must be, once
     return [f"field '{f}': {m}" for f, m in problems]
+
+
+# A number as text: digits with an optional sign, decimal point and exponent (matched whole, at most 64 characters;
+# no nested repetition that could backtrack).
+_NUMBER_TEXT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def _number_in_text(text: str) -> int | float | None:
+    """The number ``text`` holds alone (``"79"``, ``" 1.5 "``, ``"2e-3"``), or None (anything else, or not finite)."""
+    t = text.strip()
+    if len(t) > 64 or not _NUMBER_TEXT.fullmatch(t):
+        return None
+    v = float(t)
+    if not math.isfinite(v):
+        return None
+    return int(t) if t.lstrip("+-").isdigit() else v
+
+
+def _read_numeric_text(rec, where: str, notes: list[str]) -> None:
+    """A numeric question's ``answer`` given as text holding one number becomes that number, noted (in place)."""
+    if not isinstance(rec, dict) or rec.get("format") != "numeric" or not isinstance(rec.get("answer"), str):
+        return
+    v = _number_in_text(rec["answer"])
+    if v is not None:
+        notes.append(f"{where}: {_label(rec)}field 'answer': the text {rec['answer']!r} read as the number {v!r}")
+        rec["answer"] = v
 
 
 def _refuse_constant(name: str):
@@ -225,20 +262,25 @@ def load_question_file(path: str | os.PathLike) -> QuestionFile:
             raise QuestionFileError(f"{path}:{e.lineno}: line {e.what}") from None
     folder = os.path.abspath(path.parent)
     out: list[dict] = []
+    notes: list[str] = []
     seen: dict[str, int] = {}
     for lineno, raw in enumerate(data.split(b"\n"), 1):
         if not raw.strip():
             continue
         try:
+            check_depth(raw)  # jsonline.MAX_JSON_DEPTH, before the decoder recurses
             rec = _DECODER.decode(raw.decode("utf-8-sig"))  # a byte-order mark is accepted, as in task files
         except UnicodeDecodeError as e:
             raise QuestionFileError(f"{path}:{lineno}: not valid UTF-8 (byte {e.start})") from None
         except json.JSONDecodeError as e:
             raise QuestionFileError(f"{path}:{lineno}: not valid JSON ({e.msg} at column {e.colno})") from None
+        except TooDeep as e:
+            raise QuestionFileError(f"{path}:{lineno}: {e}") from None
         except ValueError as e:
             raise QuestionFileError(f"{path}:{lineno}: not valid JSON ({e})") from None
-        except RecursionError:
+        except RecursionError:  # pragma: no cover - TooDeep comes first
             raise QuestionFileError(f"{path}:{lineno}: not valid JSON (nested too deeply)") from None
+        _read_numeric_text(rec, f"{path}:{lineno}", notes)
         problems = validate_question(rec)
         if problems:
             more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
@@ -250,7 +292,7 @@ def load_question_file(path: str | os.PathLike) -> QuestionFile:
         out.append(_resolve(rec, folder))
     if not out:
         raise QuestionFileError(f"{path}: no questions (the file is empty)")
-    return QuestionFile(path, hashlib.sha256(data).hexdigest(), tuple(out))
+    return QuestionFile(path, hashlib.sha256(data).hexdigest(), tuple(out), tuple(notes))
 
 
 def load_questions(path: str | os.PathLike, *, ids: Iterable[str] | None = None) -> list[dict]:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..jsonline import LineTooLong, LongLine, iter_lines, open_input
+from ..jsonline import LineTooLong, LongLine, check_depth, iter_lines, open_input
 from ..records import FAILURE_REASONS, is_failure as _failed, is_question
 from .prompt import n_rotations, rotate_options, rotated_answer
 
@@ -149,8 +149,9 @@ def score_answers_file(questions, answers, out=None) -> dict:
     """Score a JSONL of answers against question records: each line ``{"question_id", "rotation" (default 0),
     "response"}``. Writes one scored line per answer line to ``out`` (default ``<answers>.scores.jsonl``) and
     returns ``{"summary": summarise_answers(...), "out", "counts"}``. A line that is not JSON, names an unknown
-    question or a rotation the question does not have is scored 0 with its reason (invalid_json, invalid_line,
-    unknown_question), never a crash; a question × rotation answered twice keeps the last answer. A file where no
+    question or a rotation the question does not have is scored 0 with its reason (invalid_json — a line nested
+    deeper than ``jsonline.MAX_JSON_DEPTH`` too —, invalid_line, unknown_question), never a crash. ``answers`` is a
+    regular file: a FIFO, a device or a folder is refused in one line before it is opened; a question × rotation answered twice keeps the last answer. A file where no
     line answers a question (empty, blank, or every line one of those) raises a one-line ValueError and writes
     nothing."""
     by_id = {q["id"]: q for q in questions}
@@ -170,8 +171,9 @@ def score_answers_file(questions, answers, out=None) -> dict:
                 rows.append({**row, "score": 0.0, "correct": False, "reason": "invalid_line"})
                 continue
             try:
+                check_depth(raw)  # nested deeper than jsonline.MAX_JSON_DEPTH: invalid_json, never decoded
                 rec = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, ValueError):
+            except (UnicodeDecodeError, ValueError, RecursionError):
                 counts["invalid_json"] += 1
                 rows.append({**row, "score": 0.0, "correct": False, "reason": "invalid_json"})
                 continue

@@ -41,6 +41,7 @@ import itertools
 import json
 import os
 import stat
+import sys
 from pathlib import Path
 from typing import Sequence
 
@@ -612,12 +613,13 @@ def _format(info, lineno, tix, scores, matched, ep, cfg: _Config) -> str:
 def _answer_lines(answers):
     """(raw line iterator, its size in bytes or None, closer, label) for a path or an iterable of records."""
     if isinstance(answers, (str, os.PathLike)):
-        # Any readable file that is not a folder: a regular file (its size drives the progress bar), or a pipe or
-        # a device (``<(zcat answers.jsonl.gz)``, /dev/stdin; no size known).
+        if os.fspath(answers) == "-":  # standard input (``zcat answers.jsonl.gz | spatialact score - TASKS``)
+            return _bounded_lines(sys.stdin.buffer, "-"), None, (lambda: None), "-"
+        # A regular file (its size drives the progress bar); a FIFO, a device, a socket or a folder is refused in
+        # one line before anything opens it (jsonline.open_input): a FIFO would block, /dev/zero never end.
         p = Path(answers)
         f = open_input(p, "answers file")
-        st = os.fstat(f.fileno())
-        return _bounded_lines(f, str(p)), (st.st_size if stat.S_ISREG(st.st_mode) else None), f.close, str(p)
+        return _bounded_lines(f, str(p)), os.fstat(f.fileno()).st_size, f.close, str(p)
 
     def enc(r):
         if isinstance(r, bytes):

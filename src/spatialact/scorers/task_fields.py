@@ -13,6 +13,9 @@ present in every counts step of a version 2 line), unique ids, at least one task
 example, images, scene, instruction, meta) are skipped unread: most of a task file's bytes, left to ``load_tasks``,
 which validates everything.
 
+Every line is first measured against the nesting limit of every JSON reader (``jsonline.MAX_JSON_DEPTH``; msgspec
+would recurse once a level): a line nested deeper is not decoded here.
+
 It never refuses on its own: it answers None when anything is not as it accepts, and the caller then loads the
 file with the full validator (``spatialact.tasks.load_task_file``, the reference, which says what is wrong in one
 line naming the file, line, task and field, or accepts what this decoder was stricter about, such as ``2.0`` for
@@ -128,17 +131,35 @@ class DecodedTasks(list):
 
 def decode_task_fields(data: bytes) -> DecodedTasks | None:
     """The tasks of a task file's bytes (JSON Lines), as :class:`TaskFields` in file order, or None when any line
-    is not what this decoder accepts (then the full validator is the judge: see the module docstring)."""
+    is not what this decoder accepts (then the full validator is the judge: see the module docstring), a line
+    nested deeper than ``jsonline.MAX_JSON_DEPTH`` included (the validator names it)."""
+    if not _shallow(data):
+        return None
     try:
         tasks = DecodedTasks(_DECODER.decode_lines(data))
-    except (msgspec.DecodeError, ValueError):  # malformed JSON, a type or a bound; a BOM, a lone surrogate
-        return None
+    except (msgspec.DecodeError, ValueError, RecursionError):  # malformed JSON, a type or a bound; a BOM, a lone
+        return None  # surrogate
     if not tasks:
         return None
     tasks.poses = np.array([(t.start_pose, t.goal_pose) for t in tasks], dtype=np.float64).reshape(-1, 2, 4, 4)
     if _problems(tasks):
         return None
     return tasks
+
+
+def _shallow(data: bytes) -> bool:
+    """No line of ``data`` nests deeper than ``jsonline.MAX_JSON_DEPTH``: the whole file's brackets counted in C
+    when they are few, else line by line (a line with few brackets is not measured)."""
+    from ..jsonline import MAX_JSON_DEPTH, TooDeep, check_depth
+
+    if data.count(b"[") + data.count(b"{") <= MAX_JSON_DEPTH:
+        return True
+    try:
+        for line in data.split(b"\n"):
+            check_depth(line)
+    except TooDeep:
+        return False
+    return True
 
 
 def _problems(tasks: DecodedTasks) -> bool:

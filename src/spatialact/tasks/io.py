@@ -25,8 +25,8 @@ from typing import Iterable
 
 import numpy as np
 
-from ..cache import cache_dir, trusted
-from ..jsonline import LineTooLong, fast_loads, open_input, read_bounded, stored_path
+from ..cache import cache_dir, read_entry, trusted, write_entry
+from ..jsonline import LineTooLong, TooDeep, fast_loads, open_input, read_bounded, stored_path
 from ..outputs import OutputFile
 from .task import Task
 from .validation import (ORTHO_TOL, VALIDATOR_VERSION, pose_problems, record_label, record_poses, schema_problems,
@@ -80,6 +80,8 @@ def _json_error(e: Exception) -> str:
         return f"not valid UTF-8 (byte {e.start})"
     if isinstance(e, json.JSONDecodeError):
         return f"not valid JSON ({e.msg} at column {e.colno})"
+    if isinstance(e, TooDeep):
+        return str(e)
     return f"not valid JSON ({e})"
 
 
@@ -168,13 +170,15 @@ def validator_stamp() -> dict:
 
 
 def _read_verdict(verdict: Path | None, sha: str) -> int | None:
-    """The task count a valid verdict records for these bytes, or None (missing, corrupt or from other rules)."""
+    """The task count a valid verdict records for these bytes, or None (missing, corrupt or from other rules; not a
+    regular file of at most ``cache.MAX_ENTRY_BYTES``, such as a FIFO, never opened: ``cache.read_entry``)."""
     if verdict is None:
         return None
     try:
-        if not trusted(verdict):
+        raw = read_entry(verdict)
+        if raw is None or not trusted(verdict):
             return None
-        v = json.loads(verdict.read_text(encoding="utf-8"))
+        v = json.loads(raw.decode("utf-8"))
         if (isinstance(v, dict) and v.get("sha256") == sha and v.get("valid") is True
                 and {k: v.get(k) for k in ("validator", "spatialact")} == validator_stamp()
                 and isinstance(v.get("n_tasks"), int) and not isinstance(v["n_tasks"], bool) and v["n_tasks"] > 0):
@@ -186,14 +190,8 @@ def _read_verdict(verdict: Path | None, sha: str) -> int | None:
 
 def _write_verdict(verdict: Path, sha: str, n_tasks: int) -> None:
     """Record "these bytes passed validation" (best effort: a cache that cannot be written is no error)."""
-    try:
-        verdict.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = verdict.with_name(f"{verdict.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(json.dumps({"sha256": sha, "valid": True, "n_tasks": n_tasks, **validator_stamp()}),
-                       encoding="utf-8")
-        os.replace(tmp, verdict)
-    except OSError:
-        pass
+    write_entry(verdict, json.dumps({"sha256": sha, "valid": True, "n_tasks": n_tasks,
+                                     **validator_stamp()}).encode("utf-8"))
 
 
 def load_tasks(path: str | os.PathLike, *, ids: Iterable[str] | None = None, cache: bool = True) -> list[Task]:
@@ -260,9 +258,9 @@ def _parse_lines(path: Path, data: bytes, folder: str, validate: bool) -> tuple[
             continue
         try:
             rec = _loads(raw)
-        except ValueError as e:  # json.JSONDecodeError, UnicodeDecodeError and NaN/Infinity are ValueErrors
+        except ValueError as e:  # json.JSONDecodeError, UnicodeDecodeError, NaN/Infinity and TooDeep are ValueErrors
             fail(lineno, _json_error(e))
-        except RecursionError:
+        except RecursionError:  # pragma: no cover - TooDeep comes first (jsonline.MAX_JSON_DEPTH)
             fail(lineno, "not valid JSON (nested too deeply)")
         if not isinstance(rec, dict):
             fail(lineno, f"record: expected a JSON object, got {type(rec).__name__}")

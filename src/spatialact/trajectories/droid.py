@@ -34,6 +34,8 @@ from pathlib import Path
 import numpy as np
 
 from .. import geometry
+from ..jsonline import check_depth
+from .errors import check_regular
 from .trajectory import FrameRef, Trajectory, check_fps, check_timestamps, describe_value, fail, read_json_file, \
     read_text_file
 
@@ -150,6 +152,7 @@ def _read_parquet(path: Path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    check_regular(path)  # a FIFO or a device: refused, never opened (missing: as the reader says)
     try:
         table = pq.read_table(path)
         table.column_names  # noqa: B018 - decodes the schema's names: a damaged footer fails here, not later
@@ -230,8 +233,9 @@ def _episodes_jsonl(meta: Path) -> list[dict]:
         if not line.strip():
             continue
         try:
+            check_depth(line)
             e = json.loads(line)
-        except (json.JSONDecodeError, RecursionError, ValueError):
+        except (json.JSONDecodeError, RecursionError, ValueError):  # TooDeep (jsonline.MAX_JSON_DEPTH) too
             raise fail(meta, "(record)", f"line {lineno} is not valid JSON") from None
         if not isinstance(e, dict):
             raise fail(meta, "(record)", f"line {lineno}: expected a JSON object, got {describe_value(e)}")

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import geometry
+from .errors import check_regular
 from .trajectory import FrameRef, Trajectory, TrajectoryError, as_numbers, check_intrinsics, check_poses, describe_value, fail
 
 __all__ = ["read_egodex", "grip_from_distance", "hand_frame", "ENTITIES", "GRIP_CLOSE_BELOW", "GRIP_OPEN_ABOVE"]
@@ -184,6 +185,7 @@ def read_egodex(path, *, entity: str | None = None, fps: float | None = None, ep
     entity = entity or "rightHand"
     if entity not in ENTITIES:
         raise fail(path, "entity", f"EgoDex entity must be one of {', '.join(ENTITIES)}, got {entity!r}")
+    check_regular(path)  # a FIFO or a device: refused, never opened (missing: as the reader says)
     try:
         f = h5py.File(path, "r")
     except (OSError, ValueError) as e:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["TrajectoryError", "fail", "describe_value"]
+from ..jsonline import input_problem
+
+__all__ = ["TrajectoryError", "fail", "describe_value", "check_regular"]
 
 
 class TrajectoryError(ValueError):
@@ -32,14 +34,28 @@ def fail(path, field_name: str, problem, frame: int | None = None) -> Trajectory
     return TrajectoryError(f"{_where(path, field_name, frame)}: {text}")
 
 
+def check_regular(path, field_name: str = "(file)", frame: int | None = None) -> bool:
+    """Whether the file ``path`` of a recording (its meta.json, poses, a video, a depth frame) is there: True for a
+    regular file (or a link to one), False when nothing is there (the caller says "missing" its own way); anything
+    else raises the one-line :class:`TrajectoryError` saying what it is — ``is a FIFO (named pipe), not a regular
+    file`` (reading would wait for a writer for ever), ``is a character device, ...`` (``/dev/zero`` never ends), a
+    folder, a socket — found before anything opens it (``jsonline.input_problem``)."""
+    why = input_problem(path)
+    if why == "no such file":
+        return False
+    if why is not None:
+        raise fail(path, field_name, why, frame)
+    return True
+
+
 def describe_value(v) -> str:
     """A short description of a value that was not what a field needs (for error messages; bounded length)."""
     if v is None:
         return "null"
     if isinstance(v, (bool, np.bool_)):
         return f"the boolean {bool(v)}"
-    if isinstance(v, (int, float, np.integer, np.floating)):
-        return f"the number {v:g}" if isinstance(v, (float, np.floating)) else f"the number {int(v)}"
+    if isinstance(v, (int, float, np.integer, np.floating)):  # a float as written (351.0 is not the whole number 351)
+        return f"the number {v!s}" if isinstance(v, (float, np.floating)) else f"the number {int(v)}"
     if isinstance(v, (str, bytes, np.str_, np.bytes_)):
         t = v if isinstance(v, str) else bytes(v).decode("utf-8", "replace")
         return f"the text {t[:40]!r}" + ("..." if len(t) > 40 else "")

@@ -17,7 +17,9 @@ Layout (one episode a folder, in the manner of a LeRobot dataset; docs/trajector
 
 :func:`read_game` validates and returns a :class:`Trajectory` (source ``game``, kind ``nav``); :func:`read_depth`
 gives depth in metres; :class:`GameTrajectoryWriter` writes the folder (atomically: a partial folder is renamed into
-place only when complete).
+place only when complete). A partial folder is named ``.<name>.partial-<pid>-<random>`` and holds a lock
+(``.lock``, ``flock``) while its writer lives; a writer killed on the way leaves it behind, and the next writer in the
+same folder removes it (:func:`remove_stale_partials`: its process is gone and no one holds its lock).
 """
 
 from __future__ import annotations
@@ -34,12 +36,13 @@ from typing import Sequence
 import numpy as np
 
 from ..outputs import OutputError
+from .errors import check_regular
 from .generic import read_npz_arrays
 from .trajectory import FrameRef, Trajectory, as_numbers, check_fps, check_intrinsics, check_poses, \
     check_timestamps, describe_value, fail, read_json_file
 
 __all__ = ["read_game", "read_depth", "read_game_arrays", "GameTrajectoryWriter", "is_game_folder", "FORMAT",
-           "VERSION", "META_FILE", "POSES_FILE", "RGB_FILE", "DEPTH_DIR"]
+           "VERSION", "META_FILE", "POSES_FILE", "RGB_FILE", "DEPTH_DIR", "remove_stale_partials"]
 
 FORMAT = "spatialact-game"
 VERSION = 1
@@ -51,6 +54,8 @@ MAX_SIDE = 8192
 N_ACTIONS = 5
 GAME_TICRATE = 35.0  # Doom's tics per second: timestamps are tics / 35
 _SHA256 = re.compile(r"[0-9a-f]{64}")
+_PARTIAL = re.compile(r"\..+\.partial-([0-9]{1,10})-[A-Za-z0-9_]{1,32}")  # .<name>.partial-<pid>-<random>
+_LOCK = ".lock"
 
 
 def is_game_folder(path) -> bool:
@@ -100,7 +105,7 @@ def _whole(d: dict, key: str, where, field: str, lo: int, hi: int) -> int:
 
 def _read_meta(root: Path) -> dict:
     where = root / META_FILE
-    if not where.is_file():
+    if not check_regular(where):  # a FIFO or a device there is said as such, never opened
         raise fail(root, META_FILE, "missing (a game trajectory folder has meta.json, poses.npz, rgb.mp4 and "
                                     "depth/)")
     meta = read_json_file(where)
@@ -148,7 +153,7 @@ def _check_meta(root: Path, meta: dict) -> dict:
 
 
 def _load_npz(path: Path) -> dict:
-    if not path.is_file():
+    if not check_regular(path):  # a link to /dev/zero is "a character device, not a regular file", not missing
         raise fail(path, "(file)", "missing")
     return read_npz_arrays(path)
 
@@ -198,14 +203,18 @@ def read_game(path, *, fps: float | None = None, **_) -> Trajectory:
     n = meta["frames"]
     arrays = _arrays(root, n)
     video = root / RGB_FILE
-    if not video.is_file():
+    if not check_regular(video, "video"):
         raise fail(video, "video", "missing")
     depth_dir = root / DEPTH_DIR
     if not depth_dir.is_dir():
         raise fail(depth_dir, "depth", "missing folder")
-    have = set(os.listdir(depth_dir))
+    with os.scandir(depth_dir) as entries:  # each frame a regular file: a FIFO would block its reader for ever
+        have = {e.name: e for e in entries}
     for i in range(n):
-        if depth_frame_name(i) not in have:
+        e = have.get(depth_frame_name(i))
+        if e is None:
+            raise fail(depth_dir / depth_frame_name(i), "depth", "missing", i)
+        if not e.is_file() and not check_regular(e.path, "depth", i):  # a link to a regular file is one
             raise fail(depth_dir / depth_frame_name(i), "depth", "missing", i)
     rate = meta["fps"]
     if fps is not None:
@@ -241,6 +250,8 @@ def read_depth(traj: Trajectory, indices: Sequence[int]) -> list[np.ndarray]:
         ref = traj.images[k] if traj.images is not None else None
         src = int(round(ref.time * rate)) if ref is not None and ref.time is not None else k
         p = Path(info["path"]) / depth_frame_name(src)
+        if not check_regular(p, "depth", k):  # a FIFO or a device: refused, never opened
+            raise fail(p, "depth", "missing file", k)
         try:
             with Image.open(p) as im:
                 mode = im.mode
@@ -259,6 +270,58 @@ def read_depth(traj: Trajectory, indices: Sequence[int]) -> list[np.ndarray]:
 
 
 # ----- writing ---------------------------------------------------------------------------------------------
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):  # another user's process, or a number the system refuses
+        return pid > 0
+    return True
+
+
+def _lock_held(folder: Path) -> bool:
+    """Whether a process holds the ``flock`` of ``folder/.lock`` (False when there is no lock file)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: only the process id is looked at
+        return False
+    try:
+        fd = os.open(folder / _LOCK, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def remove_stale_partials(folder) -> list[Path]:
+    """Remove, in ``folder``, the partial game trajectory folders that writers killed on the way left behind:
+    folders (not links) named ``.<name>.partial-<pid>-<random>`` whose process ``pid`` no longer exists and whose
+    ``.lock`` no process holds (a live writer, here or on another machine sharing the folder, keeps both). Returns
+    what was removed; what cannot be removed is left."""
+    removed = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for e in entries:
+        m = _PARTIAL.fullmatch(e.name)
+        if m is None or not e.is_dir(follow_symlinks=False) or int(m.group(1)) == os.getpid():
+            continue
+        p = Path(e.path)
+        if _alive(int(m.group(1))) or _lock_held(p):
+            continue
+        shutil.rmtree(p, ignore_errors=True)
+        if not os.path.lexists(p):
+            removed.append(p)
+    return removed
+
+
 class GameTrajectoryWriter:
     """Writes a game trajectory folder frame by frame; the folder appears at ``out`` only when :meth:`close`
     succeeds (it is built in a hidden sibling folder and renamed). ``out`` must not exist or be an empty folder.
@@ -279,7 +342,9 @@ class GameTrajectoryWriter:
         self.crf = int(crf)
         parent = self._target.parent
         parent.mkdir(parents=True, exist_ok=True)
-        self._tmp = Path(tempfile.mkdtemp(prefix=f".{self._target.name}.partial-", dir=parent))
+        remove_stale_partials(parent)  # what writers killed here before left behind
+        self._tmp = Path(tempfile.mkdtemp(prefix=f".{self._target.name}.partial-{os.getpid()}-", dir=parent))
+        self._lock = self._hold_lock()
         (self._tmp / DEPTH_DIR).mkdir()
         self._poses: list[np.ndarray] = []
         self._tics: list[int] = []
@@ -287,6 +352,22 @@ class GameTrajectoryWriter:
         self._container = None
         self._stream = None
         self._codec = None
+
+    def _hold_lock(self):
+        """The open ``.lock`` of the partial folder, ``flock``-ed while this writer lives (None where there is no
+        flock): how :func:`remove_stale_partials` tells a live writer from a dead one beyond the process id."""
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX
+            return None
+        fd = os.open(self._tmp / _LOCK, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return fd
+
+    def _drop_lock(self) -> None:
+        if getattr(self, "_lock", None) is not None:
+            os.close(self._lock)
+            self._lock = None
 
     def _open_video(self):
         import av
@@ -353,7 +434,10 @@ class GameTrajectoryWriter:
             target.rmdir()  # empty (checked by the caller); rmdir refuses otherwise
         elif os.path.lexists(target):  # a file, FIFO or device put there meanwhile: never replaced
             raise OutputError(f"{self.out}: is not a folder; the game trajectory is not written over it")
+        if self._lock is not None:
+            os.unlink(self._tmp / _LOCK)  # not part of the trajectory; still held through its open descriptor
         os.replace(self._tmp, target)
+        self._drop_lock()
         return self.out
 
     def abort(self) -> None:
@@ -364,6 +448,7 @@ class GameTrajectoryWriter:
             except Exception:  # the encoder may already be in a failed state
                 pass
         shutil.rmtree(self._tmp, ignore_errors=True)
+        self._drop_lock()
 
     def __enter__(self) -> "GameTrajectoryWriter":
         return self

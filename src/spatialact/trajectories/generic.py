@@ -25,6 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from .. import geometry
+from ..jsonline import input_problem
+from .errors import check_regular
 from .trajectory import FrameRef, Trajectory, as_numbers, check_fps, check_intrinsics, check_poses, \
     check_timestamps, describe_value, fail, fps_from_timestamps, read_json_file, \
     read_text_file
@@ -115,6 +117,7 @@ def read_npz_arrays(path, expected: str = "") -> dict:
     the file is a single ``.npy`` array instead."""
     path = Path(path)
     d = {}
+    check_regular(path)  # a FIFO or a device is refused unopened (missing: as open says)
     with open(path, "rb") as fh:  # ours to close, also when NumPy's zip reader gives up half way
         try:
             z = np.load(fh, allow_pickle=False)
@@ -227,7 +230,10 @@ def read_realestate10k(path, *, fps=None, **_) -> Trajectory:
 
 
 def sniff_text_format(path) -> str | None:
-    """Guess ``tum`` / ``kitti`` / ``realestate10k`` from the first data line of a text file."""
+    """Guess ``tum`` / ``kitti`` / ``realestate10k`` from the first data line of a text file (None for anything
+    but a regular file: a FIFO or a device is never opened)."""
+    if input_problem(path) is not None:
+        return None
     try:
         with open(path, encoding="utf-8") as f:
             for line in f:

@@ -31,7 +31,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import geometry
-from .errors import TrajectoryError, describe_value, fail
+from ..jsonline import TooDeep, check_depth
+from .errors import TrajectoryError, check_regular, describe_value, fail
 from .video import read_frames
 
 __all__ = ["Trajectory", "TrajectoryError", "FrameRef", "check_poses", "check_timestamps", "check_fps",
@@ -132,7 +133,9 @@ def check_intrinsics(K, path, field_name: str = "intrinsics") -> np.ndarray:
 
 
 def read_text_file(path, field_name: str = "(file)") -> str:
-    """A UTF-8 text file's contents (a leading BOM dropped); unreadable or not UTF-8 fails in one line."""
+    """A UTF-8 text file's contents (a leading BOM dropped); unreadable or not UTF-8 fails in one line, and so does
+    anything but a regular file (a FIFO, a device, a folder: :func:`~.errors.check_regular`), unopened."""
+    check_regular(path, field_name)
     try:
         raw = Path(path).read_bytes()
     except OSError as e:
@@ -144,11 +147,14 @@ def read_text_file(path, field_name: str = "(file)") -> str:
 
 
 def read_json_file(path, field_name: str = "(file)"):
-    """Parse a JSON file; a file that cannot be read, is not UTF-8, is not JSON or is nested too deep fails in one
-    line naming ``field_name``."""
+    """Parse a JSON file; a file that cannot be read, is not UTF-8, is not JSON or is nested deeper than
+    ``jsonline.MAX_JSON_DEPTH`` (measured before decoding) fails in one line naming ``field_name``."""
     text = read_text_file(path, field_name)
     try:
+        check_depth(text)
         return json.loads(text)
+    except TooDeep as e:
+        raise fail(path, field_name, e) from None
     except json.JSONDecodeError as e:
         raise fail(path, field_name, f"not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})") from None
     except RecursionError:

@@ -14,7 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .errors import TrajectoryError, fail
+from .errors import TrajectoryError, check_regular, fail
 
 __all__ = ["read_frames", "video_info", "write_png"]
 
@@ -23,6 +23,8 @@ def video_info(path: str) -> dict:
     """Frame count, rate, width and height of the first video stream (from the container; no full decode)."""
     import av
 
+    if not check_regular(path, "video"):  # a FIFO or a device: refused, never opened
+        raise fail(path, "video", "missing file")
     try:
         with av.open(str(path)) as c:
             if not c.streams.video:
@@ -101,6 +103,8 @@ def read_frames(refs, frames: Sequence[int] | None = None) -> list[np.ndarray]:
     for path, idx in groups.items():
         still = refs[idx[0]].time is None
         field = "image" if still else "video"
+        if not check_regular(path, field, labels[idx[0]]):  # a FIFO or a device: refused, never opened
+            raise fail(path, field, "missing file", labels[idx[0]])
         try:
             if still:
                 with Image.open(path) as im:
