@@ -161,4 +161,5 @@ def test_parse_errors_are_shown_with_their_reasons_escaped(server, tmp_path, cap
     assert rows[0]["run"] == "openai (&lt;i&gt;vlm&lt;/i&gt;)" and rows[0]["not parsed / answered"] == "3/4"
     page = (tmp_path / "rep" / "report.html").read_text()
     assert "<i>vlm</i>" not in page and "&lt;i&gt;vlm&lt;/i&gt;" in page and "<script>alert" not in page
+    assert "<table class='wrap'><thead><tr><th>run</th><th>not parsed / answered</th>" in page  # reasons wrap
     assert SECRET not in page and SECRET not in md

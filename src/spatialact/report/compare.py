@@ -21,7 +21,7 @@ import numpy as np
 from .load import RunData
 
 __all__ = ["RunsDifferWarning", "Comparison", "RunSetup", "compare_runs", "on_tasks", "same_task", "TOLERANCE",
-           "TASK_FIELDS"]
+           "TASK_FIELDS", "task_source"]
 
 
 class RunsDifferWarning(UserWarning):
@@ -136,14 +136,20 @@ def _render_quality(run: RunData) -> str:
     return str(_run_config(run).get("render_quality") or "default")
 
 
-def _task_source(run: RunData) -> str:
+def task_source(run: RunData) -> str:
+    """What the run's tasks came from, as one short text: a frozen suite's name, else the task source of its
+    configuration (``suite:default:seed=0``, a task file), with the suite's or task file's SHA-256 (12 digits)."""
     cfg = _run_config(run)
     recs = run.records or run.all_records
     prov = (recs[0].get("provenance") if recs else None) or {}
     prov = prov if isinstance(prov, dict) else {}
-    source = cfg.get("tasks") or prov.get("task_file") or "tasks of unknown source"
-    sha = cfg.get("tasks_sha256") or prov.get("task_file_sha256")
-    return f"{source} (sha256 {str(sha)[:12]})" if sha else str(source)
+    suite = cfg.get("suite") or prov.get("suite")
+    if suite:
+        sha = cfg.get("suite_sha256") or prov.get("suite_sha256")
+    else:
+        suite = cfg.get("tasks") or prov.get("task_file") or "tasks of unknown source"
+        sha = cfg.get("tasks_sha256") or prov.get("task_file_sha256")
+    return f"{suite} (sha256 {str(sha)[:12]})" if sha else str(suite)
 
 
 def compare_runs(runs: list[RunData]) -> Comparison:
@@ -157,7 +163,7 @@ def compare_runs(runs: list[RunData]) -> Comparison:
                 content.setdefault(str(r.get("task_id")), c)
         ids = frozenset(str(r.get("task_id")) for r in run.records)
         modes = tuple(sorted({str(r.get("mode")) for r in run.records if r.get("mode")}))
-        setups.append(RunSetup(run.label, _task_source(run), modes, ids, _render_quality(run)))
+        setups.append(RunSetup(run.label, task_source(run), modes, ids, _render_quality(run)))
         contents.append(content)
     common = frozenset.intersection(*(s.task_ids for s in setups)) if setups else frozenset()
     # a task id is shared only when the runs that say what the task is agree (to TOLERANCE: not text equality of

@@ -33,6 +33,8 @@ max-height:260px;overflow:auto}
 .frames img{width:192px;image-rendering:pixelated;border:1px solid #999;background:#eee}
 .plot{max-width:100%;border:1px solid #eee}.meta{color:#555;font-size:13px}
 .ep{border-left:4px solid #2b6cb0;padding-left:12px;margin:16px 0}
+.tw{overflow-x:auto;max-width:100%}td{white-space:nowrap}
+table.wrap td{white-space:normal;max-width:520px;overflow-wrap:anywhere}
 """
 
 
@@ -94,15 +96,19 @@ class Document:
         self.md.append(f"> **Note:** {markdown_text(text)}\n")
         self._emit_html(f"<p class='note' style='{_NOTE_STYLE}'><b>Note:</b> {html.escape(text)}</p>")
 
-    def table(self, headers, rows) -> None:
-        """A table: ``headers`` (column names) and ``rows`` (lists of cells, any values, shown as text)."""
+    def table(self, headers, rows, wrap: bool = False) -> None:
+        """A table: ``headers`` (column names) and ``rows`` (lists of cells, any values, shown as text). In HTML a
+        cell stays on one line (a figure with its interval is not broken) unless ``wrap`` (cells of free text: a
+        reason, a tool call's arguments); a table wider than the page scrolls sideways."""
         md = ["| " + " | ".join(markdown_text(h) for h in headers) + " |", "|" + "---|" * len(headers)]
         md += ["| " + " | ".join(markdown_text(c) for c in row) + " |" for row in rows]
         self.md.append("\n".join(md) + "\n")
         e = html.escape
-        out = ["<table><thead><tr>" + "".join(f"<th>{e(str(h))}</th>" for h in headers) + "</tr></thead><tbody>"]
+        cls = " class='wrap'" if wrap else ""
+        out = [f"<div class='tw'><table{cls}><thead><tr>"
+               + "".join(f"<th>{e(str(h))}</th>" for h in headers) + "</tr></thead><tbody>"]
         out += ["<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in row) + "</tr>" for row in rows]
-        out.append("</tbody></table>")
+        out.append("</tbody></table></div>")
         self._emit_html("\n".join(out))
 
     def image(self, path: Path | None, alt: str) -> None:

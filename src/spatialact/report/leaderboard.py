@@ -238,24 +238,43 @@ def _track_names(rows: list[dict]) -> list[str]:
     return sorted({t for r in rows for t in (r.get("tracks") or {}) if isinstance(t, str)})
 
 
-def _table(ranked: list[tuple[int | None, dict]], tracks: list[str]) -> tuple[list[str], list[list]]:
-    headers = (["rank", "run", "model", "skill [95% CI]", "episodes"] + [f"{t} skill" for t in tracks]
-               + ["step score (paper)", "success", "SPL", "parse ok", "blocked steps", "API errors", "tokens",
-                  "cost (USD)", "prompt version", "renderer"])
+def _table(ranked: list[tuple[int | None, dict]]) -> tuple[list[str], list[list]]:
+    """The main table: rank, run, model, overall skill with its interval, then the other overall figures."""
+    headers = ["rank", "run", "model", "skill [95% CI]", "episodes", "step score (paper)", "success", "SPL",
+               "parse ok", "blocked steps", "API errors", "tokens", "cost (USD)"]
     rows = []
     for rank, r in ranked:
         o = r["overall"]
-        per = r.get("tracks") or {}
         tok = as_float(o.get("prompt_tokens")) + as_float(o.get("completion_tokens"))
         rows.append([rank if rank is not None else "–", r["run"], r.get("model") or "–", fmt_skill(o["skill"]),
-                     o.get("episodes", "–")]
-                    + [fmt_skill((per.get(t) or {}).get("skill")) for t in tracks]
-                    + [_num(o.get("score")), _pct(o.get("success")), _num(o.get("spl")), _pct(o.get("parse_ok")),
-                       _pct(o.get("blocked_rate")), o.get("api_errors", "–"),
-                       f"{tok:,.0f}" if math.isfinite(tok) else "–", _num(o.get("cost_usd"), 4),
-                       r.get("prompt_version") or "–",
-                       f"{r.get('renderer') or '–'} ({r.get('render_quality') or 'default'})"])
+                     o.get("episodes", "–"), _num(o.get("score")), _num(o.get("success")), _num(o.get("spl")),
+                     _pct(o.get("parse_ok")), _pct(o.get("blocked_rate")), o.get("api_errors", "–"),
+                     f"{tok:,.0f}" if math.isfinite(tok) else "–", _num(o.get("cost_usd"), 4)])
     return headers, rows
+
+
+def _track_table(ranked: list[tuple[int | None, dict]], tracks: list[str]) -> tuple[list[str], list[list]]:
+    """Skill with its interval and episodes per track, one row per run in the leaderboard's order."""
+    rows = []
+    for rank, r in ranked:
+        per = r.get("tracks") or {}
+        cells = []
+        for t in tracks:
+            f = per.get(t) or {}
+            cells.append(f"{fmt_skill(f.get('skill'))} (n={f['episodes']})" if f.get("episodes") else "–")
+        rows.append([rank if rank is not None else "–", r["run"], *cells])
+    return ["rank", "run", *tracks], rows
+
+
+def _details_table(ranked: list[tuple[int | None, dict]]) -> tuple[list[str], list[list]]:
+    """What each run ran: agent and options, prompt version, renderer, version and commit."""
+    rows = []
+    for _, r in ranked:
+        renderer = f"{r.get('renderer') or '–'} ({r.get('render_quality') or 'default'})"
+        rows.append([r["run"], r.get("agent") or "–", json.dumps(r.get("agent_options") or {}, sort_keys=True),
+                     r.get("prompt_version") or "–", renderer, r.get("gl_renderer") or "–",
+                     r.get("spatialact_version") or "–", (r.get("git_commit") or "–")[:12]])
+    return ["run", "agent", "options", "prompt version", "renderer", "GL", "spatialact", "commit"], rows
 
 
 def _safe_cell(v):
@@ -308,19 +327,20 @@ def write_leaderboard(named: list[tuple[str, dict]], out_dir) -> tuple[Path, Pat
     size = first.get("image_size")
     doc = Document(out)
     doc.heading(1, "spatialact leaderboard")
-    doc.paragraph(f"Suite {first.get('suite') or '–'} (sha256 {first.get('suite_sha256') or '–'}), mode "
-                  f"{first.get('mode')}, profile {first.get('profile')}, image size "
-                  f"{'x'.join(map(str, size)) if isinstance(size, list) else '–'}; {len(rows)} "
-                  f"run{'s' * (len(rows) != 1)}.")
+    sha = first.get("suite_sha256")
+    where = f"sha256 {sha}" if sha else "no SHA-256: not a frozen suite file"
+    dims = "x".join(map(str, size)) if isinstance(size, list) else "–"
+    doc.paragraph(f"Tasks {first.get('suite') or '–'} ({where}), mode {first.get('mode')}, profile "
+                  f"{first.get('profile')}, image size {dims}; {len(rows)} run{'s' * (len(rows) != 1)}.")
     doc.paragraph("Sorted by skill (0: what doing nothing, the stay baseline, scores; 1: the ground truth) with its "
                   "bootstrap 95% interval over episodes. Rank: 1 + the number of runs whose interval lies wholly "
                   "above this run's, so runs whose intervals overlap share a rank. The paper's raw step score "
                   "stands beside it, unchanged.")
-    doc.table(*_table(ranked, tracks))
-    doc.heading(2, "Agent options")
-    doc.table(["run", "agent", "options", "spatialact", "commit"],
-              [[r["run"], r.get("agent") or "–", json.dumps(r.get("agent_options") or {}, sort_keys=True),
-                r.get("spatialact_version") or "–", (r.get("git_commit") or "–")[:12]] for _, r in ranked])
+    doc.table(*_table(ranked))
+    doc.heading(2, "Skill per track")
+    doc.table(*_track_table(ranked, tracks))
+    doc.heading(2, "Runs")
+    doc.table(*_details_table(ranked), wrap=True)
     md, page = doc.write("spatialact leaderboard", stem="leaderboard")
     csv_path = write_text(out / "leaderboard.csv", _csv(ranked, tracks))
     return md, page, csv_path

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..diagnostics.summaries import calibration_levels
-from .compare import on_tasks
+from .compare import on_tasks, task_source
 from .document import Document
 from .load import RunData, as_float, usage
 from .plots import plot_error_distance, plot_scores
@@ -26,7 +26,8 @@ __all__ = ["runs_section", "overall_section", "api_usage_section", "score_plots_
 
 
 def runs_section(doc: Document, runs: list[RunData]) -> None:
-    """The "Runs" table: directory, mode, episodes (and question answers), version, commit, task file hash."""
+    """The "Runs" table: directory, mode, episodes (and question answers), version, commit, the tasks (suite or task
+    source, with the suite's or task file's hash) or the question file's hash."""
     doc.heading(2, "Runs")
     if any(r.get("variant") == "mirror" for run in runs for r in run.all_records):
         doc.paragraph("Runs with mirrored episodes (eval --flip): the tables and plots below show the plain episodes; "
@@ -41,10 +42,10 @@ def runs_section(doc: Document, runs: list[RunData]) -> None:
         row = [run.label, str(run.path), ", ".join(modes) or str(cfg.get("mode", "–")), len(run.records)]
         if any(n_answers.values()):
             row.append(n_answers[id(run)])
-        rows.append(row + [prov.get("spatialact_version", "–"), (prov.get("git_commit") or "–")[:12],
-                           (prov.get("task_file_sha256") or prov.get("question_file_sha256") or "–")[:12]])
+        tasks = task_source(run) if run.records else (prov.get("question_file_sha256") or "–")[:12]
+        rows.append(row + [prov.get("spatialact_version", "–"), (prov.get("git_commit") or "–")[:12], tasks])
     doc.table(["run", "directory", "mode", "episodes"] + (["question answers"] if any(n_answers.values()) else [])
-              + ["version", "commit", "task / question file sha256"], rows)
+              + ["version", "commit", "tasks (sha256) / question file sha256"], rows)
     # question-only runs have no episodes: they appear in the Runs table and under Diagnostics › Generated questions
     if not any(run.records for run in runs):
         doc.paragraph("No episodes: these runs hold answers to generated questions only (see Generated questions "

@@ -59,7 +59,7 @@ def parse_errors_section(doc: Document, runs: list[RunData]) -> None:
     doc.heading(2, "Parse errors")
     doc.paragraph("Answers with no usable step (score 0, reason parse_error), and the parser's reasons, most common "
                   "first (docs/parsing.md).")
-    doc.table(["run", "not parsed / answered", "reason", "episodes"], rows)
+    doc.table(["run", "not parsed / answered", "reason", "episodes"], rows, wrap=True)
 
 
 def world_of(r: dict) -> str:

@@ -57,10 +57,10 @@ def fmt_rate(d: dict | None, percent: bool = False) -> str:
 
 
 def overall_rows(runs: list[RunData]) -> tuple[list[str], list[list]]:
-    """The Overall table: one row per run (its plain episodes), skill first, then the paper's step score."""
+    """The Overall table: one row per run (its plain episodes), skill first, then the paper's step score (tokens
+    and cost are in the API usage section)."""
     headers = ["run", "episodes", SKILL_COLUMN, SCORE_COLUMN, "success [95% CI]", "SPL", "parse ok",
-               "final pos. err. (m, median)", "repairs / ep.", "errors", "prompt tokens", "completion tokens",
-               "cost (USD)"]
+               "final pos. err. (m, median)", "repairs / ep.", "errors"]
     rows = []
     for run in runs:
         rs = run.records
@@ -72,8 +72,7 @@ def overall_rows(runs: list[RunData]) -> tuple[list[str], list[list]]:
         errors = sum(1 for r in rs if r.get("error"))
         rows.append([run.label, len(rs), fmt_skill(fig["skill"]), fmt_summary(fig["score"]), succ.fmt(),
                      fmt_rate(fig["spl"]), fmt_rate(fig["parse_ok"], percent=True),
-                     f"{np.median(fpe):.3f}" if fpe else "–", reps.fmt(2, ci=False), errors,
-                     f"{fig['prompt_tokens']:,.0f}", f"{fig['completion_tokens']:,.0f}", f"{fig['cost_usd']:.4f}"])
+                     f"{np.median(fpe):.3f}" if fpe else "–", reps.fmt(2, ci=False), errors])
     return headers, rows
 
 

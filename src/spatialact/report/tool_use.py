@@ -27,7 +27,7 @@ def tool_use_section(doc: Document, runs: list[RunData]) -> None:
             doc.paragraph(f"PRIVILEGED: run {run.label} offered tools that read the simulator's truth (exact poses, "
                           f"segmentation); its scores are not comparable with agents that see only the images.")
     doc.table(["run", "tool set", "episodes", "tool calls", "calls / episode (not failed)", "malformed",
-               "failed calls", "calls per tool"], [_tool_row(run) for run in tool_runs])
+               "failed calls", "calls per tool"], [_tool_row(run) for run in tool_runs], wrap=True)
     for run in tool_runs:
         ex = next((r for r in run.records if r.get("tool_calls")), None)
         if ex is None:
@@ -36,7 +36,8 @@ def tool_use_section(doc: Document, runs: list[RunData]) -> None:
                       f"(score {as_float(record_value(ex, 'score')):.3f}).")
         doc.table(["turn", "call", "tool", "arguments", "result", "error"],
                   [[c.get("turn", "–"), c.get("call", "–"), c.get("name"), _cut(c.get("arguments")),
-                    _cut(c.get("result")), c.get("error") or ""] for c in ex["tool_calls"] if isinstance(c, dict)])
+                    _cut(c.get("result")), c.get("error") or ""] for c in ex["tool_calls"] if isinstance(c, dict)],
+                  wrap=True)
 
 
 def _tool_row(run: RunData) -> list:
