@@ -163,3 +163,30 @@ def test_parse_errors_are_shown_with_their_reasons_escaped(server, tmp_path, cap
     assert "<i>vlm</i>" not in page and "&lt;i&gt;vlm&lt;/i&gt;" in page and "<script>alert" not in page
     assert "<table class='wrap'><thead><tr><th>run</th><th>not parsed / answered</th>" in page  # reasons wrap
     assert SECRET not in page and SECRET not in md
+
+
+def test_tracks_of_suite_tasks_get_their_own_table_rows_and_pairs(runs, tmp_path):
+    """Tasks of a benchmark suite carry their track: the report adds Per track, --json ``tracks``, the leaderboard
+    row's tracks and paired groups per track (the kind still stands in for a task without one)."""
+    from spatialact.report import report_json
+
+    src = read_records(runs / "cl")
+    tracks = {r["task_id"]: ("camera" if i % 2 else "nav") for i, r in enumerate(src)}
+    for name in ("cl", "wall"):
+        d = tmp_path / name
+        shutil.copytree(runs / name, d)
+        recs = read_records(d)
+        for r in recs:
+            r["tags"] = dict(r["tags"], track=tracks[r["task_id"]])
+        (d / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    md, _ = make_report([tmp_path / "cl", tmp_path / "wall"], tmp_path / "rep")
+    rows = _table(md.read_text(), "## Per track")
+    assert [(r["track"], r["run"], r["episodes"]) for r in rows] == [
+        ("camera", "noisy-oracle", "3"), ("camera", "constant", "3"), ("nav", "noisy-oracle", "3"),
+        ("nav", "constant", "3")]
+    cam = [r for r in src if tracks[r["task_id"]] == "camera"]
+    assert rows[0]["skill [95% CI]"] == _skill_text(cam)
+    js = report_json([tmp_path / "cl", tmp_path / "wall"])
+    assert sorted(js["runs"][0]["tracks"]) == ["camera", "nav"] and sorted(js["runs"][0]["kinds"]) == ["nav"]
+    assert sorted(js["leaderboard"][0]["tracks"]) == ["camera", "nav"]
+    assert [p["group"] for p in js["paired"]] == ["all", "track camera", "track nav", "kind nav"]
