@@ -21,10 +21,10 @@ def guess_format(path) -> str:
     TUM, 12: KITTI, a URL or 19 numbers: RealEstate10K).
     """
     p = Path(path)
-    if p.is_dir():
-        if (p / "meta" / "info.json").is_file():
+    if p.is_dir():  # whatever sits at the file that names the layout: the reader says if it is no regular file
+        if os.path.lexists(p / "meta" / "info.json"):
             return "droid"
-        if (p / "meta.json").is_file():
+        if os.path.lexists(p / "meta.json"):
             return "game"
         raise fail(p, "meta/info.json", "missing (a directory is read as a LeRobot dataset, or as a game trajectory "
                                         "when it has meta.json; this is not a LeRobot dataset)")
