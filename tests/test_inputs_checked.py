@@ -150,6 +150,22 @@ def test_score_refuses_answers_and_tasks_that_are_no_regular_file(tmp_path, task
         _within(score_file, node, task_file, fifos=[node] if kind == "fifo" else ())
 
 
+@pytest.mark.parametrize("kind", ["fifo", "zero_link"])
+def test_score_refuses_a_hierarchy_file_that_is_no_regular_file_or_nests_too_deep(tmp_path, task_file, capsys, kind):
+    node = make_node(tmp_path / "tree.json", kind)
+    answers = _answers(tmp_path / "a.jsonl")
+    rc, err = _cli(["score", answers, task_file, "--tree", node, "--out", tmp_path / "s.jsonl"], capsys,
+                   fifos=[node] if kind == "fifo" else ())
+    assert rc == 2
+    _one_line(err, str(node), SAID[kind], "hierarchy file")
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"name": "r", "children": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    rc, err = _cli(["score", answers, task_file, "--tree", deep, "--out", tmp_path / "s.jsonl"], capsys)
+    assert rc == 2
+    _one_line(err, f"--tree {deep}: nested deeper than 256 levels")
+    assert not (tmp_path / "s.jsonl").exists()
+
+
 @pytest.mark.parametrize("kind", NODES)
 def test_eval_refuses_a_task_file_that_is_no_regular_file(tmp_path, capsys, kind):
     node = make_node(tmp_path / "tasks.jsonl", kind)

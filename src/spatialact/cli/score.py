@@ -132,6 +132,35 @@ def check_argument_order(answers: str, tasks: str) -> str | None:
     return None
 
 
+def read_tree(arg: str):
+    """``--tree``: JSON text (starting with ``{``) as it is, or the file it names read here — a regular file only
+    (a FIFO or a device is refused unopened), at most ``jsonline.MAX_LINE_BYTES``, nested at most
+    ``jsonline.MAX_JSON_DEPTH`` levels — as the decoded object; each refusal one line naming the file."""
+    import json
+
+    from spatialact.jsonline import MAX_LINE_BYTES, check_depth, check_input
+
+    from .main import CLIError
+
+    if arg.lstrip().startswith("{"):
+        return arg
+    st = check_input(arg, "hierarchy file", CLIError)
+    if st.st_size > MAX_LINE_BYTES:
+        raise CLIError(f"--tree {arg}: {st.st_size:,} bytes, more than a hierarchy file may hold "
+                       f"({MAX_LINE_BYTES:,}, jsonline.MAX_LINE_BYTES)")
+    with open(arg, "rb") as f:
+        raw = f.read(MAX_LINE_BYTES + 1)
+    try:
+        check_depth(raw)
+        return json.loads(raw.decode("utf-8-sig"))
+    except UnicodeDecodeError as e:
+        raise CLIError(f"--tree {arg}: not valid UTF-8 (byte {e.start})") from None
+    except json.JSONDecodeError as e:
+        raise CLIError(f"--tree {arg}: not valid JSON ({e.msg} at line {e.lineno})") from None
+    except ValueError as e:  # TooDeep, a number too long to convert
+        raise CLIError(f"--tree {arg}: {e}") from None
+
+
 def default_out(answers: str):
     from spatialact.scorers.offline import default_out as _default_out
 
@@ -194,6 +223,7 @@ def _run(args: argparse.Namespace) -> int:
     else:
         check_input(args.answers, "answers file", CLIError)
     check_input(args.tasks, "task file", CLIError)
+    tree = read_tree(args.tree) if args.tree is not None else None
     swapped = check_argument_order(args.answers, args.tasks)
     if swapped:
         raise CLIError(swapped)
@@ -214,7 +244,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         with output_path(out, option) as written:
             summary = score_file(args.answers, args.tasks, profile=args.profile, weights=weights,
-                                 workers=args.workers, out=written, tree=args.tree, per_step=args.per_step,
+                                 workers=args.workers, out=written, tree=tree, per_step=args.per_step,
                                  missing_as_zero=args.missing_as_zero, n_boot=args.n_boot, seed=args.seed,
                                  chunk=args.chunk, max_groups=args.max_groups or None,
                                  progress=not args.no_progress and sys.stderr.isatty())
