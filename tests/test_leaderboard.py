@@ -177,3 +177,28 @@ def test_scrub_options_by_hand():
                          "base_url": "https://user:pw@host.example:8000/v1?key=abc#frag"})
     assert got == {"model": "m", "params": {"top_p": 1, "nested": [{"ok": 2}]},
                    "base_url": "https://host.example:8000/v1"}
+
+
+def test_outputs_follow_the_output_rule_and_text_cells_stay_text(runs, tmp_path, capsys):
+    import os
+
+    _report(capsys, tmp_path / "a", runs / "oracle")
+    doc = json.loads((tmp_path / "a" / "leaderboard.json").read_text())
+    doc["rows"][0].update(run="=HYPERLINK(\"http://x\")", model="+<b>m</b>")
+    (tmp_path / "evil.json").write_text(json.dumps(doc))
+    board = tmp_path / "board"
+    board.mkdir()
+    os.mkfifo(board / "leaderboard.csv")
+    code, _, err = _board(capsys, board, tmp_path / "evil.json")
+    assert code == 2 and "named pipe" in err and len(err.strip().splitlines()) == 1
+    assert sorted(p.name for p in board.iterdir()) == ["leaderboard.csv"]  # refused before any work
+    (board / "leaderboard.csv").unlink()
+    assert _board(capsys, board, tmp_path / "evil.json")[0] == 0
+    row = next(csv.DictReader((board / "leaderboard.csv").open()))
+    assert row["run"] == "'=HYPERLINK(\"http://x\")" and row["model"] == "'+<b>m</b>"
+    assert "<b>m</b>" not in (board / "leaderboard.html").read_text()
+    (tmp_path / "a" / "leaderboard.json").unlink()
+    os.mkfifo(tmp_path / "a" / "leaderboard.json")
+    capsys.readouterr()
+    assert main(["report", str(runs / "oracle"), "--out", str(tmp_path / "a")]) == 2
+    assert "named pipe" in capsys.readouterr().err
