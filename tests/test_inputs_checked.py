@@ -705,3 +705,32 @@ def test_a_cache_entry_nested_too_deep_is_a_miss(tmp_path):
     p = tmp_path / "ab" / f"{key}.json"
     p.write_text('{"key": "' + key + '", "text": "x", "deep": ' + "[" * 100_000 + "]" * 100_000 + "}")
     assert c.get(key) is None
+
+
+# ----- the renderers' own caches: a FIFO planted at an entry is never read -------------------------------------------
+def test_a_fifo_at_a_texture_or_mesh_cache_entry_is_replaced_or_missed_not_read(tmp_path, monkeypatch):
+    from spatialact.envs import textures
+    from spatialact.envs.gl import meshes
+
+    monkeypatch.setenv("SPATIALACT_CACHE", str(tmp_path / "cache"))
+    first = textures.texture_path("wood", (0.5, 0.4, 0.3), seed=1)  # made once, then planted over with a FIFO
+    os.remove(first)
+    os.mkfifo(first)
+    again = _within(textures.texture_path, "wood", (0.5, 0.4, 0.3), 1, fifos=[first])
+    assert again == first and stat.S_ISREG(os.stat(first).st_mode)  # written anew as a PNG, the FIFO replaced
+    fifo = tmp_path / "cache" / "mesh.npz"
+    os.mkfifo(fifo)
+    assert _within(meshes._load, str(fifo), fifos=[str(fifo)]) is None  # a miss, never opened
+
+
+def test_a_hierarchy_tree_nested_too_deep_or_a_fifo_is_refused_from_python(tmp_path):
+    from spatialact.scorers.aggregate import load_tree
+
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ValueError, match="deep.json: .*nest"):
+        load_tree(deep)
+    fifo = tmp_path / "tree.json"
+    os.mkfifo(fifo)
+    with pytest.raises(FileNotFoundError, match="is a FIFO"):
+        _within(load_tree, fifo, fifos=[str(fifo)])

@@ -94,7 +94,7 @@ def texture_path(kind: str, color=(0.6, 0.6, 0.6), seed: int = 0) -> str:
     color = [round(float(c), 4) for c in color]
     key = hashlib.sha1(json.dumps([kind, color, int(seed), _SIZE]).encode()).hexdigest()[:16]
     path = os.path.join(texture_cache_dir(), f"{kind}_{key}.png")
-    if not os.path.exists(path):
+    if not os.path.isfile(path):  # a FIFO or a device planted there is replaced, never read
         img = _make(kind, color, int(seed))
         tmp = f"{path}.{os.getpid()}.tmp.png"
         Image.fromarray(img).save(tmp)

@@ -559,14 +559,19 @@ def load_tree(tree=None) -> dict:
     if tree is None:
         tree = DEFAULT_TREE
     elif isinstance(tree, (str, os.PathLike)) and not (isinstance(tree, str) and tree.lstrip().startswith("{")):
+        from ..jsonline import TooDeep, check_depth, check_input
+
         path = os.fspath(tree)
-        if not os.path.isfile(path):
-            raise FileNotFoundError(f"{path}: no such tree file")
+        check_input(path, "tree file")  # a FIFO or a device is refused unread (FileNotFoundError, one line)
         with open(path, encoding="utf-8") as f:
-            try:
-                tree = json.load(f)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from None
+            text = f.read()
+        try:
+            check_depth(text)
+            tree = json.loads(text)
+        except TooDeep as e:
+            raise ValueError(f"{path}: {e}") from None
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path}: not valid JSON ({e.msg} at line {e.lineno})") from None
     elif isinstance(tree, str):
         tree = json.loads(tree)
     return _check_tree(tree)

@@ -334,9 +334,10 @@ def _load(file: str) -> tuple[list[Part], bool] | None:
     from pathlib import Path
 
     from ...cache import trusted
+    from ...jsonline import input_problem
 
     try:
-        if not trusted(Path(file)):
+        if input_problem(file) is not None or not trusted(Path(file)):  # a FIFO or a device is a miss, unread
             return None
         with np.load(file, allow_pickle=False) as z:
             parts = []
