@@ -51,11 +51,11 @@ def make_report(run_dirs, out_dir) -> tuple[Path, Path]:
     doc = Document(out)
     now = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     doc.heading(1, "spatialact report")
-    doc.paragraph(f"Generated {now} by spatialact {__version__}. Skill leads every table: (mean score − mean s0) / "
-                  f"(1 − mean s0), where s0 is what doing nothing (the stay baseline) scores on the same tasks, so "
-                  f"doing nothing is 0 and the ground truth 1; the paper's raw step score stands beside it under its "
-                  f"name (docs/scoring.md). Intervals are percentile-bootstrap 95% intervals over episodes (1000 "
-                  f"resamples, seed 0).")
+    doc.paragraph(f"Generated {now} by spatialact {__version__}. Scores are episode step scores (docs/scoring.md): "
+                  f"the paper's raw score, shown under its name beside skill, which leads every table — (mean score "
+                  f"− mean s0) / (1 − mean s0), where s0 is what doing nothing (the stay baseline) scores on the same "
+                  f"tasks, so doing nothing is 0 and the ground truth 1. Intervals are percentile-bootstrap 95% "
+                  f"intervals over episodes (1000 resamples, seed 0).")
     _s0_note(doc, ep_runs)
     comparison = compare_runs(ep_runs)
     if not comparison.like_for_like:
