@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 
 import numpy as np
 import pytest
@@ -145,6 +146,12 @@ def test_a_suite_hash_decides_and_bad_files_are_named(runs, tmp_path, capsys):
     assert code == 2 and "norow.json: field 'overall.skill'" in err
     code, _, err = _board(capsys, tmp_path / "board", tmp_path / "missing.json")
     assert code == 2 and "missing.json: no such file" in err
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)  # no traceback from a recursing decoder
+    code, _, err = _board(capsys, tmp_path / "board", tmp_path / "deep.json")
+    assert code == 2 and "deep.json: nested deeper than 256 levels" in err and len(err.strip().splitlines()) == 1
+    os.mkfifo(tmp_path / "pipe.json")  # never waited on
+    code, _, err = _board(capsys, tmp_path / "board", tmp_path / "pipe.json")
+    assert code == 2 and "pipe.json: is a FIFO" in err
 
 
 def test_no_secret_reaches_a_row(server, tmp_path, capsys, monkeypatch):
@@ -180,8 +187,6 @@ def test_scrub_options_by_hand():
 
 
 def test_outputs_follow_the_output_rule_and_text_cells_stay_text(runs, tmp_path, capsys):
-    import os
-
     _report(capsys, tmp_path / "a", runs / "oracle")
     doc = json.loads((tmp_path / "a" / "leaderboard.json").read_text())
     doc["rows"][0].update(run="=HYPERLINK(\"http://x\")", model="+<b>m</b>")

@@ -26,6 +26,7 @@ import math
 from collections import Counter
 from pathlib import Path
 
+from ..jsonline import check_depth, open_input, read_bounded
 from ..outputs import write_text
 from ..records import is_question
 from .document import Document
@@ -167,12 +168,16 @@ def read_rows(paths) -> list[tuple[str, dict]]:
     :class:`LeaderboardError` naming the file for anything unreadable."""
     out = []
     for p in map(Path, paths):
+        with open_input(p, "file", LeaderboardError) as f:  # a regular file only: no FIFO, device or folder
+            try:
+                raw = read_bounded(f)
+                check_depth(raw)
+            except ValueError as e:  # a line over the size limit, JSON nested past the depth limit
+                raise LeaderboardError(f"{p}: {e}") from None
         try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise LeaderboardError(f"{p}: no such file") from None
-        except (OSError, UnicodeDecodeError) as e:
-            raise LeaderboardError(f"{p}: cannot be read ({e.__class__.__name__})") from None
+            data = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            raise LeaderboardError(f"{p}: not UTF-8 text") from None
         except json.JSONDecodeError as e:
             raise LeaderboardError(f"{p}: not valid JSON ({e.msg} at line {e.lineno})") from None
         rows = data.get("rows") if isinstance(data, dict) and "rows" in data else data
