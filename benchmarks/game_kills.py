@@ -196,11 +196,14 @@ def sigkill_eval(tmp: Path, args, rng) -> list[dict]:
 def summary(name: str, rows: list[dict]) -> None:
     kills = sum(r["kills"] for r in rows)
     bad = [r["status"] for r in rows if r["status"] not in ("ok", "failures")]
-    print(f"{name}: {kills} kills in {len(rows)} runs; hung {sum(s == 'hang' for s in bad)}, crashed "
-          f"{sum(s.startswith('crash') for s in bad)}, other exits {sum(not (s == 'hang' or s.startswith('crash')) for s in bad)}; "
-          f"failed episodes {sum(r['failed'] for r in rows)} (not the engine's stop: {sum(r['not_engine'] for r in rows)}, "
-          f"beyond the kills of their run: {sum(r['beyond_kills'] for r in rows)}); resumes complete "
-          f"{sum(r['resume'] == 'ok' and r['resume_done'] for r in rows)}/{len(rows)}")
+    hung = sum(s == "hang" for s in bad)
+    crashed = sum(s.startswith("crash") for s in bad)
+    failed, other = sum(r["failed"] for r in rows), sum(r["not_engine"] for r in rows)
+    beyond = sum(r["beyond_kills"] for r in rows)
+    resumed = sum(r["resume"] == "ok" and r["resume_done"] for r in rows)
+    print(f"{name}: {kills} kills in {len(rows)} runs; hung {hung}, crashed {crashed}, other exits "
+          f"{len(bad) - hung - crashed}; failed episodes {failed} (not the engine's stop: {other}, beyond the kills of "
+          f"their run: {beyond}); resumes complete {resumed}/{len(rows)}")
 
 
 def main(argv=None) -> int:

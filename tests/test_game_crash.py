@@ -95,8 +95,8 @@ def test_an_engine_killed_mid_episode_fails_that_step_with_a_reason_and_the_next
     eng = env.world.engine
     worker, game = eng.pid, _kill_game(eng)
     t = time.monotonic()
-    with pytest.raises(EngineStopped, match=r"^the game engine stopped: its process \(pid \d+\) exited \(during a "
-                                            r"step; MAP01 of freedoom2.wad\)"):
+    with pytest.raises(EngineStopped, match=r"^the game engine stopped: its process \(pid \d+\) exited .*\(during a "
+                                            r"step; MAP01 of freedoom2.wad\)$"):
         env.step(step)
     assert time.monotonic() - t < 5.0  # no hang: the game's exit is seen at once
     assert not eng.alive and _wait_gone([(worker, None), (game, None)], 5.0) == []

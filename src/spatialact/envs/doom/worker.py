@@ -246,39 +246,46 @@ def _execution_bytes(state: np.ndarray, ex: Execution) -> bytes:
 
 
 def _execution_of(body: memoryview) -> tuple[np.ndarray, Execution]:
-    a = np.frombuffer(body, np.float64)
-    e = a[STATE_SIZE:]
-    kw = dict(zip(_EXEC_FIELDS, e[32:].tolist()))
-    for f in ("reached", "blocked", "tilt_clamped", "flew"):
-        kw[f] = bool(kw[f])
-    kw["tics"] = int(kw["tics"])
-    return a[:STATE_SIZE].copy(), Execution(pose=e[:16].reshape(4, 4).copy(), target=e[16:32].reshape(4, 4).copy(), **kw)
+    a = np.frombuffer(body, np.float64).copy()
+    e = STATE_SIZE
+    r, b, t, pe, ye, rd, tc, fl = a[e + 32:].tolist()  # the fields in _EXEC_FIELDS order (Execution's)
+    return a[:e], Execution(a[e:e + 16].reshape(4, 4), a[e + 16:e + 32].reshape(4, 4), r != 0.0, b != 0.0, int(t), pe,
+                            ye, rd, tc != 0.0, fl != 0.0)
 
 
 class _Reader:
-    """Whole messages from a pipe, read in as large pieces as are there (one read a message, mostly)."""
+    """Whole messages from a pipe, read in as large pieces as are there (one read a message, mostly) into a buffer
+    kept from read to read (a read of fresh bytes would allocate its whole size every time)."""
 
-    def __init__(self, fd: int):
+    def __init__(self, fd: int, size: int = 1 << 16):
         self.fd = fd
-        self.buf = bytearray()
+        self.buf = bytearray(size)
+        self.start = self.end = 0
 
     def message(self) -> bytes | None:
         """The next whole message in the buffer, or None."""
-        if len(self.buf) < _HEADER.size:
+        if self.end - self.start < _HEADER.size:
             return None
-        n = _HEADER.size + _HEADER.unpack_from(self.buf)[0]
-        if len(self.buf) < n:
+        n = _HEADER.size + _HEADER.unpack_from(self.buf, self.start)[0]
+        if self.end - self.start < n:
+            if n > len(self.buf):  # a message larger than the buffer: grow it
+                self.buf.extend(bytes(n - len(self.buf)))
             return None
-        msg = bytes(self.buf[_HEADER.size:n])
-        del self.buf[:n]
+        msg = bytes(self.buf[self.start + _HEADER.size:self.start + n])
+        self.start += n
+        if self.start == self.end:
+            self.start = self.end = 0
         return msg
 
     def fill(self) -> None:
         """Read what the pipe has (blocking until something); EOFError at its end."""
-        b = os.read(self.fd, 1 << 20)
-        if not b:
+        if self.end == len(self.buf):  # move what is left of a message to the front
+            self.buf[:self.end - self.start] = self.buf[self.start:self.end]
+            self.start, self.end = 0, self.end - self.start
+        got = os.readv(self.fd, [memoryview(self.buf)[self.end:]])
+        if not got:
             raise EOFError
-        self.buf += b
+        self.end += got
 
 
 # ----- the worker ---------------------------------------------------------------------------------------------------
@@ -597,8 +604,9 @@ class EngineProcess:
         _, kind, name, msg, state = answer
         if state is not None:
             self._set_state(state)
-        if kind == "stopped":
-            self._fail_now(f"{name}: {msg}" if msg else name)
+        if kind == "stopped":  # the binding said so first (the game exited, or it gave up on it)
+            said = f"{name}: {msg}" if msg else name
+            self._fail_now(f"its process (pid {self.engine_pid}) exited ({said})" if self._game_exited() else said)
         if kind == "value":
             raise (WadError if name == "WadError" else ValueError)(msg)
         raise RuntimeError(msg if name == "RuntimeError" else f"{name}: {msg}")
