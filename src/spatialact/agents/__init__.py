@@ -9,6 +9,13 @@ run may write down (header names of ``params.extra_headers``, never their values
 imported only by the agents that use them; so are ``transformers`` and ``torch`` (the ``hf`` agent).
 ``API_AGENTS`` are the agents that talk to a chat-completions endpoint (they get a response cache in the run
 directory by default and stop a run when the endpoint cannot be reached).
+
+Agents from outside the package (:mod:`spatialact.agents.plugins`): ``package.module:Class``,
+``path/to/agent.py:Class``, or the name of an installed plug-in (an entry point of the group ``spatialact.agents``,
+``installed_plugins()``) work wherever a name does; ``is_plugin`` tells them from the built-in names,
+``recorded_agent`` is the agent as a run records it (a file plug-in with its SHA-256), and ``adapt_agent`` gives any
+agent object the runner's protocol (``reset(task, mode=..., seed=...)`` passed on as its own ``reset`` takes it,
+``async def`` methods awaited, text answers parsed).
 """
 
 from __future__ import annotations
@@ -16,11 +23,13 @@ from __future__ import annotations
 from typing import Any
 
 from .base import Agent, AgentConfigError, AgentTurn
+from .plugins import ENTRY_POINT_GROUP, adapt_agent, installed_plugins
 from .prompts import PROMPT_VERSION, PromptImage, build_prompt, png_data_url, prompt_text
 
 __all__ = ["Agent", "AgentTurn", "AgentConfigError", "AGENT_NAMES", "AGENT_ALIASES", "make_agent",
            "canonical_agent_name", "check_agent_args", "build_prompt", "PROMPT_VERSION", "PromptImage",
-           "png_data_url", "prompt_text", "API_AGENTS", "recorded_agent_args"]
+           "png_data_url", "prompt_text", "API_AGENTS", "recorded_agent_args", "is_plugin", "recorded_agent",
+           "installed_plugins", "adapt_agent", "ENTRY_POINT_GROUP"]
 
 AGENT_NAMES = ("random", "stay", "oracle", "noisy-oracle", "constant", "geometric", "openai", "react", "plan-execute",
                "hf")
@@ -41,12 +50,30 @@ _SECRET_SUFFIXES = ("apikey", "secret", "secretkey", "privatekey", "password", "
 
 def canonical_agent_name(name: Any) -> str:
     """The canonical name of an agent (``"Oracle"`` → ``"oracle"``, ``"noisy"`` → ``"noisy-oracle"``,
-    ``"mllm"`` → ``"openai"``); an unknown name raises :class:`AgentConfigError`."""
-    key = str(name).strip().lower().replace("_", "-")
-    key = AGENT_ALIASES.get(key, AGENT_ALIASES.get(key.replace("-", ""), key))
-    if key not in AGENT_NAMES:
-        raise AgentConfigError(f"unknown agent {str(name)[:60]!r} (expected one of {', '.join(AGENT_NAMES)})")
-    return key
+    ``"mllm"`` → ``"openai"``). A plug-in (:mod:`spatialact.agents.plugins`) keeps its name — ``module:Class``, an
+    installed plug-in's entry-point name — except that a file plug-in's path is made absolute
+    (``/abs/path/agent.py:Class``); it is imported here (once per process), so a plug-in that cannot be loaded is
+    refused now. An unknown name, or a plug-in that cannot be loaded, raises :class:`AgentConfigError` (one line
+    naming the string and why)."""
+    text = str(name).strip()
+    if ":" not in text:
+        key = text.lower().replace("_", "-")
+        key = AGENT_ALIASES.get(key, AGENT_ALIASES.get(key.replace("-", ""), key))
+        if key in AGENT_NAMES:
+            return key
+    from .plugins import load_plugin, plugin_ref
+
+    ref = plugin_ref(text)
+    if ref is None:
+        raise AgentConfigError(f"unknown agent {str(name)[:60]!r} (expected one of {', '.join(AGENT_NAMES)}, an "
+                               f"installed plug-in, package.module:Class or path/to/agent.py:Class)")
+    load_plugin(text)
+    return ref.spec
+
+
+def is_plugin(name: str) -> bool:
+    """Whether the canonical agent name ``name`` is a plug-in's (not one of :data:`AGENT_NAMES`)."""
+    return name not in AGENT_NAMES
 
 
 def _secret_name(name: str) -> bool:
@@ -71,6 +98,19 @@ def recorded_agent_args(kwargs: dict) -> dict:
     params = out.get("params")
     if isinstance(params, dict) and isinstance(params.get("extra_headers"), dict):
         out["params"] = dict(params, extra_headers=sorted(str(k) for k in params["extra_headers"]))
+    return out
+
+
+def recorded_agent(name: str, kwargs: dict) -> dict:
+    """The agent as a run's configuration records it: ``{"name", "kwargs"}`` (the canonical name; the arguments
+    as :func:`recorded_agent_args` gives them), and for a file plug-in ``name_sha256``, the file's SHA-256 — a
+    resume with an edited file is refused, one with the same file at another path resumes."""
+    from .plugins import plugin_sha256
+
+    out = {"name": name, "kwargs": recorded_agent_args(kwargs)}
+    sha = plugin_sha256(name) if is_plugin(name) else None
+    if sha:
+        out["name_sha256"] = sha
     return out
 
 
@@ -140,7 +180,10 @@ def make_agent(name: str, **kwargs) -> Agent:
       ``max_calls`` (:mod:`spatialact.agents.tool_agent`);
     * ``hf``: ``model`` (a Hugging Face id or a local folder; required), ``device``, ``dtype``, ``max_new_tokens``,
       ``revision``, ``trust_remote_code``, ``local_files_only``, ``cues`` (:mod:`spatialact.agents.hf_agent`);
-    * every agent: ``seed``.
+    * every agent: ``seed``;
+    * a plug-in (``package.module:Class``, ``path/to/agent.py:Class``, an installed plug-in's name): its
+      constructor's keyword arguments (``seed`` only when it takes one), built and wrapped by
+      :func:`spatialact.agents.plugins.make_plugin_agent`.
 
     Raise :class:`AgentConfigError` (one line): an unknown name; an option the agent does not take (naming the
     agent, the option and the valid ones) or a yes/no option given anything but true/false
@@ -154,6 +197,10 @@ def make_agent(name: str, **kwargs) -> Agent:
     check_agent_args(kwargs)
     cls = agent_class(key)
     check_agent_options(key, kwargs)
+    if is_plugin(key):
+        from .plugins import load_plugin, make_plugin_agent
+
+        return make_plugin_agent(load_plugin(key)[0], cls, kwargs)
     try:
         return cls(**kwargs)
     except AgentConfigError:

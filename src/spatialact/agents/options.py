@@ -75,7 +75,7 @@ from typing import Any
 from .base import AgentConfigError
 
 __all__ = ["AgentOption", "agent_class", "agent_options", "check_agent_options", "wrong_kind", "parse_meanings",
-           "NOT_LISTED"]
+           "NOT_LISTED", "constructor_parameters", "docstring_meanings", "takes_any_option"]
 
 #: Constructor parameters that are no ``--agent-arg`` option (a run derives them itself).
 NOT_LISTED = ("seed",)
@@ -101,9 +101,8 @@ class AgentOption:
                 "meaning": self.meaning}
 
 
-def agent_class(key: str) -> type:
-    """The class of the canonical agent name ``key``; a missing package raises :class:`AgentConfigError` saying
-    which extra installs it (the modules import their heavy libraries lazily, so this rarely happens)."""
+def _builtin_class(key: str) -> type | None:
+    """The class of the built-in agent ``key`` (a canonical name), or None when ``key`` names no built-in agent."""
     try:
         if key in ("random", "stay", "oracle", "noisy-oracle", "constant"):
             from . import baselines
@@ -130,13 +129,36 @@ def agent_class(key: str) -> type:
         extra = "hf" if key == "hf" else "agents"
         raise AgentConfigError(f"agent {key!r} needs a missing package: {e} (pip install 'spatialact[{extra}]')") \
             from None
+    return None
+
+
+def agent_class(key: str):
+    """The class of the canonical agent name ``key``: a built-in agent's, or a plug-in's class (or the function
+    that makes it: ``module:Class``, ``path.py:Class``, an installed plug-in; :mod:`spatialact.agents.plugins`). A
+    missing package raises :class:`AgentConfigError` saying which extra installs it (the modules import their heavy
+    libraries lazily, so this rarely happens); a plug-in that cannot be loaded, one line naming it and why."""
+    cls = _builtin_class(key)
+    if cls is not None:
+        return cls
+    from .plugins import load_plugin, plugin_ref
+
+    if plugin_ref(key) is not None:
+        return load_plugin(key)[1]
     raise AgentConfigError(f"unknown agent {key!r}")
 
 
-def _parameters(cls: type) -> dict[str, inspect.Parameter]:
-    """The keyword parameters of ``cls``'s constructor, following ``**kwargs`` up the class hierarchy (a subclass's
-    own parameter and default win)."""
+def constructor_parameters(cls) -> tuple[dict[str, inspect.Parameter], bool]:
+    """(the keyword parameters of ``cls``'s constructor — or of a function that makes an agent —, following
+    ``**kwargs`` up the class hierarchy, a subclass's own parameter and default winning; whether it takes any
+    keyword at all: a ``**kwargs`` that no parent constructor takes up)."""
     out: dict[str, inspect.Parameter] = {}
+    if not isinstance(cls, type):
+        params = list(inspect.signature(cls).parameters.values())
+        for p in params:
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
+                out.setdefault(p.name, p)
+        return out, any(p.kind is p.VAR_KEYWORD for p in params)
+    more = False
     for c in cls.__mro__:
         init = c.__dict__.get("__init__")
         if init is None or c is object:
@@ -149,7 +171,11 @@ def _parameters(cls: type) -> dict[str, inspect.Parameter]:
                 out.setdefault(p.name, p)
         if not more:
             break
-    return out
+    return out, more
+
+
+def _parameters(cls) -> dict[str, inspect.Parameter]:
+    return constructor_parameters(cls)[0]
 
 
 def parse_meanings(doc: str) -> dict[str, dict[str, str]]:
@@ -190,17 +216,66 @@ def _meanings() -> dict[str, dict[str, str]]:
     return parse_meanings(__doc__ or "")
 
 
+def docstring_meanings(obj, names) -> dict[str, str]:
+    """A plug-in's option meanings, read from its class's (or function's) docstring and its constructor's: a line
+    that starts with an option's name (in ``double backquotes`` or not, a ``(type)`` after it allowed) followed by
+    ``—``, ``–``, ``-``, ``--`` or ``:`` gives the rest of the line. Linear in the text."""
+    docs = [inspect.getdoc(obj) or ""]
+    if isinstance(obj, type) and "__init__" in obj.__dict__:
+        docs.append(inspect.getdoc(obj.__dict__["__init__"]) or "")
+    wanted, out = set(names), {}
+    for raw in "\n".join(docs).splitlines():
+        line = raw.strip().lstrip("*-• ").strip()
+        head, _, rest = line.partition(" ")
+        if ":" in head and not head.endswith("``"):  # name: meaning
+            head, _, tail = head.partition(":")
+            rest = (": " + tail + " " + rest).strip()
+        name = head.strip("`*")
+        if name not in wanted or name in out:
+            continue
+        rest = rest.strip()
+        if rest.startswith("("):  # name (type) — meaning
+            rest = rest.partition(")")[2].strip()
+        for sep in ("—", "–", "--", "-", ":"):
+            if rest.startswith(sep):
+                meaning = rest[len(sep):].strip().rstrip(";.").strip()
+                if meaning:
+                    out[name] = meaning
+                break
+    return out
+
+
+def _annotation(p: inspect.Parameter) -> str:
+    ann = p.annotation
+    if ann is inspect.Parameter.empty:
+        return ""
+    return ann.__name__ if isinstance(ann, type) else str(ann)
+
+
 def agent_options(key: str) -> tuple[AgentOption, ...]:
-    """The options of the canonical agent ``key`` in constructor order (``seed`` left out, :data:`NOT_LISTED`)."""
-    meanings = _meanings().get(key, {})
+    """The options of the canonical agent ``key`` in constructor order (``seed`` left out, :data:`NOT_LISTED`); a
+    plug-in's meanings come from its docstrings (:func:`docstring_meanings`)."""
+    cls = agent_class(key)
+    params = _parameters(cls)
+    meanings = _meanings().get(key) if _builtin_class(key) is not None else docstring_meanings(cls, params)
     out = []
-    for name, p in _parameters(agent_class(key)).items():
+    for name, p in params.items():
         if name in NOT_LISTED:
             continue
-        ann = "" if p.annotation is inspect.Parameter.empty else str(p.annotation)
         default = None if p.default is inspect.Parameter.empty else p.default
-        out.append(AgentOption(name, ann, default, meanings.get(name, "")))
+        meaning = (meanings or {}).get(name, "")
+        if p.default is inspect.Parameter.empty and _REQUIRED not in meaning and _builtin_class(key) is None:
+            meaning = f"{meaning} {_REQUIRED}".strip()
+        out.append(AgentOption(name, _annotation(p), default, meaning))
     return tuple(out)
+
+
+def takes_any_option(key: str) -> bool:
+    """Whether the plug-in ``key``'s constructor takes any keyword (a ``**kwargs`` no parent takes up): its options
+    are then not checked by name. Always False for the built-in agents."""
+    if _builtin_class(key) is not None:
+        return False
+    return constructor_parameters(agent_class(key))[1]
 
 
 def _kind(opt: AgentOption) -> str | None:
@@ -237,6 +312,8 @@ def check_agent_options(key: str, kwargs: dict) -> None:
         if name in NOT_LISTED:
             continue
         opt = opts.get(name)
+        if opt is None and takes_any_option(key):
+            continue
         if opt is None:
             valid = (f"its options: {', '.join(opts)}; `spatialact agents {key}` says what each means" if opts
                      else "it takes no options")

@@ -67,7 +67,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                           "profile become the defaults, and the run records the suite and its SHA-256")
     p.add_argument("--agent", default="oracle",
                    help="random | stay | oracle | noisy-oracle | constant | geometric | openai | react | plan-execute | hf "
-                        "(default: oracle); aliases noisy, mllm and any capitalisation name the same agent")
+                        "(default: oracle); aliases noisy, mllm and any capitalisation name the same agent; or your "
+                        "own: package.module:Class, path/to/agent.py:Class, an installed plug-in's name "
+                        "(`spatialact agents` lists them)")
     p.add_argument("--agent-arg", action="append", default=[], metavar="KEY=VALUE",
                    help="agent option, repeatable (e.g. model=gpt-4o, base_url=http://localhost:8000/v1,"
                         " api_key_env=OPENAI_API_KEY); `spatialact agents` lists each agent's options with their"

@@ -86,7 +86,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     s.add_argument("questions", metavar="QUESTIONS", help="question file (JSONL, as written by questions build)")
     src = s.add_mutually_exclusive_group(required=True)
     src.add_argument("--agent", default=None,
-                     help="openai (aliases mllm, api) | oracle | constant | random")
+                     help="openai (aliases mllm, api) | oracle | constant | random, or a plug-in agent with "
+                          "answer(question): package.module:Class, path/to/agent.py:Class, an installed plug-in")
     src.add_argument("--answers", metavar="FILE", default=None,
                      help="score this JSONL of answers ({question_id, rotation, response}) instead of asking")
     s.add_argument("--agent-arg", action="append", default=[], metavar="KEY=VALUE",
@@ -319,6 +320,11 @@ def _score_agent(args: argparse.Namespace) -> int:
     config = {"command": "questions", "questions": str(args.questions), "questions_sha256": qf.sha256,
               "agent": name, "agent_args": recorded_agent_args({k: v for k, v in kwargs.items() if k != "cache_dir"}),
               "seed": seed, "circular": not args.no_circular, "limit": args.limit}
+    plugin = getattr(probe, "plugin", None)  # a plug-in agent: its name and, for a file, the file's SHA-256
+    if plugin is not None:
+        config["agent_plugin"] = plugin.spec
+        if plugin.sha256:
+            config["agent_plugin_sha256"] = plugin.sha256
     try:
         res = run_questions(questions, probe, args.out, seed=seed, circular=not args.no_circular,
                             question_file=args.questions, question_sha=qf.sha256, config=config,

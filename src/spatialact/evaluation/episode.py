@@ -458,6 +458,10 @@ def run_episode(task: Task, agent, cfg: EpisodeConfig, repeat: int = 0) -> tuple
     """Run one episode and return (record, frames). The record holds no images; the caller stores the frames.
     ``repeat`` (``eval --repeats K``: 0 to K-1) goes into the record and, above 0, its key (``|r<repeat>``).
 
+    ``agent`` gets ``reset(task, mode=cfg.mode, seed=<the episode's seed>)``; an agent object from outside the
+    package is wrapped first (``spatialact.agents.adapt_agent``: a ``reset(task)`` gets the task alone, an
+    ``async def act`` is awaited on this thread's event loop, an answer given as text is parsed).
+
     Never raises for a bad model answer: a parse failure scores 0 with reason ``parse_error`` and the (empty)
     answer still executes, so the closed-loop figures exist. A failed agent call (the turn's ``error``) gives a
     record with ``reason: "api_error"`` and no score; an exception inside the simulator or the agent gives
@@ -467,6 +471,9 @@ def run_episode(task: Task, agent, cfg: EpisodeConfig, repeat: int = 0) -> tuple
     frames = EpisodeFrames()
     turns: list = []
     env = None
+    from ..agents import adapt_agent
+
+    agent = adapt_agent(agent)  # an outside agent: reset given what it takes, async awaited, text answers parsed
     if cfg.variant:  # e.g. "mirror": the agent plays the task mirrored, its answers come back mirrored (FlipEval)
         from ..diagnostics.mirror import variant_agent
 
@@ -479,7 +486,8 @@ def run_episode(task: Task, agent, cfg: EpisodeConfig, repeat: int = 0) -> tuple
         gl = info.get("renderer") if isinstance(info, dict) else None  # which GL answered (docs/environments.md)
         if observation["rgb"] is None or observation["goal_rgb"] is None:
             raise TaskInputError(f"task {task.id!r} has neither a scene nor start/goal images")
-        agent.reset(task)
+        # the protocol's reset: the mode and the episode's seed (the one its agent was built with: AgentSpec.build)
+        agent.reset(task, mode=cfg.mode, seed=(episode_seed(cfg.seed, task.id) + int(repeat)) & 0x7FFFFFFF)
         if cfg.mode == "one-shot":
             turn = agent.act(observation)
             turns.append(turn)

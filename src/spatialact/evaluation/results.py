@@ -126,6 +126,14 @@ def config_refusal(run_dir, diff: list[str], old: dict, new: dict, stored_proven
     plainly (the prompt templates changed — CHANGELOG.md says how —, so stored answers were given to another prompt;
     a run stored before the version was part of the configuration has it in its provenance)."""
     prompt = [d for d in diff if d.split(" ", 1)[0] == "prompt_version"]
+    plugin = _plugin_change(old, new)
+    if plugin is not None:  # an agent file edited since the run was made (eval's agent, questions' agent_plugin)
+        name, was, now = plugin
+        rest = [d for d in diff if not d.split(" ", 1)[0].endswith(("name_sha256", "plugin_sha256"))]
+        return (f"{run_dir}: the agent plug-in {name} changed since this run was made (its SHA-256 {was[:12]}… → "
+                f"{now[:12]}…): the stored answers came from the old code and cannot be resumed with the new; use a "
+                f"new output directory, or restore the file to resume"
+                + (f" (the configuration also differs in {', '.join(rest)})" if rest else ""))
     quality = [d for d in diff if d.split(" ", 1)[0] == "render_quality"]
     walls = [d for d in diff if d.split(" ", 1)[0] == "collisions"]
     if walls and not prompt and not quality:
@@ -153,6 +161,20 @@ def config_refusal(run_dir, diff: list[str], old: dict, new: dict, stored_proven
             f"{new.get('prompt_version')}; CHANGELOG.md says what changed): its answers were given to the old "
             f"prompt and cannot be resumed with the new one; use a new output directory"
             + (f" (the configuration also differs in {', '.join(rest)})" if rest else ""))
+
+
+def _plugin_change(old: dict, new: dict) -> tuple[str, str, str] | None:
+    """(the plug-in's name, its stored SHA-256, its SHA-256 now) when a file plug-in agent recorded in both
+    configurations changed (``agent.name_sha256`` of an episode run, ``agent_plugin_sha256`` of a question run);
+    else None."""
+    pairs = [((old.get("agent") or {}) if isinstance(old.get("agent"), dict) else {},
+              (new.get("agent") or {}) if isinstance(new.get("agent"), dict) else {}, "name"),
+             (old, new, "agent_plugin")]
+    for a, b, k in pairs:
+        was, now = a.get(f"{k}_sha256"), b.get(f"{k}_sha256")
+        if isinstance(was, str) and isinstance(now, str) and was != now:
+            return str(b.get(k)), was, now
+    return None
 
 
 # ----- provenance ---------------------------------------------------------------------------------------------

@@ -118,10 +118,10 @@ class AgentSpec:
 
     def to_dict(self) -> dict:
         """The agent as a run records it (``config.json``): header *names* of ``params.extra_headers``, never
-        their values (``spatialact.agents.recorded_agent_args``)."""
-        from ..agents import recorded_agent_args
+        their values, and a file plug-in's SHA-256 as ``name_sha256`` (``spatialact.agents.recorded_agent``)."""
+        from ..agents import recorded_agent
 
-        return {"name": self.name, "kwargs": recorded_agent_args(self.kwargs)}
+        return recorded_agent(self.name, self.kwargs)
 
 
 @dataclass(frozen=True)
@@ -410,6 +410,11 @@ def _check_run_arguments(agent, cfg: EpisodeConfig, backend: str, workers, varia
     choose_workers(workers, 1)  # a bad count or text
     if not isinstance(agent, AgentSpec):
         raise TypeError(f"run_eval takes an AgentSpec, got {type(agent).__name__}")
+    from ..agents.plugins import plugin_sha256
+
+    if backend == "ray" and plugin_sha256(agent.name):
+        raise ValueError(f"--backend ray needs an agent its workers can import by module: {agent.name!r} is a file; "
+                         f"put it on PYTHONPATH (or install it) and name it module:Class, or use --backend local")
     if isinstance(repeats, bool) or not isinstance(repeats, int) or not 1 <= repeats <= MAX_REPEATS:
         raise ValueError(f"repeats must be a whole number from 1 to {MAX_REPEATS} (MAX_REPEATS), got "
                          f"{str(repeats)[:40]!r}")

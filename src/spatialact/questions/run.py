@@ -35,7 +35,7 @@ from .record import option_letters
 from .scoring import score_response
 
 __all__ = ["QUESTION_AGENTS", "make_answerer", "Reply", "run_questions", "QuestionRunSummary", "question_key",
-           "check_question_inputs"]
+           "check_question_inputs", "asked_question"]
 
 #: The agents that answer questions (aliases of ``openai`` such as ``mllm`` are accepted).
 QUESTION_AGENTS = ("oracle", "constant", "random", "openai")
@@ -154,13 +154,55 @@ class _APIAnswerer:
                      error=c.error, error_kind=c.error_kind, cached=c.cached, request_key=c.key)
 
 
+class _PluginAnswerer:
+    """A plug-in agent (``module:Class``, ``path.py:Class``, an installed plug-in) answering through its
+    ``answer(question)``: it gets what a model is shown (:func:`asked_question`), never the stored answer."""
+
+    def __init__(self, agent):
+        self.agent = agent
+        self.name = agent.name
+        self.plugin = agent.ref  # spatialact.agents.plugins.PluginRef: recorded in the run's configuration
+        self.model = agent.describe().get("model")
+
+    def describe(self) -> dict:
+        d = self.agent.describe()
+        d["params"] = dict(d.get("params") or {}, question_prompt_version=QUESTION_PROMPT_VERSION)
+        return d
+
+    def answer(self, q, rotation, messages):
+        asked = asked_question(q, rotation, messages)
+        try:
+            text = self.agent.answer(asked)
+        except Exception as e:  # the plug-in's own failure: the run stops here, in one line; a rerun resumes
+            raise ValueError(f"agent {self.name!r}: answer() failed on question {q['id']!r} (rotation {rotation}): "
+                             f"{type(e).__name__}: {' '.join(str(e).split())[:200]}") from None
+        return Reply(text=text)
+
+
+def asked_question(q: dict, rotation: int, messages: list) -> dict:
+    """What a plug-in's ``answer(question)`` gets for question ``q`` under ``rotation``: ``id``, ``type``,
+    ``format`` (``options`` | ``numeric``), ``unit`` (numeric: ``m``, ``deg``, ``px``), ``question`` (the text),
+    ``options`` (the option texts in the order shown, lettered A, B, …; None for a numeric question), ``images``
+    ((H, W, 3) uint8 RGB arrays, in the order the prompt names them) and ``messages`` (the chat-completions messages
+    the MLLM agent sends, images as data URLs). Not the answer, the points or the views' poses."""
+    from ..image_files import read_image_rgb
+    from .prompt import rotate_options
+
+    numeric = q["format"] == "numeric"
+    return {"id": q["id"], "type": q["type"], "format": q["format"], "unit": q.get("unit") if numeric else None,
+            "question": q["question"], "options": None if numeric else list(rotate_options(q["options"], rotation)),
+            "images": [read_image_rgb(im["path"]) for im in q["images"]], "messages": messages}
+
+
 _BASELINES = {"oracle": OracleAnswerer, "constant": ConstantAnswerer, "random": RandomAnswerer}
 
 
 def make_answerer(name: str, **kwargs):
-    """A question answerer by name: ``oracle``, ``constant`` (``letter``, ``number``), ``random`` (``seed``), or the
+    """A question answerer by name: ``oracle``, ``constant`` (``letter``, ``number``), ``random`` (``seed``), the
     MLLM agent ``openai`` (an alias: ``mllm``, ``api``; the arguments of :class:`~spatialact.agents.openai_agent.
-    OpenAIAgent`). Other agents (action baselines, tool agents) do not answer questions: AgentConfigError."""
+    OpenAIAgent`), or a plug-in agent with an ``answer(question)`` method (``package.module:Class``,
+    ``path/to/agent.py:Class``, an installed plug-in: it gets :func:`asked_question`). Other agents (action
+    baselines, tool agents, plug-ins without ``answer``) do not answer questions: AgentConfigError."""
     from ..agents import AgentConfigError, canonical_agent_name, check_agent_args
 
     check_agent_args(kwargs)
@@ -168,9 +210,22 @@ def make_answerer(name: str, **kwargs):
     if key not in _BASELINES:
         try:
             key = canonical_agent_name(name)
-        except AgentConfigError:
+        except AgentConfigError as e:
+            if not str(e).startswith("unknown agent"):  # a plug-in that cannot be loaded: its own reason
+                raise
             raise AgentConfigError(f"unknown agent {str(name)[:60]!r} for questions (expected one of "
-                                   f"{', '.join(QUESTION_AGENTS)})") from None
+                                   f"{', '.join(QUESTION_AGENTS)}, or a plug-in with answer(question): "
+                                   f"package.module:Class, path/to/agent.py:Class)") from None
+    from ..agents import is_plugin
+
+    if key not in _BASELINES and is_plugin(key):
+        from ..agents import make_agent
+
+        agent = make_agent(key, **kwargs)
+        if getattr(agent.inner, "answer", None) is None:
+            raise AgentConfigError(f"agent {key!r} does not answer questions: it has no answer(question) method "
+                                   f"(docs/agents.md)")
+        return _PluginAnswerer(agent)
     if key in _BASELINES:
         try:
             return _BASELINES[key](**kwargs)
