@@ -277,8 +277,9 @@ def _check_04(text: str) -> None:
                      rf"[0-9.]+\]\s+18\s*$", text, re.M), "side-by-side: overall row"
     assert re.search(rf"^overall\s+{geo['score']:.3f} \[[0-9.]+, [0-9.]+\]\s+{geo['success']:.3f} \[", text, re.M)
     for name, r in runs.items():
-        assert re.search(rf"^\| {re.escape(name)} \| 18 \| {r['score']:.3f} \[[0-9.]+, [0-9.]+\] \| "
-                         rf"{r['success']:.3f} \[", text, re.M), f"report: {name}"
+        # the report's Overall row leads with skill, then the paper's step score and success
+        assert re.search(rf"^\| {re.escape(name)} \| 18 \| -?[0-9.]+ \[[-0-9., ]+\] \| {r['score']:.3f} "
+                         rf"\[[0-9.]+, [0-9.]+\] \| {r['success']:.3f} \[", text, re.M), f"report: {name}"
     # the paired difference, overall and per kind, with its interval around it
     (n, mean, lo, hi), = _number(r"noisy-oracle − geometric, paired over (\d+) tasks: ([+-][0-9.]+) "
                                  r"\[([+-][0-9.]+), ([+-][0-9.]+)\]", text)

@@ -54,7 +54,8 @@ def test_demo_prints_the_score_table_and_writes_the_report(tmp_path):
     second = md.split("the table `spatialact demo` prints", 1)[1]
     stay = next(line for line in second.splitlines() if line.startswith("| stay |")).split(" | ")
     assert int(stay[1]) == rows["stay"]["episodes"] == 10
-    assert float(stay[2].split()[0]) == round(rows["stay"]["score"], 3)
+    assert float(stay[2].split()[0]) == 0.0  # skill leads: doing nothing is exactly 0
+    assert float(stay[3].split()[0]) == round(rows["stay"]["score"], 3)  # the paper's step score beside it
     full = open(out["report_md"], encoding="utf-8").read()
     import re
 
