@@ -51,7 +51,8 @@ class PluginRef:
     records and its workers import); ``kind``: ``"module"``, ``"file"`` or ``"entry-point"``; ``target``: the module
     name or the file's absolute path; ``attr``: the name in it; ``label``: the agent's name in records when it
     has none of its own (a file plug-in: ``file.py:Class``, so the same file elsewhere keeps its episodes'
-    keys); ``sha256``: the file's SHA-256 (file plug-ins only); ``source``: where it comes from, in words."""
+    keys); ``sha256``: the file's SHA-256 (file plug-ins only); ``source``: where it comes from, in words;
+    ``given``: the name as written."""
 
     spec: str
     kind: str
@@ -60,6 +61,11 @@ class PluginRef:
     label: str
     sha256: str | None = None
     source: str = ""
+    given: str = ""  # the name as it was written (what a refusal names)
+
+    @property
+    def shown(self) -> str:
+        return _shown(self.given or self.spec)
 
 
 def _shown(name: Any) -> str:
@@ -121,7 +127,7 @@ def plugin_ref(name: Any) -> PluginRef | None:
         if ep is None:
             return None
         return PluginRef(text, "entry-point", ep.value, "", text, None, f"entry point {ep.value}"
-                         + (f" of {ep.dist.name} {ep.dist.version}" if getattr(ep, "dist", None) else ""))
+                         + (f" of {ep.dist.name} {ep.dist.version}" if getattr(ep, "dist", None) else ""), text)
     target, _, attr = text.rpartition(":")
     target, attr = target.strip(), attr.strip()
     if not _is_dotted(attr):
@@ -131,12 +137,12 @@ def plugin_ref(name: Any) -> PluginRef | None:
         path, data = _read_file(text, target)
         spec = f"{path}:{attr}"
         return PluginRef(spec, "file", str(path), attr, f"{path.name}:{attr}", hashlib.sha256(data).hexdigest(),
-                         f"file {path}")
+                         f"file {target}", text)
     if not _is_dotted(target):
         raise AgentConfigError(f"agent {_shown(text)}: {target[:80]!r} is neither a module name (package.module) "
                                f"nor a Python file (path/to/agent.py)")
     spec = f"{target}:{attr}"
-    return PluginRef(spec, "module", target, attr, spec, None, f"module {target}")
+    return PluginRef(spec, "module", target, attr, spec, None, f"module {target}", text)
 
 
 def plugin_sha256(name: Any) -> str | None:
@@ -176,9 +182,9 @@ def _import_target(ref: PluginRef):
     if ref.kind == "entry-point":
         return installed_plugins()[ref.spec].load()
     if ref.kind == "file":
-        _, data = _read_file(ref.spec, ref.target)
-        if hashlib.sha256(data).hexdigest() != ref.sha256:  # changed since it was resolved: resolve again
-            raise AgentConfigError(f"agent {_shown(ref.spec)}: the file changed while it was being loaded")
+        _, data = _read_file(ref.given or ref.spec, ref.target)
+        if hashlib.sha256(data).hexdigest() != ref.sha256:  # changed since it was resolved
+            raise AgentConfigError(f"agent {ref.shown}: the file changed while it was being loaded")
         mod = _exec_file(ref, data)
     else:
         import importlib
@@ -190,7 +196,7 @@ def _import_target(ref: PluginRef):
             names = sorted(n for n, v in vars(mod).items() if isinstance(v, type) and not n.startswith("_")
                            and getattr(v, "__module__", None) == mod.__name__)
             has = f" (its classes: {', '.join(names[:8])})" if names else " (it defines no class)"
-            raise AgentConfigError(f"agent {_shown(ref.spec)}: {ref.source} has no {ref.attr!r}{has}")
+            raise AgentConfigError(f"agent {ref.shown}: {ref.source} has no {ref.attr!r}{has}")
         obj = getattr(obj, part)
     return obj
 
@@ -212,17 +218,17 @@ def load_plugin(name: Any) -> tuple[PluginRef, Any]:
         except AgentConfigError:
             raise
         except ModuleNotFoundError as e:
-            raise AgentConfigError(f"agent {_shown(ref.spec)}: cannot import {ref.source}: no module named "
+            raise AgentConfigError(f"agent {ref.shown}: cannot import {ref.source}: no module named "
                                    f"{e.name!r}" + (" (is it installed, or on PYTHONPATH?)" if e.name else "")) \
                 from None
         except (Exception, SystemExit) as e:  # a plug-in's own import-time error, SyntaxError included
-            raise AgentConfigError(f"agent {_shown(ref.spec)}: importing {ref.source} failed: {_one_line(e)}") \
+            raise AgentConfigError(f"agent {ref.shown}: importing {ref.source} failed: {_one_line(e)}") \
                 from None
         if not callable(obj):
-            raise AgentConfigError(f"agent {_shown(ref.spec)}: {ref.attr or ref.source!s} is a "
-                                   f"{type(obj).__name__}, not a class (or a function that makes an agent)")
+            raise AgentConfigError(f"agent {ref.shown}: {ref.attr or ref.source!s} is no class (nor a function that "
+                                   f"makes an agent): it is {type(obj).__name__}")
         if isinstance(obj, type) and not any(hasattr(obj, m) for m in ("act", "answer")):
-            raise AgentConfigError(f"agent {_shown(ref.spec)}: class {obj.__name__} has no act(observation) method "
+            raise AgentConfigError(f"agent {ref.shown}: class {obj.__name__} has no act(observation) method "
                                    f"(an agent has act, and reset(task, mode=..., seed=...); see docs/agents.md)")
         _LOADED[key] = obj
         return ref, obj
@@ -406,7 +412,7 @@ def make_plugin_agent(ref: PluginRef, obj, kwargs: dict) -> PluginAgent:
     except AgentConfigError:
         raise
     except Exception as e:
-        raise AgentConfigError(f"agent {_shown(ref.spec)}: building it failed: {_one_line(e)}") from None
+        raise AgentConfigError(f"agent {ref.shown}: building it failed: {_one_line(e)}") from None
     own = getattr(inner, "name", None)
     label = own if isinstance(own, str) and own.strip() else ref.label
     return PluginAgent(inner, label, ref, {k: v for k, v in kwargs.items() if k != "seed"})
