@@ -7,8 +7,10 @@ It builds tasks through the environments' public world methods (:mod:`spatialact
 
 * :func:`procedural_tasks` — random reachable goals in seeded scenes (:mod:`.procedural`);
 * :func:`ladder_tasks`, :func:`viewpoint_pairs` — the diagnostic sets (:mod:`.ladder`);
-* :func:`builtin_suite`, :data:`SUITES`, :func:`is_suite` — the built-in suites (:mod:`.suites`);
-* :func:`attach_replay_scenes` — replay scenes, and the pairs the simulator cannot run dropped (:mod:`.replay_scenes`);
+* :func:`builtin_suite`, :data:`SUITES`, :func:`is_suite`, :func:`suite_info` — the built-in suites (:mod:`.suites`),
+  the frozen benchmark suite ``l4-v1`` among them (:mod:`.l4_suite`, docs/benchmark.md);
+* :func:`attach_replay_scenes` — replay scenes, and the pairs the simulator cannot run dropped
+  (:mod:`.replay_scenes`);
 * :func:`build_trajectory_tasks` — the trajectory → task file pipeline (:mod:`.from_trajectory`).
 """
 
@@ -17,14 +19,15 @@ from __future__ import annotations
 import importlib
 
 __all__ = ["procedural_tasks", "TASK_VARIANTS", "ladder_tasks", "viewpoint_pairs", "LEVEL_FACTORS", "LADDER_KINDS",
-           "UNCOMMON_FACTORS", "builtin_suite", "is_suite", "SUITES", "DIAGNOSTIC_SUITES", "MAX_PER_KIND",
+           "UNCOMMON_FACTORS", "builtin_suite", "is_suite", "suite_info", "SUITES", "DIAGNOSTIC_SUITES",
+           "FROZEN_SUITES", "MAX_PER_KIND",
            "attach_replay_scenes", "build_trajectory_tasks", "TrajectoryTasks", "NoTasks"]
 
 _HOME = {"procedural_tasks": "procedural", "TASK_VARIANTS": "procedural",
          "ladder_tasks": "ladder", "viewpoint_pairs": "ladder", "LEVEL_FACTORS": "ladder", "LADDER_KINDS": "ladder",
          "UNCOMMON_FACTORS": "ladder",
-         "builtin_suite": "suites", "is_suite": "suites", "SUITES": "suites", "DIAGNOSTIC_SUITES": "suites",
-         "MAX_PER_KIND": "suites",
+         "builtin_suite": "suites", "is_suite": "suites", "suite_info": "suites", "SUITES": "suites",
+         "DIAGNOSTIC_SUITES": "suites", "FROZEN_SUITES": "suites", "MAX_PER_KIND": "suites",
          "attach_replay_scenes": "replay_scenes",
          "build_trajectory_tasks": "from_trajectory", "TrajectoryTasks": "from_trajectory",
          "NoTasks": "from_trajectory"}
