@@ -181,7 +181,7 @@ class _PluginAnswerer:
 
 def asked_question(q: dict, rotation: int, messages: list) -> dict:
     """What a plug-in's ``answer(question)`` gets for question ``q`` under ``rotation``: ``id``, ``type``,
-    ``format`` (``options`` | ``numeric``), ``unit`` (numeric: ``m``, ``deg``, ``px``), ``question`` (the text),
+    ``format`` (``multiple_choice``, ``judgment``, … or ``numeric``), ``unit`` (numeric: ``m``, ``deg``, ``px``), ``question`` (the text),
     ``options`` (the option texts in the order shown, lettered A, B, …; None for a numeric question), ``images``
     ((H, W, 3) uint8 RGB arrays, in the order the prompt names them) and ``messages`` (the chat-completions messages
     the MLLM agent sends, images as data URLs). Not the answer, the points or the views' poses."""
