@@ -448,3 +448,14 @@ def test_the_example_and_a_recorder_answer_questions(on_path, qfile, tmp_path, c
     assert all(r["correct"] == (r["answer"] == "B") for r in recs if r["format"] == "multiple_choice")
     assert main(["questions", "score", str(qfile), "--agent", "recplug:Legacy", "--out", str(tmp_path / "q3")]) == 2
     assert "does not answer questions: it has no answer(question) method" in _one_line(capsys)
+
+
+def test_demo_names_a_file_plugins_run_folder_inside_out(tmp_path, capsys):
+    from spatialact.cli.main import main
+
+    out = tmp_path / "demo"
+    assert main(["demo", "--agents", f"{EXAMPLE}:DollyAgent", "--suite", "nav:1", "--no-diagnostics",
+                 "--out", str(out), "--no-progress"]) == 0
+    capsys.readouterr()
+    assert [p.name for p in (out / "runs").iterdir()] == ["my_agent.py_DollyAgent-one-shot"]
+    assert not list(EXAMPLE.parent.glob("*DollyAgent*"))  # nothing written beside the plug-in

@@ -85,7 +85,9 @@ def run(args: argparse.Namespace) -> int:
 
     for spec in specs:
         name = spec.name
-        run_dir = out / "runs" / (f"{name}-{args.mode}" + ("-diagnostics" if diagnostics else ""))
+        # a plug-in's name is a path or module:Class: its run folder is named by its last part, inside --out
+        label = "".join(c if c.isalnum() or c in "._-" else "_" for c in name.replace("\\", "/").rsplit("/", 1)[-1])
+        run_dir = out / "runs" / (f"{label}-{args.mode}" + ("-diagnostics" if diagnostics else ""))
         try:
             summary = run_eval(tasks, spec, cfg, run_dir, task_source=source, workers=args.workers,
                                progress=not args.no_progress, variants=VARIANTS if diagnostics else None)
