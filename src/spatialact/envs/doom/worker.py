@@ -468,6 +468,7 @@ class EngineProcess:
     def _spawn(self, depth: bool, speed_mps: float) -> None:
         import spatialact
 
+        launcher = game_launcher()
         size = self.width * self.height * 4
         frame_fd = _shared_block(size)
         cmd_r, cmd_w = os.pipe()
@@ -475,7 +476,7 @@ class EngineProcess:
         spec = {"wad": str(self.wad_path), "map": self.map, "width": self.width, "height": self.height,
                 "monsters": self.monsters, "depth": bool(depth), "speed_mps": float(speed_mps),
                 "cmd_fd": cmd_r, "reply_fd": rep_w, "frame_fd": frame_fd, "parent": os.getpid(),
-                "launcher": None if (p := game_launcher()) is None else str(p)}
+                "launcher": None if launcher is None else str(launcher)}
         env = dict(os.environ)
         env.pop(_WORKER_ENV, None)
         root = str(Path(spatialact.__file__).resolve().parents[1])
@@ -492,6 +493,9 @@ class EngineProcess:
         except BaseException:
             for fd in (cmd_w, rep_r):
                 os.close(fd)
+            if getattr(self, "_proc", None) is not None:  # started, but its frame could not be mapped
+                self._proc.kill()
+                self._proc.wait()
             raise
         finally:
             for fd in (cmd_r, rep_w, frame_fd):
