@@ -90,6 +90,54 @@ def test_same_seed_identical_files_other_seed_other_poses(recorded, tmp_path):
     assert not np.array_equal(load_trajectory(other).poses, load_trajectory(recorded).poses)
 
 
+def test_two_recordings_in_one_process_under_load_are_the_same_bytes(recorded, tmp_path):
+    """The same seed recorded twice more in this process while a busy process competes for the cores: the same
+    files each time (the video once differed: x264's macroblock tree read memory it never wrote)."""
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        for k in range(2):
+            again = tmp_path / f"again{k}"
+            record_level(again, map="MAP01", seconds=SECONDS, seed=3)
+            assert _digest(again) == _digest(recorded), k
+    finally:
+        busy.kill()
+        busy.wait()
+    assert json.loads((recorded / "meta.json").read_text())["rgb"]["options"]["mbtree"] == "0"
+
+
+_ENCODE = """
+import hashlib, sys
+import numpy as np
+from spatialact.envs.doom.record import depth_meta
+from spatialact.trajectories.game import GameTrajectoryWriter
+frames = np.load(sys.argv[1])
+K = [[160.0, 0.0, 159.5], [0.0, 192.0, 119.5], [0.0, 0.0, 1.0]]
+w = GameTrajectoryWriter(sys.argv[2], fps=35.0, width=320, height=240, intrinsics=K, depth=depth_meta(240), meta={})
+for i, rgb in enumerate(frames):
+    w.add(rgb, np.zeros((240, 320), np.uint8), np.eye(4), i, (0, 0, 0, 0, 0))
+w.close()
+print(hashlib.sha256(open(sys.argv[2] + "/rgb.mp4", "rb").read()).hexdigest())
+"""
+
+
+def test_the_video_does_not_depend_on_what_the_heap_held(recorded, tmp_path):
+    """The same frames encoded in processes whose new heap memory glibc fills with different bytes
+    (MALLOC_PERTURB_): one file. With x264's macroblock tree on, every fill value gave other bytes."""
+    import av
+
+    with av.open(str(recorded / "rgb.mp4")) as c:
+        frames = np.stack([f.to_ndarray(format="rgb24") for f in c.decode(video=0)][:40])
+    np.save(tmp_path / "frames.npy", frames)
+    digests = set()
+    for fill in ("0", "77", "165"):
+        r = subprocess.run([sys.executable, "-c", _ENCODE, str(tmp_path / "frames.npy"), str(tmp_path / f"v{fill}")],
+                           capture_output=True, text=True,
+                           env={**os.environ, "PYTHONPATH": SRC, "MALLOC_PERTURB_": fill})
+        assert r.returncode == 0, r.stderr
+        digests.add(r.stdout.strip())
+    assert len(digests) == 1, digests
+
+
 def test_replaying_the_recorded_inputs_reaches_each_recorded_frame_exactly(recorded):
     traj = load_trajectory(recorded)
     arrays = read_game_arrays(recorded)

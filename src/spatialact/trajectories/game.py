@@ -6,7 +6,7 @@ Layout (one episode a folder, in the manner of a LeRobot dataset; docs/trajector
   (35: one frame a game tic), ``image`` {``width``, ``height``}, ``intrinsics`` (3, 3) pixels (fy = 1.2·fx: Doom's
   pixels are not square), ``wad`` {``name``, ``sha256``}, ``map``, ``engine`` {``name``, ``version``},
   ``units`` (1 map unit = 1/32 m), ``depth`` {``scale_m``, ``offset_m``, ``quantisation_m``, ``far_level``},
-  ``rgb`` {``codec``, ``pix_fmt``, ``crf``}, ``explorer`` (seed, seconds, speed);
+  ``rgb`` {``codec``, ``pix_fmt``, ``crf``, ``options`` (the encoder's)}, ``explorer`` (seed, seconds, speed);
 * ``poses.npz`` — ``c2w`` (N, 4, 4) float64 camera-to-world, metres, world +Z up (the map's x east, y north),
   OpenCV camera axes; ``timestamps`` (N,) s (game tic / 35); ``tics`` (N,) game tics since the episode started;
   ``actions`` (N, 5) the inputs of the tic that led to each frame (forward, side, turn°, look°, up; row 0 zeros);
@@ -56,6 +56,14 @@ GAME_TICRATE = 35.0  # Doom's tics per second: timestamps are tics / 35
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _PARTIAL = re.compile(r"\..+\.partial-([0-9]{1,10})-[A-Za-z0-9_]{1,32}")  # .<name>.partial-<pid>-<random>
 _LOCK = ".lock"
+# x264's options, pinned so that the same frames give the same bytes. One thread: x264's output depends on its
+# thread count. No macroblock tree (``mbtree=0``): with B-frames and x264's AVX-512 code, the tree's result depends
+# on memory x264 never wrote, so the same frames encoded twice in one process (or after other allocations) gave different files whose
+# frames decoded up to 22-48 levels apart. Shown with glibc's MALLOC_PERTURB_ (which fills new heap memory): with
+# the tree every fill value gave other bytes, without it one file for every value, the same with x264 restricted to
+# AVX2. The cost at 320x240, CRF 18: 17-26 % more bytes (10 s of MAP01: 5.3 KB a frame instead of 4.5), 0.3 dB
+# better PSNR, no measurable change in recording speed (docs/game.md, "The explorer and recording").
+X264_OPTIONS = {"preset": "veryfast", "threads": "1", "mbtree": "0"}
 
 
 def is_game_folder(path) -> bool:
@@ -352,6 +360,7 @@ class GameTrajectoryWriter:
         self._container = None
         self._stream = None
         self._codec = None
+        self._options: dict = {}
 
     def _hold_lock(self):
         """The open ``.lock`` of the partial folder, ``flock``-ed while this writer lives (None where there is no
@@ -378,14 +387,14 @@ class GameTrajectoryWriter:
         try:
             s = self._container.add_stream("libx264", rate=rate)
             s.pix_fmt = "yuv444p"
-            # One thread: x264's output depends on its thread count, and the same seed must give the same file.
-            s.options = {"crf": str(self.crf), "preset": "veryfast", "threads": "1"}
+            self._options = dict(X264_OPTIONS, crf=str(self.crf))
             self._codec = "libx264"
         except (av.FFmpegError, ValueError):  # a PyAV build without x264
             s = self._container.add_stream("mpeg4", rate=rate)
             s.pix_fmt = "yuv420p"
-            s.options = {"qscale": "2", "threads": "1"}
+            self._options = {"qscale": "2", "threads": "1"}
             self._codec = "mpeg4"
+        s.options = dict(self._options)
         s.width, s.height = self.width, self.height
         s.thread_count = 1
         self._stream = s
@@ -426,7 +435,8 @@ class GameTrajectoryWriter:
                 "intrinsics": self.K.tolist(), **self.meta,
                 "depth": dict(self.depth, encoding="8-bit grey PNG, one a frame: depth/NNNNNN.png",
                               metres="offset_m + level * scale_m (perpendicular distance to the camera plane)"),
-                "rgb": {"file": RGB_FILE, "codec": self._codec, "pix_fmt": self._stream.pix_fmt, "crf": self.crf},
+                "rgb": {"file": RGB_FILE, "codec": self._codec, "pix_fmt": self._stream.pix_fmt, "crf": self.crf,
+                        "options": self._options},
                 "files": {"poses": POSES_FILE, "rgb": RGB_FILE, "depth": DEPTH_DIR + "/"}}
         (self._tmp / META_FILE).write_text(json.dumps(meta, indent=1, sort_keys=False) + "\n", encoding="utf-8")
         target = self._target
