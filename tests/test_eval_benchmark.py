@@ -232,3 +232,41 @@ def test_episodes_compare_their_images_with_the_hashes_a_task_pins(tmp_path, cap
     assert "images_match" not in by[tasks[2].id]
     assert main(argv + ["--size", "32", "--out", str(tmp_path / "b")]) == 0
     assert "images: 0 of 2 episodes saw the suite's pinned start and goal images; 2 differ" in capsys.readouterr().out
+
+
+# ----- a frozen suite ---------------------------------------------------------------------------------------------
+def test_a_frozen_suite_sets_its_pins_records_its_hash_and_checks_its_images(tmp_path, capsys):
+    """--suite l4-v1-lite/nav: the pins are the defaults (384 px, tiny, default quality, paper), the configuration
+    and every record's provenance carry the suite and its SHA-256, and the rendered images are the pinned ones;
+    --size 64 is allowed, recorded as suite_pins_differ, warned about, and its images differ."""
+    from spatialact.cli.main import main
+    from spatialact.taskgen import suite_info
+
+    spec = "l4-v1-lite/nav"
+    info = suite_info(spec)
+    argv = ["eval", "--suite", spec, "--agent", "stay", "--limit", "1", "--no-progress", "--json"]
+    assert main(argv + ["--out", str(tmp_path / "pinned")]) == 0
+    captured = capsys.readouterr()
+    res = json.loads(captured.out)
+    config = json.loads((tmp_path / "pinned" / "config.json").read_text())["config"]
+    pins = info["pins"]
+    assert (config["suite"], config["suite_sha256"]) == (spec, info["sha256"])
+    assert (config["width"], config["renderer"], config["profile"]) == (pins["image_size"], pins["renderer"],
+                                                                      pins["profile"])
+    assert "suite_pins_differ" not in config and res["notes"] == [] and "warning" not in captured.err
+    (rec,) = read_records(tmp_path / "pinned")
+    assert rec["provenance"]["suite"] == spec and rec["provenance"]["suite_sha256"] == info["sha256"]
+    assert rec["images_match"] is True and (res["images_checked"], res["images_differ"]) == (1, 0)
+
+    assert main(argv + ["--size", str(SIZE), "--out", str(tmp_path / "small")]) == 0
+    captured = capsys.readouterr()
+    res = json.loads(captured.out)
+    config = json.loads((tmp_path / "small" / "config.json").read_text())["config"]
+    assert config["suite_pins_differ"] == {"image_size": [pins["image_size"], SIZE]} and config["width"] == SIZE
+    assert "not comparable with l4-v1-lite results" in captured.err and len(res["notes"]) == 1
+    assert res["images_differ"] == 1
+
+    # a procedural suite has no suite in its provenance, and no suite keys in its configuration
+    _, recs = _run(tmp_path / "proc", "stay", procedural_tasks("nav", 1, seed=0), _cfg())
+    assert recs[0]["provenance"]["suite"] is None and recs[0]["provenance"]["suite_sha256"] is None
+    assert "suite" not in json.loads((tmp_path / "proc" / "config.json").read_text())["config"]

@@ -18,6 +18,7 @@ failures in a row before any answer stop the run with :class:`EndpointUnreachabl
 from __future__ import annotations
 
 import os
+import queue
 import sys
 import threading
 from collections import Counter
@@ -29,12 +30,14 @@ from typing import Callable, Iterable, Iterator, Sequence
 from ..records import RETRIED_ON_RESUME, episode_key, is_failure
 from ..tasks import Task
 from ..vocab import RUN_BACKENDS
-from .episode import (EpisodeConfig, check_runnable, env_name, episode_seed, free_camera_task, observation_supplies,
-                      run_episode)
+from .episode import (EpisodeConfig, check_runnable, env_name, episode_seed, episode_steps, free_camera_task,
+                      observation_supplies, run_episode, world_kind)
 
 __all__ = ["AgentSpec", "RunSummary", "run_eval", "run_config", "TaskNotRunnable", "EndpointUnreachable",
            "failure_line", "CONNECTION_FAILURES_TO_STOP", "choose_workers", "usable_cpus", "MAX_WORKERS",
-           "EPISODES_PER_WORKER", "MAX_REPEATS", "collision_note", "pin_differences", "pins_note"]
+           "EPISODES_PER_WORKER", "MAX_REPEATS", "collision_note", "pin_differences", "pins_note", "MAX_CONCURRENCY",
+           "API_CONCURRENCY", "default_concurrency", "live_caps", "WORLD_MB", "GAME_MB", "WORLD_MEMORY_MB",
+           "MAX_LIVE_GAMES"]
 
 BACKENDS = RUN_BACKENDS
 # Connection failures in a row, before any episode got through, that stop a run.
@@ -46,6 +49,21 @@ MAX_WORKERS = 64
 #: context, shaders and texture mipmaps), about 2-6 episodes' worth (benchmarks/bench_workers.py), which a
 #: worker given 16 episodes earns back; fewer, and one process is as fast or faster.
 EPISODES_PER_WORKER = 16
+#: The most model requests in flight one process may be asked for (``eval --concurrency``).
+MAX_CONCURRENCY = 256
+#: ``--concurrency`` when not given, for the agents that talk to an endpoint (``spatialact.agents.API_AGENTS``);
+#: every other agent (baselines, local models, plug-ins) runs one episode at a time.
+API_CONCURRENCY = 16
+#: Memory a live world takes in a process, in MB, by renderer (benchmarks/bench_concurrency.py measures it: 64
+#: worlds alive in one process, RSS growth per world): an estimate a little above the measure.
+WORLD_MB = {"tiny": 50, "gl": 80, "egl": 80, "auto": 80}
+#: ... and a live game level (its world, frames and the game engine process it holds), in MB.
+GAME_MB = 200
+#: The memory one process's live worlds may take, in MB (and at most half of the memory available when the run
+#: starts, shared between the processes): the number of live worlds is this divided by :data:`WORLD_MB`.
+WORLD_MEMORY_MB = 8192
+#: The most game levels alive at once in one process (each holds a game engine process).
+MAX_LIVE_GAMES = 8
 
 
 class TaskNotRunnable(ValueError):
@@ -135,6 +153,9 @@ class RunSummary:
     workers: int = 1  # the worker processes (or Ray CPUs) the episodes ran on (choose_workers)
     notes: tuple = ()  # warnings found before the run (collision_note), one line each
     repeats: int = 1  # every episode ran this many times (eval --repeats K)
+    concurrency: int = 1  # agent calls in flight at most, per process (eval --concurrency N)
+    figures: dict = field(default_factory=dict)  # requests, retries, tokens, cost, peaks, wall time (_Progress)
+    stopped: str | None = None  # "max_cost": the run stopped at its cost budget (resumable)
 
     @property
     def n_failed(self) -> int:
@@ -156,13 +177,211 @@ def failure_line(record: dict) -> str:
         f": {err}"
 
 
-def _run_one(task_record: dict, agent: AgentSpec, cfg: EpisodeConfig, repeat: int = 0) -> tuple[dict, dict]:
-    """One episode (repeat ``repeat``) in whatever process runs it; returns (record, {frame name: RGB array})."""
+def _run_one(task_record: dict, agent: AgentSpec, cfg: EpisodeConfig, repeat: int = 0,
+             plan: dict | None = None) -> tuple[dict, dict, dict | None]:
+    """One episode (repeat ``repeat``) in whatever process runs it; returns (record, {frame name: RGB array}, the
+    figures of this process's request gate or None). ``plan`` (:func:`_plan`): the gate this process sends its
+    requests through, made on its first episode."""
+    gate = _ensure_gate(plan)
     task = Task.from_record(task_record)
     # A bad agent configuration (AgentConfigError) or an unreadable task image (TaskInputError) propagates and
     # stops the run; everything else that goes wrong inside an episode is recorded with it instead.
     record, frames = run_episode(task, agent.build(task.id, cfg.seed, repeat), cfg, repeat)
-    return record, dict(frames.items())
+    return record, dict(frames.items()), (_figures_of(gate, None) if gate is not None else None)
+
+
+def _episode_gen(job: tuple):
+    """The generator of one job's episode (:func:`~spatialact.evaluation.episode.episode_steps`), its agent built
+    here."""
+    task_record, agent, cfg, repeat = job
+    task = Task.from_record(task_record)
+    return episode_steps(task, agent.build(task.id, cfg.seed, repeat), cfg, repeat)
+
+
+def default_concurrency(agent_name: str) -> int:
+    """``--concurrency`` when not given: :data:`API_CONCURRENCY` for an agent that talks to an endpoint
+    (``spatialact.agents.API_AGENTS``), 1 for any other (baselines, local models, plug-ins)."""
+    from ..agents import API_AGENTS
+
+    return API_CONCURRENCY if agent_name in API_AGENTS else 1
+
+
+def _available_mb() -> float | None:
+    """MemAvailable of /proc/meminfo in MB (None where there is none)."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) / 1024.0
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def live_caps(cfg: EpisodeConfig, processes: int = 1) -> dict:
+    """How many episodes of each kind (:func:`~spatialact.evaluation.episode.world_kind`) one process keeps alive
+    at once: ``{"world": ..., "game": ...}``. The memory of its live worlds stays within :data:`WORLD_MEMORY_MB`,
+    and within half the memory available now shared by ``processes``, at :data:`WORLD_MB` a world for the run's
+    renderer (:data:`GAME_MB` a game level, and at most :data:`MAX_LIVE_GAMES`); at least one of each."""
+    budget = float(WORLD_MEMORY_MB)
+    avail = _available_mb()
+    if avail is not None:
+        budget = min(budget, avail / 2.0 / max(1, int(processes)))
+    per = WORLD_MB.get(cfg.renderer, max(WORLD_MB.values()))
+    return {"world": max(1, int(budget // per)), "game": max(1, min(MAX_LIVE_GAMES, int(budget // GAME_MB)))}
+
+
+def _plan(agent: AgentSpec, cfg: EpisodeConfig, concurrency: int, processes: int, max_rpm, max_tpm) -> dict:
+    """How each process runs its episodes: ``concurrency`` agent calls in flight, the live-world caps, and whether
+    (and with which budgets, divided between the ``processes``) its requests pass a gate."""
+    from ..agents import API_AGENTS
+
+    n = max(1, int(processes))
+    import uuid
+
+    return {"run_id": uuid.uuid4().hex, "concurrency": int(concurrency), "caps": live_caps(cfg, n),
+            "gate": agent.name in API_AGENTS or bool(max_rpm) or bool(max_tpm),
+            "max_rpm": float(max_rpm) / n if max_rpm else None, "max_tpm": float(max_tpm) / n if max_tpm else None}
+
+
+def _ensure_gate(plan: dict | None):
+    """This process's request gate for ``plan`` (made and installed on first use; None when the plan has none)."""
+    if not plan or not plan.get("gate"):
+        return None
+    from ..agents.wire import RequestGate, current_gate, install_gate
+
+    gate = current_gate()
+    if gate is None or gate.closed or getattr(gate, "run_id", None) != plan.get("run_id"):
+        gate = RequestGate(plan["concurrency"], plan.get("max_rpm"), plan.get("max_tpm"))
+        gate.run_id = plan.get("run_id")  # a Ray worker process serves run after run: one gate a run
+        install_gate(gate)
+    return gate
+
+
+def _figures_of(gate, inter) -> dict:
+    """One process's figures now: its gate's (requests in flight, the adaptive limit, retries, outcomes) and its
+    interleaver's (agent calls in progress, live episodes), keyed by process id."""
+    f = {"pid": os.getpid()}
+    if gate is not None:
+        f.update(gate.snapshot())
+    if inter is not None:
+        f.update(busy=inter.busy, peak_busy=inter.peak_busy, live=inter.live, peak_live=inter.peak_live,
+                 peak_worlds=inter.peak_kinds.get("world", 0), peak_games=inter.peak_kinds.get("game", 0))
+        if gate is None:
+            f.update(in_flight=inter.busy, peak_in_flight=inter.peak_busy, limit=inter.concurrency)
+    return f
+
+
+def _interleaved(jobs, plan: dict, stop=None, progress=None) -> Iterator[tuple[dict, dict, dict | None]]:
+    """Run ``(kind, job)`` pairs in this process, ``plan["concurrency"]`` at once
+    (:class:`~spatialact.evaluation.concurrent.Interleaver`), through a request gate of this run's own; yields
+    (record, frames, figures) as each episode ends. ``progress`` (a :class:`_Progress`) reads the figures live."""
+    from ..agents.wire import RequestGate, use_gate
+    from .concurrent import Interleaver
+
+    inter = Interleaver(plan["concurrency"], plan.get("caps"), stop)
+    gate = RequestGate(plan["concurrency"], plan.get("max_rpm"), plan.get("max_tpm")) if plan.get("gate") else None
+    if progress is not None:
+        progress.local = lambda: _figures_of(gate, inter)
+    with use_gate(gate):
+        for record, frames in inter.run(jobs, _episode_gen):
+            yield record, dict(frames.items()), _figures_of(gate, inter)
+
+
+def _queued_jobs(job_q, stop) -> Iterator:
+    """The jobs a worker process takes from the run's queue until its end mark (None) or the stop event."""
+    while not stop.is_set():
+        job = job_q.get()
+        if job is None:
+            return
+        yield job
+
+
+def _worker_main(parent_pid: int, render_threads: int, job_q, res_q, stop, plan: dict) -> None:
+    """A worker process of ``--workers N --concurrency M``: runs the queue's jobs M at once, sending each result
+    back as it ends; an exception that stops the run is sent back as it is (or as its one line)."""
+    _worker_init(parent_pid, render_threads)
+    try:
+        for item in _interleaved(_queued_jobs(job_q, stop), plan, stop):
+            res_q.put(("result", item))
+    except BaseException as e:  # noqa: BLE001 - the parent raises it
+        import pickle
+
+        try:
+            pickle.dumps(e)
+        except Exception:  # noqa: BLE001 - an exception that does not pickle: its line
+            e = RuntimeError(f"{type(e).__name__}: {e}")
+        res_q.put(("error", e))
+    finally:
+        res_q.put(("done", None))
+
+
+def _kill(procs) -> None:
+    for p in procs:
+        try:
+            if p.is_alive():
+                p.kill()
+        except (OSError, ValueError, AttributeError):
+            pass
+    for p in procs:
+        try:
+            p.join(timeout=5)
+        except (OSError, ValueError, AttributeError, AssertionError):
+            pass
+
+
+def _local_concurrent(jobs: list, workers: int, plan: dict, stop) -> Iterator[tuple[dict, dict, dict | None]]:
+    """``workers`` spawned processes, each running ``plan["concurrency"]`` episodes at once from one shared queue
+    (:func:`_worker_main`); results come back as each episode ends. ``stop`` set: no process starts another
+    episode, the live ones finish. A process that dies, or an exception in one, stops the run (the rest killed)."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    job_q, res_q, ev = ctx.Queue(), ctx.Queue(), ctx.Event()
+    procs = [ctx.Process(target=_worker_main, name=f"spatialact-worker-{i}",
+                         args=(os.getpid(), max(1, usable_cpus() // workers), job_q, res_q, ev, plan))
+             for i in range(workers)]
+    finished = False
+    try:
+        for p in procs:
+            p.start()
+        for job in jobs:
+            job_q.put(job)
+        for _ in procs:
+            job_q.put(None)
+        ended = 0
+        while ended < len(procs):
+            if stop is not None and stop.is_set():
+                ev.set()
+            try:
+                kind, payload = res_q.get(timeout=0.5)
+            except queue.Empty:
+                dead = [p for p in procs if p.exitcode not in (None, 0)]
+                if dead:
+                    raise RuntimeError(f"a worker process died (exit code {dead[0].exitcode}); rerunning the same "
+                                       f"command resumes the run") from None
+                continue
+            if kind == "result":
+                yield payload
+            elif kind == "error":
+                raise payload
+            else:
+                ended += 1
+        finished = True
+    finally:
+        ev.set()
+        if finished:
+            for p in procs:
+                p.join(timeout=10)
+        _kill(procs)
+        for q in (job_q, res_q):
+            q.cancel_join_thread()
+            q.close()
+
+
+def _ray_stream(jobs: list, plan: dict):
+    """A Ray task of ``--backend ray --concurrency N``: its share of the jobs, N at once, each result as it ends."""
+    yield from _interleaved(jobs, plan, None)
 
 
 def usable_cpus() -> int:
@@ -242,10 +461,22 @@ def _stop_pool(pool: ProcessPoolExecutor, finished: bool) -> None:
             pass
 
 
-def _local(jobs: list[tuple[dict, AgentSpec, EpisodeConfig, int]], workers: int) -> Iterator[tuple[dict, dict]]:
+def _local(jobs: list[tuple[dict, AgentSpec, EpisodeConfig, int]], workers: int, plan: dict | None = None,
+           progress=None) -> Iterator[tuple[dict, dict, dict | None]]:
+    """One episode at a time per process: here (``workers`` 1, through a request gate of this run's own when
+    ``plan`` has one) or in a pool of spawned worker processes (each with its gate)."""
     if workers <= 1:
-        for job in jobs:
-            yield _run_one(*job)
+        from ..agents.wire import RequestGate, use_gate
+
+        gate = None
+        if plan and plan.get("gate"):
+            gate = RequestGate(plan["concurrency"], plan.get("max_rpm"), plan.get("max_tpm"))
+        if progress is not None:
+            progress.local = lambda: _figures_of(gate, None) if gate is not None else None
+        with use_gate(gate):
+            for job in jobs:
+                record, frames, _ = _run_one(*job)
+                yield record, frames, None
         return
     import multiprocessing as mp
 
@@ -257,7 +488,7 @@ def _local(jobs: list[tuple[dict, AgentSpec, EpisodeConfig, int]], workers: int)
         it = iter(jobs)
         running = set()
         for job in it:
-            running.add(pool.submit(_run_one, *job))
+            running.add(pool.submit(_run_one, *job, plan))
             if len(running) >= 2 * workers:
                 break
         while running:
@@ -266,13 +497,17 @@ def _local(jobs: list[tuple[dict, AgentSpec, EpisodeConfig, int]], workers: int)
                 yield fut.result()
                 nxt = next(it, None)
                 if nxt is not None:
-                    running.add(pool.submit(_run_one, *nxt))
+                    running.add(pool.submit(_run_one, *nxt, plan))
         finished = True
     finally:
         _stop_pool(pool, finished)
 
 
-def _ray(jobs: list[tuple[dict, AgentSpec, EpisodeConfig, int]], workers: int) -> Iterator[tuple[dict, dict]]:
+def _ray(jobs: list, workers: int, plan: dict | None = None, stop=None) -> Iterator[tuple[dict, dict, dict | None]]:
+    """The episodes as Ray tasks on a local Ray instance (``workers`` CPUs): one task an episode at concurrency 1;
+    with ``plan["concurrency"]`` above 1, one streaming task per worker, each running its share of the ``(kind,
+    job)`` pairs that many at once (:func:`_ray_stream`). ``stop`` set: the tasks are cancelled (episodes in
+    progress are run again on a resume; their answers come from the response cache)."""
     import ray
 
     started = False
@@ -282,9 +517,22 @@ def _ray(jobs: list[tuple[dict, AgentSpec, EpisodeConfig, int]], workers: int) -
         started = True
     pending = []
     try:
+        if plan is not None and plan["concurrency"] > 1:
+            stream = ray.remote(num_cpus=1)(_ray_stream)
+            pending = [stream.remote(jobs[i::workers], plan) for i in range(workers) if jobs[i::workers]]
+            while pending and not (stop is not None and stop.is_set()):
+                ready, _ = ray.wait(pending, num_returns=1)
+                for gen in ready:
+                    try:
+                        ref = next(gen)
+                    except StopIteration:
+                        pending.remove(gen)
+                        continue
+                    yield ray.get(ref)
+            return
         remote = ray.remote(num_cpus=1)(_run_one)
-        pending = [remote.remote(*job) for job in jobs]
-        while pending:
+        pending = [remote.remote(*job, plan) for job in jobs]
+        while pending and not (stop is not None and stop.is_set()):
             done, pending = ray.wait(pending, num_returns=1)
             for ref in done:
                 yield ray.get(ref)
@@ -323,12 +571,14 @@ def check_tasks(tasks: list[Task], cfg: EpisodeConfig, agent=None) -> None:
         raise TaskNotRunnable(bad[0] + more)
 
 
-def _store_results(results, store, agent: AgentSpec, bar, echo: bool, on_record) -> tuple[int, int]:
+def _store_results(results, store, agent: AgentSpec, bar, echo: bool, on_record,
+                   progress=None) -> tuple[int, int]:
     """Write each finished episode (frames, then its record) as it comes; returns (episodes written, failures).
-    Three connection failures in a row before any episode got through raise :class:`EndpointUnreachable`."""
+    Three connection failures in a row before any episode got through raise :class:`EndpointUnreachable`.
+    ``progress`` (:class:`~spatialact.evaluation.progress.RunProgress`) is told every record."""
     n_new = n_err = 0
     conn_streak, got_through = 0, False
-    for record, frames in results:
+    for record, frames, figures in results:
         record["frames"] = {name: store.write_frame(record["key"], name, rgb) for name, rgb in frames.items()}
         store.append(record)
         n_new += 1
@@ -338,10 +588,10 @@ def _store_results(results, store, agent: AgentSpec, bar, echo: bool, on_record)
             _echo(failure_line(record), bar)
         if on_record is not None:
             on_record(record)
-        if bar is not None:
+        if progress is not None:
+            progress.add(record, figures, failed)
+        elif bar is not None:
             bar.update(1)
-            if record.get("score") is not None:
-                bar.set_postfix(score=f"{record['score']:.3f}")
         if not got_through:
             if record.get("reason") == "api_error" and record.get("error_kind") == "connection":
                 conn_streak += 1
@@ -353,6 +603,18 @@ def _store_results(results, store, agent: AgentSpec, bar, echo: bool, on_record)
             else:
                 got_through = True
     return n_new, n_err
+
+
+def _results(backend: str, jobs: list, n_workers: int, plan: dict, prog) -> Iterator[tuple[dict, dict, dict | None]]:
+    """The run's episodes as they end, from the way that runs them: Ray, this process (one at a time or
+    interleaved), or worker processes (each one at a time or interleaved)."""
+    if backend == "ray":
+        return _ray(jobs, n_workers, plan, prog.stop)
+    if plan["concurrency"] > 1:
+        if n_workers <= 1:
+            return _interleaved(jobs, plan, prog.stop, prog)
+        return _local_concurrent(jobs, n_workers, plan, prog.stop)
+    return _local(jobs, n_workers, plan, prog)
 
 
 def collision_note(tasks: list[Task], cfg: EpisodeConfig) -> str | None:
@@ -428,13 +690,75 @@ def _check_run_arguments(agent, cfg: EpisodeConfig, backend: str, workers, varia
     return variants
 
 
+def _run_configuration(tasks, agent: AgentSpec, cfg: EpisodeConfig, desc: dict, task_source: str, task_hash,
+                       variants: tuple, repeats: int, suite, suite_sha256, suite_pins) -> tuple[dict, list[str]]:
+    """(the run's configuration, the warnings found before the run: :func:`collision_note`, :func:`pins_note`)."""
+    # a frozen suite's tasks were swept when it was built (and its file is checked against its SHA-256): not again
+    note = collision_note(tasks, cfg) if suite is None else None
+    config = run_config(agent, cfg, task_source, task_hash)
+    version = (desc.get("params") or {}).get("prompt_version")
+    notes = [note] if note else []
+    if suite is not None:
+        config.update(suite=suite, suite_sha256=suite_sha256)
+        differ = pin_differences(suite_pins or {}, cfg, version)
+        if differ:
+            config["suite_pins_differ"] = differ
+            notes.append(pins_note(suite, differ))
+    if repeats > 1:
+        config["repeats"] = int(repeats)
+    if version:  # a prompted agent: answers to another prompt are another run
+        config["prompt_version"] = version
+    if variants != (cfg.variant,):
+        config["variants"] = list(variants)
+    return config, notes
+
+
+def _positive(name: str, v, whole: bool = False, zero: bool = False):
+    """``v`` when it is a finite number above 0 (``zero``: or 0; ``whole``: a whole number), else ValueError naming
+    ``name``; None passes."""
+    import math
+
+    if v is None:
+        return None
+    ok = not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v) and (v >= 0 if zero else v > 0)
+    if ok and whole:
+        ok = float(v).is_integer()
+    if not ok:
+        kind = "a whole number" if whole else "a finite number"
+        raise ValueError(f"{name} must be {kind} {'≥ 0' if zero else 'above 0'}, got {str(v)[:40]!r}")
+    return v
+
+
+def _check_concurrency(agent: AgentSpec, concurrency, max_rpm, max_tpm, max_cost) -> int:
+    """The concurrency to run at (``concurrency``, or :func:`default_concurrency` for None); refuses (ValueError,
+    one line) a count outside 1…:data:`MAX_CONCURRENCY`, budgets that are not positive numbers, and ``max_cost``
+    for an API agent without prices (its every cost would be 0)."""
+    if concurrency is None:
+        concurrency = default_concurrency(agent.name)
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or not 1 <= concurrency <= MAX_CONCURRENCY:
+        raise ValueError(f"concurrency must be a whole number from 1 to {MAX_CONCURRENCY} (MAX_CONCURRENCY), got "
+                         f"{str(concurrency)[:40]!r}")
+    _positive("max_rpm", max_rpm)
+    _positive("max_tpm", max_tpm)
+    _positive("max_cost", max_cost, zero=True)
+    from ..agents import API_AGENTS
+
+    if max_cost is not None and agent.name in API_AGENTS and not (agent.kwargs.get("price_in")
+                                                                  or agent.kwargs.get("price_out")):
+        raise ValueError("--max-cost needs the agent's prices, or every cost is 0: --agent-arg price_in=USD "
+                         "--agent-arg price_out=USD (per million prompt / completion tokens)")
+    return int(concurrency)
+
+
 def run_eval(tasks: Iterable[Task], agent: AgentSpec, cfg: EpisodeConfig, run_dir: str | os.PathLike, *,
              task_source: str, task_hash: str | None = None, task_file: str | None = None,
              limit: int | None = None, workers: int | str = 1, backend: str = "local", progress: bool = True,
              retry_errors: bool = False, echo: bool = True,
              on_record: Callable[[dict], None] | None = None,
              variants: Sequence[str] | None = None, repeats: int = 1, suite: str | None = None,
-             suite_sha256: str | None = None, suite_pins: dict | None = None) -> RunSummary:
+             suite_sha256: str | None = None, suite_pins: dict | None = None, concurrency: int | None = None,
+             max_rpm: float | None = None, max_tpm: float | None = None,
+             max_cost: float | None = None) -> RunSummary:
     """Run ``agent`` on ``tasks`` (the first ``limit`` of them) and append one record per episode to
     ``run_dir/results.jsonl``.
 
@@ -455,8 +779,22 @@ def run_eval(tasks: Iterable[Task], agent: AgentSpec, cfg: EpisodeConfig, run_di
     ``suite_pins``: the suite's pins; the ones this run does not follow (:func:`pin_differences`) are recorded in
     the configuration (``suite_pins_differ``) and warned about (not comparable with the suite's results).
 
+    ``concurrency`` (1 to :data:`MAX_CONCURRENCY`; None: :func:`default_concurrency`, 16 for an API agent, else 1):
+    how many episodes one process keeps going at once, their worlds stepped on one thread while their agents' calls
+    wait for the model on threads of their own (:class:`~spatialact.evaluation.concurrent.Interleaver`); with
+    ``workers`` or Ray each process runs its own ``concurrency``. An API agent's requests pass a request gate per
+    process (``spatialact.agents.wire.RequestGate``): at most ``concurrency`` in flight, fewer while the endpoint
+    rate-limits, fails or slows down (adaptive), within ``max_rpm`` requests and ``max_tpm`` tokens a minute
+    (divided between the processes). The live worlds of a process are bounded by :func:`live_caps`. ``max_cost``
+    (USD): once the cost recorded in the run directory reaches it, no episode starts and the run ends when those in
+    progress are written (``RunSummary.stopped == "max_cost"``; resumable with a higher budget). The same seed gives
+    the same records at any concurrency (keyed by episode; their order and timings aside) for an agent that
+    answers the same to the same request. ``RunSummary.figures``: requests in flight at the peak, the adaptive
+    limit, retries, tokens, cost, wall time (``spatialact.evaluation.progress.RunProgress.figures``).
+
     Before the run, :func:`collision_note` warns (stderr with ``echo``; ``RunSummary.notes``) about free-camera
-    tasks whose ground truth goes through walls while collisions are on; the run goes on.
+    tasks whose ground truth goes through walls while collisions are on; the run goes on. Not for a frozen suite
+    (``suite`` given): its builder left such tasks out.
 
     Checked before anything is written: the backend and workers, the agent (built once: ``AgentConfigError``)
     and every task (:class:`TaskNotRunnable`). Episodes already in the run directory are skipped, except those
@@ -468,6 +806,7 @@ def run_eval(tasks: Iterable[Task], agent: AgentSpec, cfg: EpisodeConfig, run_di
     from .results import RunStore, provenance
 
     variants = _check_run_arguments(agent, cfg, backend, workers, variants, repeats)
+    concurrency = _check_concurrency(agent, concurrency, max_rpm, max_tpm, max_cost)
     tasks = list(tasks)
     if limit is not None:
         tasks = tasks[: max(0, int(limit))]
@@ -482,22 +821,8 @@ def run_eval(tasks: Iterable[Task], agent: AgentSpec, cfg: EpisodeConfig, run_di
             import ray  # noqa: F401
         except ImportError:
             raise ValueError("--backend ray needs Ray: pip install 'spatialact[ray]'") from None
-    note = collision_note(tasks, cfg)
-    config = run_config(agent, cfg, task_source, task_hash)
-    version = (desc.get("params") or {}).get("prompt_version")
-    notes = [note] if note else []
-    if suite is not None:
-        config.update(suite=suite, suite_sha256=suite_sha256)
-        differ = pin_differences(suite_pins or {}, cfg, version)
-        if differ:
-            config["suite_pins_differ"] = differ
-            notes.append(pins_note(suite, differ))
-    if repeats > 1:
-        config["repeats"] = int(repeats)
-    if version:  # a prompted agent: answers to another prompt are another run
-        config["prompt_version"] = version
-    if variants != (cfg.variant,):
-        config["variants"] = list(variants)
+    config, notes = _run_configuration(tasks, agent, cfg, desc, task_source, task_hash, variants, repeats, suite,
+                                       suite_sha256, suite_pins)
     prov = provenance(task_file=task_file, agent=desc, seed=cfg.seed, suite=suite, suite_sha256=suite_sha256)
     store = RunStore(run_dir, config, prov)
     for line in notes if echo else ():  # once the run directory took the run (a refused resume says only that)
@@ -512,24 +837,34 @@ def run_eval(tasks: Iterable[Task], agent: AgentSpec, cfg: EpisodeConfig, run_di
         todo = [(t, v, k) for k in range(repeats) for t in tasks for v in variants if keys[t.id, v, k] not in done]
         jobs = [(t.to_record(), agent, cfgs[v], k) for t, v, k in todo]
         total = len(keys)
-        runner = _ray if backend == "ray" else _local
         n_workers = choose_workers(workers, len(jobs))
+        plan = _plan(agent, cfg, concurrency, n_workers, max_rpm, max_tpm)
+        if concurrency > 1:  # (kind, job): the interleaver bounds the live worlds of each kind
+            jobs = [(world_kind(t, cfgs[v]), job) for (t, v, _), job in zip(todo, jobs)]
+        spent = sum(float((r.get("usage") or {}).get("cost_usd") or 0.0) for r in store.records())
         bar = None
         if progress and jobs:
             from tqdm.auto import tqdm
 
             bar = tqdm(total=total, initial=total - len(todo), desc=f"{label} {cfg.mode}", unit="ep",
                        dynamic_ncols=True)
-        results = runner(jobs, n_workers)
+        from .progress import RunProgress
+
+        prog = RunProgress(bar, concurrency, n_workers, spent, max_cost)
+        results = _results(backend, [] if prog.stop.is_set() else jobs, n_workers, plan, prog)
+        prog.start()
         try:
-            n_new, n_err = _store_results(results, store, agent, bar, echo, on_record)
+            n_new, n_err = _store_results(results, store, agent, bar, echo, on_record, prog)
         finally:
             results.close()  # stopped early: the workers are stopped now, not at garbage collection
+            prog.close()
             if bar is not None:
                 bar.close()
+        figures = prog.figures()
         failures = Counter(r["reason"] or "error" for r in (store.latest(k) for k in keys.values())
                            if r is not None and is_failure(r))
     finally:
         store.close()
+    stopped = "max_cost" if prog.stop.is_set() and n_new + (total - len(todo)) < total else None
     return RunSummary(Path(run_dir), len(tasks), total - len(todo), n_new, n_err, dict(sorted(failures.items())),
-                      n_workers, tuple(notes), int(repeats))
+                      n_workers, tuple(notes), int(repeats), concurrency, figures, stopped)
