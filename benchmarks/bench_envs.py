@@ -5,7 +5,8 @@ frames per second on the same scene and poses (the overhead of the environment o
 of ``gymnasium.vector.AsyncVectorEnv`` from 1 to 2 workers; peak memory per environment; and, for reference, the step
 rates of GripperManip and HandManip (IK and physics included) and of the EGL renderer when it loads; and GameNav
 (a Doom level through ViZDoom, when the game extra is installed) beside CameraNav at 160×120 with depth, one unit of
-one primitive per step, with where its time goes (game tics per step, drawn and not, per primitive).
+one primitive per step, with where its time goes (game tics per step, drawn and not, per primitive: differences of
+the worker's tic counters) and the game alone (drawn and undrawn tics per second, a ``DoomEngine`` in this process).
 Aims: stepping costs ≤ 10% over the raw renderer; 2 workers give ≥ 1.8× (needs 2 free cores); GameNav ≥ 500
 steps/s on one core.
 
@@ -169,25 +170,43 @@ def _game_start_task():
                 gt=gt, sizes=sizes, scene=game_scene("freedoom2.wad", "MAP01", start))
 
 
+def engine_tic_rates(n: int) -> dict:
+    """The game alone, in this process (a ``DoomEngine`` at 160×120 with depth, freedoom2 MAP01's start): drawn tics
+    per second (``tic``: the game's logic and a frame drawn, rgb and depth) and undrawn ones (``run_undrawn``: the
+    logic only), best of 3 rounds of ``n`` each."""
+    from spatialact.envs.doom.engine import DoomEngine
+
+    drawn, undrawn = [], []
+    with DoomEngine(map="MAP01", resolution=(160, 120), depth=True) as eng:
+        for _ in range(3):
+            d0 = eng.drawn_tics
+            t = time.perf_counter()
+            for _ in range(n):
+                eng.tic()
+            drawn.append(time.perf_counter() - t)
+            if eng.drawn_tics - d0 != n:
+                raise RuntimeError(f"{n} tics drew {eng.drawn_tics - d0}")
+            d0, n0 = eng.drawn_tics, eng.tics
+            t = time.perf_counter()
+            eng.run_undrawn([(0, 0, 0.0, 0.0, 0)] * n)
+            undrawn.append(time.perf_counter() - t)
+            if eng.drawn_tics != d0 or eng.tics - n0 != n:
+                raise RuntimeError(f"{n} undrawn tics: {eng.tics - n0} tics, {eng.drawn_tics - d0} drawn")
+    return {"drawn_tics_per_s": n / min(drawn), "undrawn_tics_per_s": n / min(undrawn)}
+
+
 def game_rates(steps: int) -> dict:
     """GameNav at 160×120 with depth: env steps/s (one unit of one primitive per step, as CameraNav's figure; best
     of 3 rounds from the same start), without Pedestal too; CameraNav at the same size with depth; the engine's raw
-    rates (a drawn tic, an undrawn one); and per primitive the game tics per step, drawn tics per step and ms."""
+    rates (a drawn tic, an undrawn one: :func:`engine_tic_rates`, in this process); and per primitive the game tics
+    per step, drawn tics per step and ms. GameNav's engine runs in a worker process: its tics are counted by the
+    differences of the handle's ``tics`` and ``drawn_tics`` (the worker's counters, sent back after every call)."""
     from spatialact.envs import make_env
 
     task = _game_start_task()
     env = make_env("nav", task=task, width=160, height=120, depth=True, action_mode="step",
                    terminate_on_success=False, max_steps=10 ** 9, wrap=False)
     env.reset(options={"task": task})
-    eng = env.world.engine
-    drawn = [0]
-    tic = eng.tic
-
-    def counting_tic(*a, **k):
-        drawn[0] += 1
-        return tic(*a, **k)
-
-    eng.tic = counting_tic
     out = {}
     for label, axes in (("all", range(6)), ("no_pedestal", (0, 2, 3, 4, 5))):
         rng = np.random.default_rng(0)
@@ -206,26 +225,20 @@ def game_rates(steps: int) -> dict:
         out[f"steps_per_s_{label}"] = steps / best
         if label == "all":  # one more round, timed per step
             env.reset(options={"task": task})
+            eng = env.world.engine  # the engine of this episode (a reset may take another from the pool)
             per = {}
             for a, k in zip(acts, ax):
-                t0, n0, d0 = time.perf_counter(), eng.tics, drawn[0]
+                t0, n0, d0 = time.perf_counter(), eng.tics, eng.drawn_tics
                 env.step(a)
                 r = per.setdefault(_PRIMITIVES[k], [0, 0, 0, 0.0])
                 r[0] += 1
                 r[1] += eng.tics - n0
-                r[2] += drawn[0] - d0
+                r[2] += eng.drawn_tics - d0
                 r[3] += time.perf_counter() - t0
             out["per_primitive"] = {p: {"tics": v[1] / v[0], "drawn": v[2] / v[0], "ms": 1000 * v[3] / v[0]}
                                     for p, v in per.items()}
-    n = max(100, steps)
-    t = time.perf_counter()
-    for _ in range(n):
-        tic()
-    out["drawn_tics_per_s"] = n / (time.perf_counter() - t)
-    t = time.perf_counter()
-    eng.run_undrawn([(0, 0, 0.0, 0.0, 0)] * n)
-    out["undrawn_tics_per_s"] = n / (time.perf_counter() - t)
     env.close()
+    out.update(engine_tic_rates(max(100, steps)))
     nav = make_env("nav", width=160, height=120, depth=True, scene=SCENE, terminate_on_success=False,
                    max_steps=10 ** 9, action_mode="step")
     nav.reset(seed=0)
@@ -245,8 +258,8 @@ def game_rates(steps: int) -> dict:
 
 def print_game(r: dict) -> None:
     print(f"GameNav {r['steps_per_s_all']:.1f} steps/s ({r['steps_per_s_no_pedestal']:.1f} without Pedestal); "
-          f"CameraNav {r['cameranav_steps_per_s']:.1f} steps/s (tiny renderer); the game alone: "
-          f"{r['drawn_tics_per_s']:.0f} drawn tics/s, {r['undrawn_tics_per_s']:.0f} undrawn tics/s")
+          f"CameraNav {r['cameranav_steps_per_s']:.1f} steps/s (tiny renderer); the game alone (an engine in this "
+          f"process): {r['drawn_tics_per_s']:.0f} drawn tics/s, {r['undrawn_tics_per_s']:.0f} undrawn tics/s")
     print(f"{'primitive':>9} {'tics/step':>9} {'drawn':>6} {'ms/step':>8}")
     for p in _PRIMITIVES:
         v = r["per_primitive"].get(p)
