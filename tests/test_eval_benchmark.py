@@ -270,3 +270,20 @@ def test_a_frozen_suite_sets_its_pins_records_its_hash_and_checks_its_images(tmp
     _, recs = _run(tmp_path / "proc", "stay", procedural_tasks("nav", 1, seed=0), _cfg())
     assert recs[0]["provenance"]["suite"] is None and recs[0]["provenance"]["suite_sha256"] is None
     assert "suite" not in json.loads((tmp_path / "proc" / "config.json").read_text())["config"]
+
+
+def test_the_demo_table_leads_with_skill(tmp_path, capsys):
+    """The oracle's skill is exactly 1 and the stay baseline's exactly 0 (its answer is s0's), whatever the raw
+    scores (stay's is well above 0 on manipulation and hand tasks)."""
+    from spatialact.cli.main import main
+
+    argv = ["demo", "--agents", "oracle,stay", "--no-diagnostics", "--out", str(tmp_path / "demo"), "--no-progress"]
+    assert main(argv + ["--json"]) == 0
+    table = {r["agent"]: r for r in json.loads(capsys.readouterr().out)["table"]}
+    assert list(table["oracle"])[:5] == ["agent", "episodes", "skill", "skill_lo", "skill_hi"]
+    assert table["oracle"]["skill"] == 1.0 and table["stay"]["skill"] == pytest.approx(0.0, abs=1e-12)
+    assert table["stay"]["score"] > 0.2 and table["stay"]["parse_ok"] == 1.0
+    assert table["stay"]["skill_manip"] == pytest.approx(0.0, abs=1e-12) and table["stay"]["manip"] > 0.3
+    assert main(argv) == 0  # resumed: the printed table
+    header = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("agent"))
+    assert header.split()[:5] == ["agent", "episodes", "skill", "[95%", "CI]"] and "parse ok" in header
