@@ -4,7 +4,7 @@
   compared with the number the row states) or a function whose bound is a literal in the code (checked here by
   calling it just inside and just past the documented bound). A row that names neither fails.
 * Its table of hostile tests counts pytest items: :data:`CATEGORIES` says which test files (or which tests of a
-  file) make each category; ``pytest --collect-only`` must find at least the doc's count in each (so a removed or
+  file) make each category (:data:`INPUT_CATEGORIES` those of the section on nodes, nesting and the cache); ``pytest --collect-only`` must find at least the doc's count in each (so a removed or
   renamed hostile test, or a file that no longer exists, fails here; a test added to one of these files keeps the
   doc true, as "at least"). ``python tests/test_reliability_doc.py`` prints the table's rows to paste.
 """
@@ -39,7 +39,8 @@ CATEGORIES = [
                                                 ("test_questions_score.py", "api_errors"),
                                                 ("test_questions_score.py", "unreachable")]),
     ("Kill and resume", [("test_runner.py", "killed"), ("test_results.py", "killed"),
-                         ("test_results.py", "truncated_last_line"), ("test_results.py", "second_writer")]),
+                         ("test_results.py", "truncated_last_line"), ("test_results.py", "second_writer"),
+                         ("test_game_crash.py", None)]),
     ("Limits, counted", [("test_score_limits.py", None), ("test_prompt_matches_eval.py", "bounded")]),
     ("Hostile answers", [("test_parse_worst_case.py", None), ("test_fuzz.py", None),
                          ("test_questions_minus.py", None), ("test_questions_score.py", "adversarial")]),
@@ -48,6 +49,7 @@ CATEGORIES = [
                         ("test_score_cli.py", "bad_inputs"), ("test_score_cli.py", "not_a_file"),
                         ("test_score_cli.py", "name_no_task"), ("test_results.py", "corrupt"),
                         ("test_game_wad_checks.py", None)]),
+    ("Nodes, nesting, the cache", [("test_inputs_checked.py", None)]),
     ("Hostile options", [("test_cli_refusals.py", None), ("test_cli_hardening.py", "unit_steps"),
                          ("test_agent_options.py", None), ("test_score_file.py", "bad_parameters")]),
     ("Half-built outputs", [("test_cli_hardening.py", "leaves_nothing")]),
@@ -56,22 +58,46 @@ CATEGORIES = [
                           ("test_score_cli.py", "strict_json")]),
 ]
 
+#: The categories of the table of "Hostile inputs: nodes, nesting, the cache" (the items of test_inputs_checked.py,
+#: the main table's row "Nodes, nesting, the cache"), in its order, matched as :data:`CATEGORIES` are.
+INPUT_CATEGORIES = [
+    ("Nodes as inputs", [("test_inputs_checked.py", "score_refuses_answers_and_tasks"),
+                         ("test_inputs_checked.py", "hierarchy_file_that_is_no_regular_file"),
+                         ("test_inputs_checked.py", "eval_refuses_a_task_file"),
+                         ("test_inputs_checked.py", "questions_score_refuses"),
+                         ("test_inputs_checked.py", "parse_refuses_a_file"),
+                         ("test_inputs_checked.py", "recording_file_that_is_no_regular_file"),
+                         ("test_inputs_checked.py", "made_a_fifo_after_loading"),
+                         ("test_inputs_checked.py", "run_lock_that_is_no_regular_file")]),
+    ("Nesting", [("test_inputs_checked.py", "nested"), ("test_inputs_checked.py", "json_depth"),
+                 ("test_inputs_checked.py", "check_depth")]),
+    ("The cache", [("test_inputs_checked.py", "read_entry"), ("test_inputs_checked.py", "task_verdict"),
+                   ("test_inputs_checked.py", "response_cache_entries"),
+                   ("test_inputs_checked.py", "texture_or_mesh_cache")]),
+    ("Messages and leftovers", [("test_inputs_checked.py", "written_as_a_float"),
+                                ("test_inputs_checked.py", "written_as_text"),
+                                ("test_inputs_checked.py", "partial_folder"),
+                                ("test_inputs_checked.py", "small_recording_reads_back")]),
+]
 
-def collected_counts() -> dict[str, int]:
-    """Per category, the pytest items of its files and names, as ``pytest --collect-only`` finds them."""
-    files = sorted({f for _, entries in CATEGORIES for f, _ in entries})
+
+def collected_counts(categories=None) -> dict[str, int]:
+    """Per category (of :data:`CATEGORIES`, or ``categories``), the pytest items of its files and names, as
+    ``pytest --collect-only`` finds them."""
+    categories = CATEGORIES if categories is None else categories
+    files = sorted({f for _, entries in categories for f, _ in entries})
     missing = [f for f in files if not (ROOT / "tests" / f).is_file()]
     assert not missing, f"docs/reliability.md counts tests in files that do not exist: {missing}"
     r = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
                         *[f"tests/{f}" for f in files]], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    counts = {name: 0 for name, _ in CATEGORIES}
+    counts = {name: 0 for name, _ in categories}
     for line in r.stdout.splitlines():
         if "::" not in line:
             continue
         path, _, name = line.partition("::")
         fname = Path(path).name
-        for cat, entries in CATEGORIES:
+        for cat, entries in categories:
             if any(f == fname and (sub is None or sub in name) for f, sub in entries):
                 counts[cat] += 1
                 break
@@ -114,6 +140,19 @@ def test_the_table_counts_the_tests_it_names():
             assert f"`{f[:-3]}`" in cells[2], f"{name}: the doc does not name {f}"
     total = doc["All"]
     assert int(total[1]) == sum(int(doc[name][1]) for name, _ in CATEGORIES)
+
+
+def test_the_hostile_inputs_table_counts_its_tests():
+    """The section on nodes, nesting and the cache: each category's count is collected at least, and they add up
+    to the main table's row for the same file."""
+    rows = {r[0]: r for r in _table("## Hostile inputs: nodes, nesting, the cache")}
+    assert list(rows) == [name for name, _ in INPUT_CATEGORIES], "categories and their order"
+    counts = collected_counts(INPUT_CATEGORIES)
+    for name, _ in INPUT_CATEGORIES:
+        assert int(rows[name][1]) <= counts[name], f"{name}: the doc says {rows[name][1]} cases, pytest collects " \
+                                                   f"only {counts[name]} (python tests/test_reliability_doc.py)"
+    main = {r[0]: r for r in _table("## The hostile tests")}
+    assert int(main["Nodes, nesting, the cache"][1]) == sum(int(rows[name][1]) for name, _ in INPUT_CATEGORIES)
 
 
 # ----- the limits -----------------------------------------------------------------------------------------------
@@ -267,3 +306,7 @@ if __name__ == "__main__":  # the table's rows, to paste into docs/reliability.m
         print(f"| {name} | {c[name]} | " + ", ".join(f"`{f[:-3]}`" for f in dict.fromkeys(f for f, _ in entries))
               + " |")
     print(f"| All | {sum(c.values())} |")
+    c = collected_counts(INPUT_CATEGORIES)
+    print("\nHostile inputs: nodes, nesting, the cache")
+    for name, _ in INPUT_CATEGORIES:
+        print(f"| {name} | {c[name]} |")
