@@ -12,7 +12,15 @@ NaN, negative or huge counts); ``("null_content",)`` (a message whose content is
 ``("drip", seconds, text)`` (the headers of a valid answer at once, then its body one byte every ``seconds``);
 ``("drip_headers", seconds)`` (the status line and headers themselves one byte every ``seconds``);
 ``("encoded", body_bytes, encoding)`` (status 200, that body with ``content-encoding: encoding``, e.g. a gzip bomb).
-When the script is empty and ``responder`` is set, ``responder(body)`` gives the action.
+When the script is empty and ``responder`` is set, ``responder(body)`` gives the action. ``("status", code,
+retry_after)`` sends that ``retry-after`` header value instead of ``0`` (None: no header).
+
+Load, for the concurrency tests and benchmarks (``FakeServer(latency=..., jitter=..., rate_429=..., seed=...)``):
+when the script is empty and there is no responder, each request is answered after ``latency`` ± ``jitter``
+seconds (uniform), and a share ``rate_429`` of them with a 429 carrying ``retry-after: <retry_after>`` instead
+(seeded: the same draws for the same order of requests). ``in_flight`` / ``peak_in_flight`` count the requests being
+answered at once (the peak since the start, or since ``reset_peak()``); ``spans`` holds each request's
+(start, end) on ``time.monotonic()``.
 
 Counting, for the hostile tests: ``sent`` holds, per request in order, the body bytes the server managed to write
 (for ``drip`` and ``drip_headers``: bytes of the whole response) and ``abandoned`` how many replies the client cut
@@ -35,7 +43,15 @@ class FakeServer:
     """Answers from ``script``; records every request (``requests``: path and JSON body) and its headers.
     ``keep_alive``: speak HTTP/1.1 and keep connections open between requests."""
 
-    def __init__(self, usage=(321, 12), keep_alive: bool = False):
+    def __init__(self, usage=(321, 12), keep_alive: bool = False, latency: float = 0.0, jitter: float = 0.0,
+                 rate_429: float = 0.0, retry_after: str | None = "1", seed: int = 0):
+        import random
+
+        self.latency, self.jitter, self.rate_429, self.retry_after = latency, jitter, rate_429, retry_after
+        self.rng = random.Random(seed)
+        self.in_flight = 0
+        self.peak_in_flight = 0
+        self.spans: list[tuple[float, float]] = []
         self.script: list[tuple] = []
         self.requests: list[dict] = []
         self.headers: list[dict] = []
@@ -102,6 +118,18 @@ class FakeServer:
                     "usage": usage}).encode()
 
             def do_POST(self):
+                t0 = time.monotonic()
+                with server.lock:
+                    server.in_flight += 1
+                    server.peak_in_flight = max(server.peak_in_flight, server.in_flight)
+                try:
+                    self._post()
+                finally:
+                    with server.lock:
+                        server.in_flight -= 1
+                        server.spans.append((t0, time.monotonic()))
+
+            def _post(self):
                 n = int(self.headers.get("content-length", 0))
                 body = json.loads(self.rfile.read(n))
                 with server.lock:
@@ -112,7 +140,7 @@ class FakeServer:
                     elif server.responder is not None:
                         action = server.responder(body)
                     else:
-                        action = ("ok", DEFAULT_ANSWER)
+                        action = server.load_action()
                     slot = len(server.sent)
                     server.sent.append(0)
                 if action[0] == "drip":
@@ -142,7 +170,8 @@ class FakeServer:
                     return
                 if action[0] == "status":
                     payload = json.dumps({"error": {"message": f"status {action[1]}", "type": "x"}}).encode()
-                    self._send(action[1], payload, [("retry-after", "0")])
+                    ra = action[2] if len(action) > 2 else "0"
+                    self._send(action[1], payload, [("retry-after", str(ra))] if ra is not None else [])
                     return
                 if action[0] == "raw":
                     self._send(200, action[1], slot=slot)
@@ -174,6 +203,8 @@ class FakeServer:
                 self._send(200, self._completion(body, message, finish), slot=slot)
 
         class Server(ThreadingHTTPServer):
+            request_queue_size = 256  # many clients connecting at once (the concurrency tests) are not turned away
+
             def handle_error(self, request, client_address):  # a client that cut a reply off is no news
                 import sys
 
@@ -185,6 +216,18 @@ class FakeServer:
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self.thread.start()
+
+    def load_action(self) -> tuple:
+        """The action of a request when nothing is scripted (called under ``lock``): see the module doc."""
+        if self.rate_429 and self.rng.random() < self.rate_429:
+            return ("status", 429, self.retry_after)
+        if self.latency or self.jitter:
+            return ("sleep", max(0.0, self.latency + self.rng.uniform(-self.jitter, self.jitter)), DEFAULT_ANSWER)
+        return ("ok", DEFAULT_ANSWER)
+
+    def reset_peak(self) -> None:
+        with self.lock:
+            self.peak_in_flight = self.in_flight
 
     def close(self):
         self.httpd.shutdown()

@@ -27,7 +27,8 @@ from pathlib import Path
 
 from .base import AgentConfigError, AgentTurn, observation_step
 from .prompts import PROMPT_VERSION, PromptedAgent, prompt_version
-from .wire import MAX_REPLY_BYTES, MAX_TEXT_BYTES, ReplyGuard, cap_text, salvage_content, sane_usage
+from .wire import (MAX_REPLY_BYTES, MAX_RETRY_AFTER_S, MAX_TEXT_BYTES, GateClosed, ReplyGuard, cap_text, current_gate,
+                   retry_after, salvage_content, sane_usage)
 
 __all__ = ["OpenAIAgent", "ResponseCache", "request_key", "Completion", "CREDENTIAL_HEADERS", "check_extra_headers"]
 
@@ -466,17 +467,67 @@ class OpenAIAgent(PromptedAgent):
     def _scrub(self, msg: str) -> str:
         return self._scrub_text(msg)[:500]
 
-    def _wait(self, attempt: int, err) -> float:
-        wait = min(self.max_backoff, self.backoff * (2 ** attempt))
+    def _backoff(self, attempt: int) -> float:
+        return min(self.max_backoff, self.backoff * (2 ** attempt))
+
+    def _wait(self, attempt: int, err) -> float | None:
+        """Seconds to wait before retrying after failed attempt ``attempt`` (0-based): what the reply asks for
+        (``Retry-After`` / ``retry-after-ms``: :func:`~spatialact.agents.wire.retry_after`), honoured in full up to
+        :data:`~spatialact.agents.wire.MAX_RETRY_AFTER_S` — longer, None: not retried —, else exponential backoff
+        (``backoff`` doubled each attempt, at most ``max_backoff``)."""
         resp = getattr(err, "response", None)
-        if resp is not None:
-            ra = resp.headers.get("retry-after")
-            try:
-                if ra is not None:
-                    wait = min(self.max_backoff, max(0.0, float(ra)))
-            except ValueError:
-                pass
-        return wait
+        ra = retry_after(getattr(resp, "headers", None)) if resp is not None else None
+        if ra is None:
+            return self._backoff(attempt)
+        return ra if ra <= MAX_RETRY_AFTER_S else None
+
+    def _attempt(self, request: dict, attempt: int) -> tuple:
+        """One HTTP attempt: ``(message, usage, error, error kind, outcome, wait)`` — ``message`` None when it
+        failed; ``outcome`` what the request gate is told (:data:`~spatialact.agents.wire.OUTCOMES`); ``wait`` the
+        seconds before a retry, None when the failure is not retried (another 4xx, a timeout without
+        ``retry_on_timeout``, a ``Retry-After`` too long)."""
+        oa = self._openai
+        guard = self.reply_guard
+        try:
+            with guard.deadline(self.timeout):
+                raw = self._client.chat.completions.with_raw_response.create(**request)
+                body = raw.http_response.content
+        except oa.APIStatusError as e:
+            status = e.status_code
+            err = f"HTTP {status}: {self._scrub(str(e))}"
+            if status == 429 or status >= 500:
+                wait = self._wait(attempt, e)
+                if wait is None:
+                    err += f" (the endpoint asks to wait more than {MAX_RETRY_AFTER_S:g} s: not retried)"
+                return None, {}, err, "http", "rate_limited" if status == 429 else "server_error", wait
+            return None, {}, err, "http", "client_error", None
+        except Exception as e:  # noqa: BLE001 - whatever the client raises is a failed attempt, kind by kind
+            if guard.expired or isinstance(e, oa.APITimeoutError):
+                return (None, {}, f"timeout after {self.timeout:g} s", "timeout", "timeout",
+                        self._backoff(attempt) if self.retry_on_timeout else None)
+            if isinstance(e, oa.APIConnectionError):
+                return (None, {}, f"connection error: {self._scrub(str(e))}", "connection", "connection",
+                        self._backoff(attempt))
+            # a reply body that cannot be read, and the like
+            return (None, {}, f"malformed reply: {e.__class__.__name__}: {self._scrub(str(e))}", "malformed",
+                    "malformed", self._backoff(attempt))
+        try:
+            message, usage = _read_reply(body, guard.cut)
+        except _Malformed as e:
+            return None, {}, f"malformed reply: {self._scrub(str(e))}", "malformed", "malformed", \
+                self._backoff(attempt)
+        counts, problem = sane_usage(usage)
+        if guard.cut:
+            counts = None
+            _note_once("cut", f"spatialact: {self.name}: a reply longer than {MAX_REPLY_BYTES:,} bytes was cut "
+                              f"there: its first {MAX_TEXT_BYTES:,} bytes of text are the answer (marked "
+                              f"truncated), its token counts are unknown (null); said once")
+        elif counts is None:
+            _note_once("usage", f"spatialact: {self.name}: the endpoint's token counts are not believable "
+                                f"({problem}): tokens and cost are recorded as unknown (null); said once")
+        if counts is None:
+            counts = {"prompt_tokens": None, "completion_tokens": None}
+        return message, counts, None, None, "ok", None
 
     def _complete(self, request: dict) -> tuple[dict | None, dict, str | None, str | None, int]:
         """(message ``{"content", "tool_calls", "truncated"}``, usage, error, error kind, attempts) — never raises
@@ -485,64 +536,45 @@ class OpenAIAgent(PromptedAgent):
         Each attempt runs under a total deadline of ``timeout`` seconds (:class:`~spatialact.agents.wire.ReplyGuard`:
         a reply dripped byte by byte is abandoned then, as a silent server is), and reads at most
         :data:`~spatialact.agents.wire.MAX_REPLY_BYTES` of the reply (decoded while it streams); a reply cut there
-        keeps the text read so far (``truncated``). Retried (up to ``max_retries`` more attempts, with backoff):
-        429, 5xx, connection failures, malformed replies (a body that is not a chat completion, or a message with
-        neither content nor tool calls) and, with ``retry_on_timeout``, timeouts. Other 4xx answers are returned at
-        once. The error kind is one of ``ERROR_KINDS``. ``usage`` is :func:`~spatialact.agents.wire.sane_usage`'s
-        counts, or ``{"prompt_tokens": None, "completion_tokens": None}`` when the reply's are not believable or
-        were cut off (said once on stderr)."""
-        oa = self._openai
+        keeps the text read so far (``truncated``). Retried (up to ``max_retries`` more attempts, after
+        :meth:`_wait`: the reply's ``Retry-After``, else backoff): 429, 5xx, connection failures, malformed replies
+        (a body that is not a chat completion, or a message with neither content nor tool calls) and, with
+        ``retry_on_timeout``, timeouts. Other 4xx answers are returned at once. The error kind is one of
+        ``ERROR_KINDS``. ``usage`` is :func:`~spatialact.agents.wire.sane_usage`'s counts, or ``{"prompt_tokens":
+        None, "completion_tokens": None}`` when the reply's are not believable or were cut off (said once on
+        stderr).
+
+        Every attempt passes this process's request gate when the runner installed one
+        (:func:`~spatialact.agents.wire.current_gate`: the adaptive concurrency and the rate budgets of ``eval
+        --concurrency``), which is told how it ended; waiting there does not count against ``timeout``, and a
+        retry waiting out its backoff holds no place. A gate closed by a stopping run ends the request unsent."""
+        gate = current_gate()
         attempts = 0
         err, kind = "retries exhausted", "http"
         for attempt in range(self.max_retries + 1):
+            ticket = None
+            if gate is not None:
+                try:
+                    ticket = gate.acquire(retry=attempt > 0)
+                except GateClosed as e:
+                    return None, {}, f"not sent: {e}", "connection", attempts
             attempts += 1
             self.n_requests += 1
-            last = attempt >= self.max_retries
-            guard = self.reply_guard
+            t0 = time.perf_counter()
+            outcome = "malformed"
             try:
-                with guard.deadline(self.timeout):
-                    raw = self._client.chat.completions.with_raw_response.create(**request)
-                    body = raw.http_response.content
-            except oa.APIStatusError as e:
-                status = e.status_code
-                err, kind = f"HTTP {status}: {self._scrub(str(e))}", "http"
-                if (status == 429 or status >= 500) and not last:
-                    time.sleep(self._wait(attempt, e))
-                    continue
+                message, counts, err, kind, outcome, wait = self._attempt(request, attempt)
+            finally:
+                if ticket is not None:
+                    used = None
+                    if outcome == "ok" and None not in (counts.get("prompt_tokens"), counts.get("completion_tokens")):
+                        used = counts["prompt_tokens"] + counts["completion_tokens"]
+                    gate.release(ticket, outcome, time.perf_counter() - t0, used)
+            if message is not None:
+                return message, counts, None, None, attempts
+            if wait is None or attempt >= self.max_retries:
                 return None, {}, err, kind, attempts
-            except Exception as e:  # noqa: BLE001 - whatever the client raises is a failed attempt, kind by kind
-                if guard.expired or isinstance(e, oa.APITimeoutError):
-                    err, kind = f"timeout after {self.timeout:g} s", "timeout"
-                    retry = self.retry_on_timeout
-                elif isinstance(e, oa.APIConnectionError):
-                    err, kind, retry = f"connection error: {self._scrub(str(e))}", "connection", True
-                else:  # a reply body that cannot be read, and the like
-                    err, kind = f"malformed reply: {e.__class__.__name__}: {self._scrub(str(e))}", "malformed"
-                    retry = True
-                if retry and not last:
-                    time.sleep(min(self.max_backoff, self.backoff * (2 ** attempt)))
-                    continue
-                return None, {}, err, kind, attempts
-            try:
-                message, usage = _read_reply(body, guard.cut)
-            except _Malformed as e:
-                err, kind = f"malformed reply: {self._scrub(str(e))}", "malformed"
-                if not last:
-                    time.sleep(min(self.max_backoff, self.backoff * (2 ** attempt)))
-                    continue
-                return None, {}, err, kind, attempts
-            counts, problem = sane_usage(usage)
-            if guard.cut:
-                counts = None
-                _note_once("cut", f"spatialact: {self.name}: a reply longer than {MAX_REPLY_BYTES:,} bytes was cut "
-                                  f"there: its first {MAX_TEXT_BYTES:,} bytes of text are the answer (marked "
-                                  f"truncated), its token counts are unknown (null); said once")
-            elif counts is None:
-                _note_once("usage", f"spatialact: {self.name}: the endpoint's token counts are not believable "
-                                    f"({problem}): tokens and cost are recorded as unknown (null); said once")
-            if counts is None:
-                counts = {"prompt_tokens": None, "completion_tokens": None}
-            return message, counts, None, None, attempts
+            time.sleep(wait)
         return None, {}, err, kind, attempts  # pragma: no cover - the loop always returns
 
     def _cost(self, usage: dict) -> float | None:

@@ -15,7 +15,12 @@ out. :class:`ReplyGuard` gives an ``httpx`` client (the one the ``openai`` clien
   without the ``trace`` extension. Other encodings are passed on undecoded (the body is then not JSON: a malformed
   reply).
 
-A guard serves one request at a time (an agent answers one turn at a time; the runner's workers are processes).
+A guard serves one request at a time: an agent answers one turn at a time, and the runner builds an agent per
+episode, so the threads of ``eval --concurrency N`` never share one.
+
+The rest of a request's manners live here too: :func:`retry_after` reads how long a reply asks the client to wait,
+and :class:`RequestGate` is the one place the requests of a process's threads pass — at most an adaptive number in
+flight, within optional requests- and tokens-per-minute budgets (:func:`use_gate` installs it for a run).
 
 Limits (documented in docs/agents.md): :data:`MAX_REPLY_BYTES` (8 MiB) of a reply read or decoded,
 :data:`MAX_TEXT_BYTES` (1 MiB, UTF-8) of model text kept per reply, :data:`MAX_USAGE_TOKENS` (10⁸) tokens a sane
@@ -35,7 +40,8 @@ import zlib
 from contextlib import contextmanager
 
 __all__ = ["MAX_REPLY_BYTES", "MAX_TEXT_BYTES", "MAX_USAGE_TOKENS", "ReplyGuard", "DeadlineExceeded", "cap_text",
-           "salvage_content", "sane_usage"]
+           "salvage_content", "sane_usage", "retry_after", "MAX_RETRY_AFTER_S", "RequestGate", "GateClosed", "Ticket",
+           "OUTCOMES", "current_gate", "use_gate", "install_gate"]
 
 #: The most bytes of one reply read from the wire, and the most its decoded body may hold (a gzip reply of 200 KB
 #: that inflates to 200 MB is cut here while it is decoded). 1 MiB of text escaped as ``\\uXXXX`` is 6 MiB of JSON.
@@ -309,3 +315,270 @@ def _whole(v) -> int | None:
     if isinstance(v, float) and math.isfinite(v) and v.is_integer():
         return int(v)
     return None
+
+
+# ----- Retry-After --------------------------------------------------------------------------------------------------
+#: The longest wait a ``Retry-After`` is honoured with (seconds); a reply that asks for longer is not retried (the
+#: episode fails with ``api_error``, asked again when the same command is rerun).
+MAX_RETRY_AFTER_S = 300.0
+
+
+def retry_after(headers, now: float | None = None) -> float | None:
+    """Seconds a reply asks the client to wait before it retries, or None when it says nothing usable: the
+    ``retry-after-ms`` header (milliseconds, as OpenAI sends it) first, then ``retry-after`` as seconds or as an HTTP
+    date (RFC 9110 section 10.2.3; a date in the past is 0). ``headers``: any mapping with ``get`` (case-insensitive
+    as ``httpx``'s are, or lower-case keys)."""
+    if headers is None:
+        return None
+    for name, scale in (("retry-after-ms", 1e-3), ("retry-after", 1.0)):
+        raw = headers.get(name)
+        if raw is None:
+            continue
+        text = str(raw).strip()[:64]
+        try:
+            x = float(text)
+        except ValueError:
+            if scale != 1.0:
+                continue
+            from email.utils import parsedate_to_datetime
+
+            try:
+                when = parsedate_to_datetime(text)
+            except (TypeError, ValueError, IndexError):
+                continue
+            if when is None or when.tzinfo is None:
+                continue
+            x = when.timestamp() - (time.time() if now is None else now)
+            return max(0.0, x)
+        if math.isfinite(x) and x >= 0:
+            return x * scale
+    return None
+
+
+# ----- the request gate -------------------------------------------------------------------------------------------
+class GateClosed(RuntimeError):
+    """The run that owns the gate stopped: no further request is sent."""
+
+
+#: The outcomes a gate is told about (``RequestGate.release``).
+OUTCOMES = ("ok", "rate_limited", "server_error", "connection", "timeout", "client_error", "malformed")
+#: Adaptive concurrency: a window of completed requests is judged once it holds ``max(WINDOW_MIN, 2 x limit)``.
+WINDOW_MIN = 16
+#: ... lowered (x DECREASE) when this share of the window was rate-limited (429), or failed (5xx, connection,
+#: timeout), or when the window's median latency is above LATENCY_RISE x the best window's (and 0.5 s more) ...
+UNHEALTHY_SHARE = 0.15
+LATENCY_RISE = 2.0
+DECREASE = 0.75
+#: ... and raised (by a quarter, at least one) when both shares are below half of UNHEALTHY_SHARE and the median
+#: latency is within 1.5 x the best.
+INCREASE = 0.25
+
+
+class _Bucket:
+    """A token bucket: ``rate`` per minute, holding at most one second's worth (at least one request's cost); a
+    cost is taken once the level covers it (or the whole capacity), so a request larger than the capacity still
+    goes, and the level may go below zero (later requests wait for the debt)."""
+
+    def __init__(self, per_minute: float, clock):
+        self.rate = float(per_minute) / 60.0
+        self.capacity = max(1.0, self.rate)
+        self.level = self.capacity
+        self.clock = clock
+        self.t = clock()
+
+    def _fill(self) -> None:
+        now = self.clock()
+        self.level = min(self.capacity, self.level + (now - self.t) * self.rate)
+        self.t = now
+
+    def wait(self, cost: float) -> float:
+        """Seconds until ``cost`` may be taken (0: now)."""
+        self._fill()
+        need = min(cost, self.capacity)
+        return 0.0 if self.level >= need else (need - self.level) / self.rate
+
+    def take(self, cost: float) -> None:
+        self._fill()
+        self.level -= cost
+
+
+class Ticket:
+    """One request let through a :class:`RequestGate`: when it started, the tokens reserved for it."""
+
+    __slots__ = ("start", "tokens", "released")
+
+    def __init__(self, start: float, tokens: float):
+        self.start, self.tokens, self.released = start, tokens, False
+
+
+class RequestGate:
+    """Model requests in flight across the threads of one process (``eval --concurrency``; docs/evaluation.md,
+    "Many requests in flight").
+
+    At most ``limit`` requests are in flight at once. ``limit`` starts at ``max_concurrency`` and adapts (AIMD, as
+    lmms-eval's ``async_openai`` model): every window of completed requests (:data:`WINDOW_MIN` or twice the limit,
+    whichever is more) it is lowered by :data:`DECREASE` when the window was unhealthy — rate-limited (429) or failing
+    (5xx, connection, timeout) in :data:`UNHEALTHY_SHARE` of its requests or more, or slower than
+    :data:`LATENCY_RISE` x the best window's median latency — and raised again by :data:`INCREASE` (at least one)
+    while healthy, never above ``max_concurrency`` nor below 1. ``max_rpm`` / ``max_tpm``: token buckets (requests,
+    and prompt + completion tokens, per minute) shared by the threads; a request's tokens are not known before its
+    reply, so the mean of the replies so far is reserved and the difference settled after (the first request goes
+    alone until its reply says how many tokens a request takes). The gate never retries anything: the agent's
+    ``max_retries`` bound the attempts; a retry waiting out its backoff or ``Retry-After`` holds no place.
+
+    ``acquire()`` blocks until a request may go and returns a :class:`Ticket`; ``release(ticket, outcome, latency,
+    tokens)`` reports how it ended (:data:`OUTCOMES`). ``close()`` wakes every waiter with :class:`GateClosed`.
+    ``snapshot()`` gives the figures a progress bar and a run summary show. Times in seconds (``clock``: monotonic).
+    """
+
+    def __init__(self, max_concurrency: int = 16, max_rpm: float | None = None, max_tpm: float | None = None,
+                 adaptive: bool = True, clock=time.monotonic):
+        self.max_concurrency = max(1, int(max_concurrency))
+        self.limit = float(self.max_concurrency)
+        self.adaptive = bool(adaptive)
+        self.clock = clock
+        self._cond = threading.Condition()
+        self._rpm = _Bucket(max_rpm, clock) if max_rpm else None
+        self._tpm = _Bucket(max_tpm, clock) if max_tpm else None
+        self.max_rpm, self.max_tpm = max_rpm, max_tpm
+        self._tokens_seen = 0.0
+        self._replies_with_tokens = 0
+        self._window: list[tuple[str, float]] = []
+        self._best_median: float | None = None
+        self.closed = False
+        self.in_flight = 0
+        self.counts = {"requests": 0, "peak_in_flight": 0, "retries": 0, "lowered": 0, "raised": 0,
+                       "lowest_limit": self.max_concurrency, "waited_s": 0.0, **{o: 0 for o in OUTCOMES}}
+
+    # ----- letting requests through -----------------------------------------------------------------------------
+    def _estimate(self) -> float:
+        return self._tokens_seen / self._replies_with_tokens if self._replies_with_tokens else 0.0
+
+    def _rate_wait(self, est: float) -> float | None:
+        """Seconds the rate budgets ask a request to wait (0: go now); None: wait for a reply (the first request
+        under ``max_tpm`` goes alone)."""
+        if self._tpm is not None and not self._replies_with_tokens and not self.counts["ok"] and self.in_flight:
+            return None
+        w = 0.0
+        if self._rpm is not None:
+            w = max(w, self._rpm.wait(1.0))
+        if self._tpm is not None and est > 0:
+            w = max(w, self._tpm.wait(est))
+        return w
+
+    def acquire(self, retry: bool = False) -> Ticket:
+        """Wait for a place (and the rate budgets); ``retry``: this is a retry of a request (counted)."""
+        t0 = self.clock()
+        with self._cond:
+            while True:
+                if self.closed:
+                    raise GateClosed("the run stopped: no further request is sent")
+                wait = None
+                if self.in_flight < max(1, int(self.limit)):
+                    est = self._estimate()
+                    wait = self._rate_wait(est)
+                    if wait == 0.0:
+                        if self._rpm is not None:
+                            self._rpm.take(1.0)
+                        if self._tpm is not None:
+                            self._tpm.take(est)
+                        self.in_flight += 1
+                        c = self.counts
+                        c["requests"] += 1
+                        c["retries"] += int(bool(retry))
+                        c["peak_in_flight"] = max(c["peak_in_flight"], self.in_flight)
+                        now = self.clock()
+                        c["waited_s"] += now - t0
+                        return Ticket(now, est)
+                self._cond.wait(timeout=wait)  # None: until a request ends (or the gate closes)
+
+    def release(self, ticket: Ticket, outcome: str, latency: float | None = None, tokens: float | None = None) -> None:
+        """A request let through by :meth:`acquire` ended with ``outcome`` (:data:`OUTCOMES`) after ``latency``
+        seconds (default: since it was let through), its reply counting ``tokens`` (prompt + completion; None:
+        unknown)."""
+        if ticket.released:
+            return
+        ticket.released = True
+        latency = self.clock() - ticket.start if latency is None else float(latency)
+        with self._cond:
+            self.in_flight = max(0, self.in_flight - 1)
+            self.counts[outcome if outcome in OUTCOMES else "malformed"] += 1
+            if tokens is not None and tokens > 0:
+                self._tokens_seen += float(tokens)
+                self._replies_with_tokens += 1
+            if self._tpm is not None:  # settle the reservation: a failed request used no tokens
+                self._tpm.level += ticket.tokens - (float(tokens or 0) if outcome == "ok" else 0.0)
+                self._tpm.level = min(self._tpm.level, self._tpm.capacity)
+            if self.adaptive:
+                self._judge(outcome, latency)
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        with self._cond:
+            self.closed = True
+            self._cond.notify_all()
+
+    # ----- adaptive concurrency -------------------------------------------------------------------------------
+    def _judge(self, outcome: str, latency: float) -> None:
+        self._window.append((outcome, latency))
+        if len(self._window) < max(WINDOW_MIN, 2 * math.ceil(self.limit)):
+            return
+        win, self._window = self._window, []
+        n = len(win)
+        limited = sum(o == "rate_limited" for o, _ in win) / n
+        failing = sum(o in ("server_error", "connection", "timeout") for o, _ in win) / n
+        ok = sorted(lat for o, lat in win if o == "ok")
+        median = ok[len(ok) // 2] if ok else None
+        best = self._best_median
+        slow = median is not None and best is not None and median > LATENCY_RISE * best and median - best > 0.5
+        if median is not None and (best is None or median < best):
+            self._best_median = median
+        c = self.counts
+        if limited >= UNHEALTHY_SHARE or failing >= UNHEALTHY_SHARE or slow:
+            new = max(1.0, math.floor(self.limit * DECREASE))
+            if new < self.limit:
+                self.limit = new
+                c["lowered"] += 1
+                c["lowest_limit"] = min(c["lowest_limit"], int(new))
+        elif limited < UNHEALTHY_SHARE / 2 and failing < UNHEALTHY_SHARE / 2 and \
+                (median is None or best is None or median <= 1.5 * best):
+            new = min(float(self.max_concurrency), self.limit + max(1.0, math.floor(self.limit * INCREASE)))
+            if new > self.limit:
+                self.limit = new
+                c["raised"] += 1
+
+    def snapshot(self) -> dict:
+        """The gate's figures now: ``in_flight``, ``limit`` (the adaptive concurrency), ``max_concurrency``,
+        ``requests`` (attempts let through), ``retries``, ``peak_in_flight``, ``lowest_limit``, ``lowered`` /
+        ``raised`` (adaptive changes), ``waited_s`` (summed time requests waited for a place or a budget), and a
+        count per outcome (:data:`OUTCOMES`)."""
+        with self._cond:
+            return {"in_flight": self.in_flight, "limit": int(self.limit), "max_concurrency": self.max_concurrency,
+                    **dict(self.counts), "waited_s": round(self.counts["waited_s"], 3)}
+
+
+_GATE: list = [None]
+
+
+def current_gate() -> RequestGate | None:
+    """The gate this process's API agents send their requests through (None: no gate, nothing limited)."""
+    return _GATE[0]
+
+
+def install_gate(gate: RequestGate | None) -> RequestGate | None:
+    """Send this process's API requests through ``gate`` from now on (None: no gate); returns the one before."""
+    before, _GATE[0] = _GATE[0], gate
+    return before
+
+
+@contextmanager
+def use_gate(gate: RequestGate | None):
+    """Send this process's API requests through ``gate`` inside the block (the runner's, for the threads of a
+    run); the gate is closed at the end."""
+    before = install_gate(gate)
+    try:
+        yield gate
+    finally:
+        _GATE[0] = before
+        if gate is not None:
+            gate.close()

@@ -32,7 +32,12 @@ after the agent's retries) is recorded with reason api_error, printed as it happ
 rerunning the same command retries those episodes (an answer that did not parse is a result and stays);
 --retry-errors retries every failed episode (also reason "error": an exception inside the episode). Three
 connection failures in a row at the start stop the run. Exit status: 0 all episodes have results, 1 some
-failed, 2 bad input or a refused run directory.
+failed, 2 bad input or a refused run directory, 3 stopped at --max-cost (resumable).
+
+--concurrency N keeps N episodes going at once in one process (default 16 for openai, react and plan-execute, 1 for
+the others): their worlds are stepped while their models answer; requests pass an adaptive limit (lower while the
+endpoint rate-limits, fails or slows down) within --max-rpm / --max-tpm, and honour Retry-After. The progress bar
+and the summary show requests in flight, the current concurrency, retries, tokens and cost.
 
 Examples:
   spatialact eval --suite default --agent oracle --out runs/oracle
@@ -107,6 +112,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "to start, so few episodes run faster in one process)")
     p.add_argument("--backend", choices=list(RUN_BACKENDS), default="local",
                    help="'ray' runs the episodes as Ray tasks on a local Ray instance")
+    add_concurrency_arguments(p)
+    p.add_argument("--max-cost", type=cost_arg, default=None, metavar="USD",
+                   help="stop the run once the cost recorded in its directory reaches USD (the agent's price_in and "
+                        "price_out price it): no episode starts after that, those in progress are written, and the "
+                        "command exits 3 saying so; rerun with a higher --max-cost to go on")
     p.add_argument("--flip", action="store_true",
                    help="FlipEval: run every episode plain and mirrored left-right (two records per task, variant "
                         "'mirror'); also prints plain, mirrored and paired scores, mirror inconsistency and "
@@ -124,6 +134,64 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, help="run directory")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+
+def add_concurrency_arguments(p: argparse.ArgumentParser, what: str = "episodes in progress") -> None:
+    """``--concurrency N``, ``--max-rpm N``, ``--max-tpm N`` (eval and questions score; docs/evaluation.md, "Many
+    requests in flight")."""
+    p.add_argument("--concurrency", type=concurrency_arg, default=None, metavar="N",
+                   help=f"{what} at once in one process (default 16 for an agent that talks to an "
+                        "endpoint: openai, react, plan-execute; 1 for the others): while one waits for its model "
+                        "the others go on; requests pass an adaptive limit that drops while the endpoint "
+                        "rate-limits (429), fails or slows down and rises again when it is healthy; with "
+                        "--workers each process runs its own N")
+    p.add_argument("--max-rpm", type=rate_arg, default=None, metavar="N",
+                   help="at most N requests a minute (a token bucket shared by the threads; divided between worker "
+                        "processes)")
+    p.add_argument("--max-tpm", type=rate_arg, default=None, metavar="N",
+                   help="at most N tokens (prompt + completion) a minute, as replies count them (divided between "
+                        "worker processes)")
+
+
+def concurrency_arg(text: str) -> int:
+    """``--concurrency``: a whole number from 1 to ``spatialact.evaluation.runner.MAX_CONCURRENCY``."""
+    from spatialact.evaluation.runner import MAX_CONCURRENCY
+
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text[:40]!r}") from None
+    if not 1 <= n <= MAX_CONCURRENCY:
+        raise argparse.ArgumentTypeError(f"must be from 1 to {MAX_CONCURRENCY} (MAX_CONCURRENCY), got {n}")
+    return n
+
+
+def _finite(text: str) -> float:
+    import math
+
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text[:40]!r}") from None
+    if not math.isfinite(x):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text[:40]!r}")
+    return x
+
+
+def rate_arg(text: str) -> float:
+    """``--max-rpm`` / ``--max-tpm``: a finite number above 0."""
+    x = _finite(text)
+    if x <= 0:
+        raise argparse.ArgumentTypeError(f"must be above 0, got {text[:40]}")
+    return x
+
+
+def cost_arg(text: str) -> float:
+    """``--max-cost``: a finite number of USD, 0 or more."""
+    x = _finite(text)
+    if x < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more (USD), got {text[:40]}")
+    return x
 
 
 class _Given(argparse.Action):
@@ -334,7 +402,9 @@ def run(args: argparse.Namespace) -> int:
         summary = run_eval(tasks, agent, cfg, args.out, task_source=source, task_hash=sha, task_file=task_file,
                            limit=args.limit, workers=args.workers, backend=args.backend,
                            progress=not args.no_progress, retry_errors=args.retry_errors,
-                           variants=VARIANTS if args.flip else None, repeats=args.repeats, **suite)
+                           variants=VARIANTS if args.flip else None, repeats=args.repeats,
+                           concurrency=args.concurrency, max_rpm=args.max_rpm, max_tpm=args.max_tpm,
+                           max_cost=args.max_cost, **suite)
         records = read_records(args.out)
     except (RunStoreError, EndpointUnreachable) as e:
         raise CLIError(str(e)) from None
@@ -387,7 +457,8 @@ def _report(args: argparse.Namespace, agent, source: str, summary, records: list
         out = {"run_dir": str(summary.run_dir), "new": summary.n_new, "skipped": summary.n_skipped,
                "errors": summary.n_errors, "failures": summary.failures, "workers": summary.workers,
                "repeats": summary.repeats, "notes": list(summary.notes), "summary": table,
-               "images_checked": pinned, "images_differ": differ}
+               "images_checked": pinned, "images_differ": differ, "concurrency": summary.concurrency,
+               "figures": summary.figures, "stopped": summary.stopped}
         if flip is not None:
             out["flip"] = flip[2]
         print_json(out)
@@ -406,6 +477,16 @@ def _report(args: argparse.Namespace, agent, source: str, summary, records: list
                   + (f"; {differ} differ (another renderer, size or machine: not comparable)" if differ else ""))
         print(f"\n{summary.n_new} episodes run, {summary.n_skipped} already done; results: "
               f"{summary.run_dir / 'results.jsonl'}")
+        if summary.n_new and (summary.concurrency > 1 or (summary.figures or {}).get("requests")):
+            from spatialact.evaluation.progress import format_figures
+
+            print(format_figures(summary.figures))
+    if summary.stopped == "max_cost":
+        f = summary.figures or {}
+        print(f"spatialact eval: stopped: the cost recorded for this run (${f.get('cost_usd_run', 0):.4f}) reached "
+              f"--max-cost {args.max_cost:g} USD; {summary.n_tasks * summary.repeats - summary.n_skipped - summary.n_new}"
+              f" episodes not run; rerun with a higher --max-cost to go on", file=sys.stderr)
+        return 3
     if line:
         print(f"spatialact eval: {line}", file=sys.stderr)
         return 1

@@ -100,6 +100,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="ask option questions under rotation 0 only (no CircularEval)")
     s.add_argument("--seed", type=seed_arg, default=None, help="run seed, part of the resume key (default 0)")
     s.add_argument("--limit", type=int, default=None, help="ask only the first N questions")
+    from .eval import add_concurrency_arguments
+
+    add_concurrency_arguments(s, "questions asked")
     s.add_argument("--no-progress", action="store_true", help="no progress bar")
     s.add_argument("--json", action="store_true", help="print the summary as JSON")
 
@@ -328,7 +331,8 @@ def _score_agent(args: argparse.Namespace) -> int:
     try:
         res = run_questions(questions, probe, args.out, seed=seed, circular=not args.no_circular,
                             question_file=args.questions, question_sha=qf.sha256, config=config,
-                            progress=not args.no_progress and sys.stderr.isatty(), limit=args.limit)
+                            progress=not args.no_progress and sys.stderr.isatty(), limit=args.limit,
+                            concurrency=args.concurrency, max_rpm=args.max_rpm, max_tpm=args.max_tpm)
     except (RunStoreError, EndpointUnreachable) as e:
         raise CLIError(str(e)) from None
     except PermissionError as e:
@@ -336,13 +340,18 @@ def _score_agent(args: argparse.Namespace) -> int:
     n_fail = sum(res.failures.values())
     if args.json:
         print_json({"run_dir": str(res.run_dir), "new": res.n_new, "skipped": res.n_skipped,
-                    "failures": res.failures, "summary": res.summary}, ensure_ascii=False)
+                    "failures": res.failures, "summary": res.summary, "concurrency": res.concurrency,
+                    "figures": res.figures}, ensure_ascii=False)
     else:
         headers, rows = summary_rows(res.summary)
         print(format_table(rows, headers, title=f"{name} · questions · {args.questions}"
                                                 + ("" if args.no_circular else " · CircularEval over all rotations")))
         print(f"\n{res.n_new} answers asked, {res.n_skipped} already done; results: "
               f"{res.run_dir / 'results.jsonl'}")
+        if res.n_new and (res.concurrency > 1 or res.figures.get("requests")):
+            from spatialact.evaluation.progress import format_figures
+
+            print(format_figures(res.figures, unit="answers"))
     if n_fail:
         print(f"spatialact questions: {n_fail} answer{'s' * (n_fail != 1)} failed (api_error): no score recorded; "
               "rerun the same command to ask them again", file=sys.stderr)

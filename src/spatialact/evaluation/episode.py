@@ -32,8 +32,8 @@ import math
 import os
 import re
 import time
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Generator
 
 import numpy as np
 
@@ -44,7 +44,7 @@ from ..records import (FAILURE_REASONS, RETRIED_ON_RESUME, SCORE_FIELDS, STEP_SC
 from ..tasks import Task
 from ..vocab import ENVS, MODES, PROFILES
 
-__all__ = ["EpisodeConfig", "EpisodeFrames", "run_episode", "episode_key", "record_key", "episode_seed",
+__all__ = ["EpisodeConfig", "EpisodeFrames", "run_episode", "episode_steps", "AgentCall", "drive", "world_kind", "episode_key", "record_key", "episode_seed",
            "check_runnable", "execution_limit", "env_name", "TaskInputError", "FAILURE_REASONS",
            "RETRIED_ON_RESUME", "is_failure", "observation_supplies", "free_camera_task", "images_match"]
 
@@ -372,6 +372,15 @@ def _mesh_problem(path: str) -> str | None:
     return _MESHES[key]
 
 
+def world_kind(task: Task, cfg: EpisodeConfig) -> str | None:
+    """What an episode of ``task`` under ``cfg`` holds while it runs: ``"game"`` (a game level: a world and its
+    engine process), ``"world"`` (a simulated world: a physics client and its renderer) or None (``--env none``, a
+    task without a scene: images only). The runner bounds the live episodes of each kind (docs/evaluation.md)."""
+    if env_name(task, cfg) == "none":
+        return None
+    return "game" if _is_game(task) else "world"
+
+
 def free_camera_task(task: Task, cfg: EpisodeConfig) -> bool:
     """Whether ``task`` runs in a free-camera world under ``cfg`` (CameraNav in PyBullet: a procedural room, a mesh
     or a camera path's replay room), the worlds whose walls ``cfg.collisions`` turns on or off."""
@@ -454,13 +463,58 @@ def _score(pred: ActionSequence, parse, task: Task, cfg: EpisodeConfig, n_repair
     return {k: vals[k] for k in SCORE_FIELDS}
 
 
+@dataclass(frozen=True)
+class AgentCall:
+    """What an episode waits for (:func:`episode_steps` yields it): ``fn(*args, **kwargs)`` — its agent's ``reset``
+    or ``act`` — run by whoever drives the episode, who sends the return value back in (or throws the exception in).
+    ``observation``: the observation an ``act`` is given (None for ``reset``)."""
+
+    fn: Callable
+    args: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+    observation: dict | None = None
+
+    def __call__(self):
+        return self.fn(*self.args, **self.kwargs)
+
+
+def drive(steps: Generator) -> Any:
+    """Run an episode generator (:func:`episode_steps`) here, calling each :class:`AgentCall` on this thread as it
+    comes; returns what the generator returns. An exception of a call is thrown into the generator (the episode
+    records it, or lets it through)."""
+    try:
+        call = next(steps)
+        while True:
+            try:
+                result = call()
+            except BaseException as e:  # noqa: BLE001 - the episode decides (it records Exceptions)
+                call = steps.throw(e)
+            else:
+                call = steps.send(result)
+    except StopIteration as stop:
+        return stop.value
+
+
 def run_episode(task: Task, agent, cfg: EpisodeConfig, repeat: int = 0) -> tuple[dict, EpisodeFrames]:
-    """Run one episode and return (record, frames). The record holds no images; the caller stores the frames.
+    """Run one episode and return (record, frames): :func:`episode_steps` driven on this thread (:func:`drive`).
+    The record holds no images; the caller stores the frames."""
+    return drive(episode_steps(task, agent, cfg, repeat))
+
+
+def episode_steps(task: Task, agent, cfg: EpisodeConfig, repeat: int = 0) -> Generator[AgentCall, Any,
+                                                                                        tuple[dict, EpisodeFrames]]:
+    """One episode as a generator: it steps the world itself and yields an :class:`AgentCall` each time it needs
+    its agent — the ``reset``, then one ``act`` (one-shot) or one per turn (closed-loop) —, expecting the call's
+    return value back (``send``) or its exception (``throw``); it returns (record, frames). The record holds no
+    images; the caller stores the frames. Whoever drives it must do so on one thread (the world's: a GL context
+    belongs to the thread that made it); the agent's calls may run on another (``eval --concurrency``: the runner
+    interleaves many episodes on one thread while their agents wait for their models).
     ``repeat`` (``eval --repeats K``: 0 to K-1) goes into the record and, above 0, its key (``|r<repeat>``).
 
     ``agent`` gets ``reset(task, mode=cfg.mode, seed=<the episode's seed>)``; an agent object from outside the
     package is wrapped first (``spatialact.agents.adapt_agent``: a ``reset(task)`` gets the task alone, an
-    ``async def act`` is awaited on this thread's event loop, an answer given as text is parsed).
+    ``async def act`` is awaited on the event loop of the thread that runs the call, an answer given as text is
+    parsed).
 
     Never raises for a bad model answer: a parse failure scores 0 with reason ``parse_error`` and the (empty)
     answer still executes, so the closed-loop figures exist. A failed agent call (the turn's ``error``) gives a
@@ -487,9 +541,10 @@ def run_episode(task: Task, agent, cfg: EpisodeConfig, repeat: int = 0) -> tuple
         if observation["rgb"] is None or observation["goal_rgb"] is None:
             raise TaskInputError(f"task {task.id!r} has neither a scene nor start/goal images")
         # the protocol's reset: the mode and the episode's seed (the one its agent was built with: AgentSpec.build)
-        agent.reset(task, mode=cfg.mode, seed=(episode_seed(cfg.seed, task.id) + int(repeat)) & 0x7FFFFFFF)
+        yield AgentCall(agent.reset, (task,),
+                        {"mode": cfg.mode, "seed": (episode_seed(cfg.seed, task.id) + int(repeat)) & 0x7FFFFFFF})
         if cfg.mode == "one-shot":
-            turn = agent.act(observation)
+            turn = yield AgentCall(agent.act, (observation,), observation=observation)
             turns.append(turn)
             pred, parse = turn.parse.sequence, turn.parse
             n_repairs = len(parse.repairs)
@@ -509,8 +564,8 @@ def run_episode(task: Task, agent, cfg: EpisodeConfig, repeat: int = 0) -> tuple
             n_executed = len(executed)
         else:
             blocked = []
-            pred, parse, n_repairs, poses, last_info = _closed_loop(task, agent, cfg, env, observation, info,
-                                                                   turns, frames, blocked)
+            pred, parse, n_repairs, poses, last_info = yield from _closed_loop(task, agent, cfg, env, observation,
+                                                                              info, turns, frames, blocked)
             n_executed = len(pred)
         failed = next((t for t in turns if getattr(t, "error", None)), None)
         if failed is not None:  # the agent call failed: no answer, so no result (docs/evaluation.md)
@@ -542,15 +597,15 @@ def run_episode(task: Task, agent, cfg: EpisodeConfig, repeat: int = 0) -> tuple
 
 
 def _closed_loop(task, agent, cfg, env, observation, info, turns, frames, blocked):
-    """Observe, act one step, repeat. Returns (executed sequence, last parse, repairs, visited poses, last info);
-    ``blocked`` gets one flag per executed step (the world stopped it short)."""
+    """Observe, act one step (each turn an :class:`AgentCall` yielded), repeat. Returns (executed sequence, last
+    parse, repairs, visited poses, last info); ``blocked`` gets one flag per executed step (the world stopped it short)."""
     if env is None:
         raise ValueError(f"task {task.id!r} has no scene: closed-loop mode needs a simulator")
     start_rgb = observation["rgb"]
     executed, n_repairs, last_info, parse = [], 0, info, None
     poses = [np.asarray(info["pose"], dtype=np.float64)]
     while len(executed) < execution_limit(task, cfg):
-        turn = agent.act(observation)
+        turn = yield AgentCall(agent.act, (observation,), observation=observation)
         turns.append(turn)
         parse = turn.parse
         n_repairs += len(parse.repairs)

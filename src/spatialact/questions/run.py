@@ -133,12 +133,21 @@ class RandomAnswerer(_Baseline):
 
 
 class _APIAnswerer:
-    """The MLLM agent answering through :meth:`OpenAIAgent.ask` (same endpoint, cache and retries as actions)."""
+    """The MLLM agent answering through :meth:`OpenAIAgent.ask` (same endpoint, cache and retries as actions).
+    ``kwargs``: the agent's arguments, so that :meth:`fresh` builds another for another thread (an agent's reply
+    guard serves one request at a time)."""
 
-    def __init__(self, agent):
+    def __init__(self, agent, kwargs: dict | None = None):
         self.agent = agent
         self.name = agent.name
         self.model = agent.model
+        self.kwargs = dict(kwargs or {})
+
+    def fresh(self) -> "_APIAnswerer":
+        """Another answerer of the same agent (same arguments), for another thread."""
+        from ..agents import make_agent
+
+        return _APIAnswerer(make_agent("openai", **self.kwargs), self.kwargs)
 
     def describe(self) -> dict:
         d = self.agent.describe()
@@ -235,7 +244,7 @@ def make_answerer(name: str, **kwargs):
         raise AgentConfigError(f"agent {key!r} does not answer questions (use one of {', '.join(QUESTION_AGENTS)})")
     from ..agents import make_agent
 
-    return _APIAnswerer(make_agent("openai", **kwargs))
+    return _APIAnswerer(make_agent("openai", **kwargs), kwargs)
 
 
 def check_question_inputs(questions) -> None:
@@ -261,17 +270,76 @@ class QuestionRunSummary:
     n_skipped: int
     failures: dict
     summary: dict
+    concurrency: int = 1  # answers asked at once (questions score --concurrency N)
+    figures: dict = field(default_factory=dict)  # requests, retries, tokens, cost, peak in flight, wall time
+
+
+#: ``--concurrency`` of ``questions score`` when not given: for the MLLM agent (the same default as ``eval``'s);
+#: baselines and plug-ins answer one question at a time.
+API_CONCURRENCY = 16
+
+
+def _asked(agent, q: dict, r: int):
+    t0 = time.perf_counter()
+    messages = question_prompt(q, r)
+    reply = agent.answer(q, r, messages)
+    return q, r, reply, time.perf_counter() - t0
+
+
+def _answers(agent, todo: list, concurrency: int):
+    """``(question, rotation, reply, latency)`` for every job of ``todo``: asked here one at a time, or by
+    ``concurrency`` threads (each with its own answerer when the answerer has ``fresh()``: an API agent), yielded
+    as they come back. The threads start slowly, as the episodes of ``eval`` do
+    (``spatialact.evaluation.concurrent``): one question until an answer came back, then ``2 ** (answers - 1)``
+    at once, up to ``concurrency``."""
+    if concurrency <= 1:
+        for q, r in todo:
+            yield _asked(agent, q, r)
+        return
+    import threading
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+    local = threading.local()
+
+    def ask(q, r):
+        own = getattr(local, "agent", None)
+        if own is None:
+            own = local.agent = agent.fresh() if hasattr(agent, "fresh") else agent
+        return _asked(own, q, r)
+
+    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="spatialact-question")
+    running: set = set()
+    answers = 0
+    try:
+        it = iter(todo)
+        nxt = next(it, None)
+        while nxt is not None or running:
+            allowed = 1 if answers <= 1 else min(concurrency, 2 ** min(answers - 1, 30))
+            while nxt is not None and len(running) < allowed:
+                running.add(pool.submit(ask, *nxt))
+                nxt = next(it, None)
+            done, running = wait(running, return_when=FIRST_COMPLETED)
+            for fut in done:
+                item = fut.result()
+                answers += item[2].error is None
+                yield item
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def run_questions(questions, agent, out, *, seed: int = 0, circular: bool = True, question_file=None,
                   question_sha: str | None = None, config: dict | None = None, progress: bool = False,
-                  limit: int | None = None) -> QuestionRunSummary:
+                  limit: int | None = None, concurrency: int | None = None, max_rpm: float | None = None,
+                  max_tpm: float | None = None) -> QuestionRunSummary:
     """Ask ``agent`` (an answerer of :func:`make_answerer`) every question — option questions under every rotation
     when ``circular`` (else rotation 0 only) — and append one record per answer to the run directory ``out``
     (:class:`spatialact.evaluation.results.RunStore`). Finished answers are skipped on a rerun, except failures
     (reason ``api_error``), which are asked again. ``config``: what identifies the run (a different one refuses
     the directory). Three connection failures in a row before any answer came through stop the run
-    (:class:`spatialact.evaluation.runner.EndpointUnreachable`).
+    (:class:`spatialact.evaluation.runner.EndpointUnreachable`). ``concurrency`` (None: :data:`API_CONCURRENCY`
+    for the MLLM agent, else 1): answers asked at once, each thread with its own agent; the API agent's requests
+    pass a request gate (``spatialact.agents.wire.RequestGate``: adaptive, within ``max_rpm`` / ``max_tpm``), and
+    records are appended (one writer) as answers come back, in that order.
     Returns the counts and :func:`~spatialact.questions.summarise_answers` of every record of the run."""
     from ..evaluation.results import RunStore, provenance, read_records
     from .scoring import summarise_answers
@@ -291,10 +359,15 @@ def run_questions(questions, agent, out, *, seed: int = 0, circular: bool = True
     if question_sha is not None:
         prov["question_file_sha256"] = question_sha
     jobs = [(q, r) for q in questions for r in (range(n_rotations(q)) if circular else (0,))]
-    failures: dict = {}
+    if concurrency is None:
+        concurrency = API_CONCURRENCY if isinstance(agent, _APIAnswerer) else 1
+    from ..agents.wire import RequestGate, use_gate
+    from ..evaluation.progress import RunProgress
+
+    gate = RequestGate(concurrency, max_rpm, max_tpm) if isinstance(agent, _APIAnswerer) else None
     n_new = n_skipped = 0
     bar = None
-    with RunStore(out, cfg, prov) as store:
+    with RunStore(out, cfg, prov) as store, use_gate(gate):
         done = store.done_keys(retry_reasons=RETRIED_ON_RESUME)
         todo = [(q, r) for q, r in jobs if question_key(q["id"], name, seed, r) not in done]
         n_skipped = len(jobs) - len(todo)
@@ -302,37 +375,16 @@ def run_questions(questions, agent, out, *, seed: int = 0, circular: bool = True
             from tqdm.auto import tqdm
 
             bar = tqdm(total=len(jobs), initial=n_skipped, desc=f"{name} questions", unit="q", file=sys.stderr)
-        conn_streak, got_through = 0, False
-        try:
-            for q, r in todo:
-                t0 = time.perf_counter()
-                try:
-                    messages = question_prompt(q, r)
-                except ValueError as e:
-                    raise ValueError(str(e)) from None
-                reply = agent.answer(q, r, messages)
-                latency = time.perf_counter() - t0
-                rec = _record(q, r, name, desc.get("model"), seed, reply, latency)
-                store.append(rec)
-                n_new += 1
-                if reply.error is not None:
-                    failures["api_error"] = failures.get("api_error", 0) + 1
-                    print(f"spatialact questions: {q['id']} rotation {r}: {reply.error}", file=sys.stderr)
-                    if reply.error_kind == "connection" and not got_through:
-                        conn_streak += 1
-                        if conn_streak >= 3:
-                            ep = agent.endpoint() if hasattr(agent, "endpoint") else "the agent"
-                            from ..evaluation.runner import EndpointUnreachable
+        prog = RunProgress(bar, concurrency)
+        if gate is not None:
+            from os import getpid
 
-                            raise EndpointUnreachable(
-                                f"stopped after {conn_streak} connection failures in a row at the start: cannot "
-                                f"reach {ep} (is the server running, is base_url right?); rerunning the same command "
-                                f"asks these questions again")
-                else:
-                    got_through = True
-                if bar is not None:
-                    bar.update(1)
+            prog.local = lambda: {"pid": getpid(), **gate.snapshot()}
+        prog.start()
+        try:
+            n_new = _ask_all(agent, todo, concurrency, store, prog, name, desc.get("model"), seed)
         finally:
+            prog.close()
             if bar is not None:
                 bar.close()
         latest = [store.latest(question_key(q["id"], name, seed, r)) for q, r in jobs]
@@ -340,9 +392,41 @@ def run_questions(questions, agent, out, *, seed: int = 0, circular: bool = True
         for rec in latest:
             if rec is not None and rec.get("reason") == "api_error":
                 failures["api_error"] = failures.get("api_error", 0) + 1
+        figures = prog.figures()
     records = read_records(out)
     return QuestionRunSummary(run_dir=Path(out), n_new=n_new, n_skipped=n_skipped, failures=failures,
-                              summary=summarise_answers(records))
+                              summary=summarise_answers(records), concurrency=int(concurrency), figures=figures)
+
+
+def _ask_all(agent, todo: list, concurrency: int, store, prog, name: str, model, seed: int) -> int:
+    """Ask ``todo`` (:func:`_answers`) and append each answer's record as it comes; returns how many. Three
+    connection failures in a row before any answer came through raise ``EndpointUnreachable``."""
+    n_new = 0
+    conn_streak, got_through = 0, False
+    answers = _answers(agent, todo, concurrency)
+    try:
+        for q, r, reply, latency in answers:
+            rec = _record(q, r, name, model, seed, reply, latency)
+            store.append(rec)
+            n_new += 1
+            prog.add(rec, None, reply.error is not None)
+            if reply.error is not None:
+                print(f"spatialact questions: {q['id']} rotation {r}: {reply.error}", file=sys.stderr)
+                if reply.error_kind == "connection" and not got_through:
+                    conn_streak += 1
+                    if conn_streak >= 3:
+                        ep = agent.endpoint() if hasattr(agent, "endpoint") else "the agent"
+                        from ..evaluation.runner import EndpointUnreachable
+
+                        raise EndpointUnreachable(
+                            f"stopped after {conn_streak} connection failures in a row at the start: cannot "
+                            f"reach {ep} (is the server running, is base_url right?); rerunning the same command "
+                            f"asks these questions again")
+            else:
+                got_through = True
+    finally:
+        answers.close()
+    return n_new
 
 
 def _record(q: dict, rotation: int, agent: str, model, seed: int, reply: Reply, latency: float) -> dict:
