@@ -257,6 +257,35 @@ def test_question_track_first_build_is_reproduced(tmp_path, card):
     assert files and all(card["questions"]["files"][k] == v for k, v in files.items())
 
 
+def test_question_track_rendered_otherwise_is_refused(tmp_path, monkeypatch):
+    from spatialact.questions import suite as QS
+
+    shipped = L.questions_path().read_bytes()
+
+    def other_bytes(out_dir, chunks=QS.CHUNKS):  # a machine whose build writes another file
+        out = Path(out_dir) / QS.QUESTIONS_FILE
+        out.write_bytes(shipped.replace(b'"answer": "A"', b'"answer": "B"', 1))
+        return out
+
+    monkeypatch.setattr(QS, "build_question_track", other_bytes)
+    with pytest.raises(ValueError, match="differs from the shipped") as e:
+        QS.suite_questions(tmp_path)
+    assert "\n" not in str(e.value)
+
+    def same_bytes(out_dir, chunks=QS.CHUNKS):
+        out = Path(out_dir) / QS.QUESTIONS_FILE
+        out.write_bytes(shipped)
+        return out
+
+    files = json.loads(L.card_path().read_text(encoding="utf-8"))["questions"]["files"]
+    first = sorted(files)[0]
+    monkeypatch.setattr(QS, "build_question_track", same_bytes)
+    monkeypatch.setattr(QS, "_file_hashes", lambda path: {**files, first: "0" * 64})  # one image's pixels differ
+    with pytest.raises(ValueError, match="pixels other than") as e:
+        QS.suite_questions(tmp_path)
+    assert first in str(e.value) and "\n" not in str(e.value)
+
+
 # ----- the baselines script -----------------------------------------------------------------------------------------
 def test_baselines_script_writes_the_table_between_the_markers(tmp_path):
     spec = importlib.util.spec_from_file_location("l4_baselines", ROOT / "scripts" / "l4_baselines.py")
