@@ -1,6 +1,6 @@
 """Worker processes of `spatialact eval`, measured side by side in one run (not part of the tests).
 
-Why `--workers 2` can be slower than 1 (20 navigation episodes: 12.8 s against 9.6 s in the issue): a worker is a
+Why `--workers 2` can be slower than 1 (20 navigation episodes: 12.8 s against 9.6 s as once measured): a worker is a
 fresh interpreter (spawn: a forked PyBullet or GL context is not safe) that imports spatialact (about 0.5 s) and
 then runs a cold first episode — the GL context, the shaders, the texture mipmaps — which one process pays once
 and every worker pays again; the episodes themselves are CPU-bound (PyBullet and Mesa's llvmpipe, which already
