@@ -5,7 +5,7 @@ worst case on 1 MB hostile answers.
    them in a ```json fence with a sentence before and after, names or symbols. Timed with
    ``json.loads`` on the JSON part only (it cannot read prose or fences: the floor), ``parse_response`` (takes the
    fast path on every one of them; checked), and ``parse_response_reference`` (the full lenient path alone, which
-   parse_response used for every answer before issue J). Best of 5 passes. "fresh" passes give every pass new
+   parse_response used for every answer before it had a fast path). Best of 5 passes. "fresh" passes give every pass new
    answers (new steps: the fast path's memo of Step objects helps only with exact repeats); "repeated" passes
    parse the same 600 again (offline scoring sees the same ground-truth-like steps many times).
 2. The corpus (tests/parse_corpus.py: 56 answers as models write them, most of them needing repairs or
