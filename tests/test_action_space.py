@@ -29,7 +29,7 @@ def _pose(R=np.eye(3), t=(0.0, 0.0, 0.0)):
     return T
 
 
-# Written out by hand from the table in SPEC §3 (camera +X right, +Y down, +Z forward).
+# Written out by hand from the action table of docs/conventions.md (camera +X right, +Y down, +Z forward).
 HAND_DELTAS = {
     Primitive.DOLLY_IN: _pose(t=(0, 0, T_)),
     Primitive.DOLLY_OUT: _pose(t=(0, 0, -T_)),
@@ -162,7 +162,7 @@ def test_every_alias_resolves_case_and_separator_insensitive():
 
 
 def test_spec_alias_list_is_in_the_table():
-    # SPEC §3 column "aliases accepted by the parser", verbatim
+    # the aliases the parser accepts, written out by hand (docs/conventions.md, Action space)
     spec = {
         Primitive.DOLLY_IN: ["W", "dolly_in", "forward"], Primitive.DOLLY_OUT: ["S", "back"],
         Primitive.TRUCK_RIGHT: ["D", "right"], Primitive.TRUCK_LEFT: ["A", "left"],

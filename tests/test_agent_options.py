@@ -1,4 +1,4 @@
-"""Each agent's options, listed and checked from one source (issue P, item 18): names, types and defaults from the
+"""Each agent's options, listed and checked from one source: names, types and defaults from the
 agent's constructor, meanings from ``spatialact.agents.options``; an unknown or mistyped ``--agent-arg`` is one line
 naming the agent, the option and the valid ones (exit 2); a missing API key is found before the suite is built or
 the question file read; swapped ``score`` arguments are named as such."""

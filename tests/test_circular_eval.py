@@ -1,4 +1,5 @@
-"""CircularEval (SPEC §9–10) against hand-computed cases: a question is right only if right under every rotation."""
+"""CircularEval (docs/questions.md) against hand-computed cases: a question is right only if right under every
+rotation."""
 
 from __future__ import annotations
 

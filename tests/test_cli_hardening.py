@@ -1,4 +1,4 @@
-"""Smaller hardening of the command line (issue P): `tasks from-trajectory` leaves nothing behind when a frame does
+"""Smaller hardening of the command line: `tasks from-trajectory` leaves nothing behind when a frame does
 not decode; `extract` refuses unit steps that are not positive (or a rotation step over π) in one line and shows an
 instruction's control characters escaped in its table while --json keeps them exact."""
 

@@ -1,4 +1,4 @@
-"""Diagnostics as plain functions (SPEC §9–10, docs/diagnostics.md): hand-computed values and their edge cases.
+"""Diagnostics as plain functions (docs/diagnostics.md): hand-computed values and their edge cases.
 
 No simulator here: RPDR, the chance-normalised score, the viewpoint δ, label counts and CV, the left/right bias, the
 sign confusion, mirror inconsistency, the mirrored task / observation / instruction, the paired bootstrap, the

@@ -1,6 +1,6 @@
 """The diagnostics on records the real runner writes: `eval --flip`, the ladder and viewpoint suites, the report.
 
-Shown here (issue H): the oracle under --flip has mirror inconsistency exactly 0 and RPDR exactly 1 at every level of
+Shown here: the oracle under --flip has mirror inconsistency exactly 0 and RPDR exactly 1 at every level of
 both ladders; the constant agent has the largest |left/right bias| and the largest mirror inconsistency of the
 baselines; the figures of the report are those of the records.
 """
@@ -284,7 +284,7 @@ def test_demo_row_summarises_the_run(runs):
 
 @pytest.mark.parametrize("src", ["cam.txt", "droid_v3.0"])
 def test_replayed_trajectory_tasks_can_be_flipped(src, tmp_path, capsys):
-    """Tasks built from a TUM camera path and a DROID episode (replay scenes, issue F) run under --flip closed-loop:
+    """Tasks built from a TUM camera path and a DROID episode (replay scenes) run under --flip closed-loop:
     the mirrored oracle, steering by the mirrored poses it observes, ends where the plain one does."""
     from spatialact.cli.main import main
     from test_envs_replay import _droid_down_episode

@@ -1,4 +1,4 @@
-"""Replay scenes (issue F, environment side): trajectories written in their real layouts, replayed in their scenes.
+"""Replay scenes (the environment side): trajectories written in their real layouts, replayed in their scenes.
 
 Tasks are built here directly as Task records with replay scenes (``replay_scene_for``), and checked against the
 task schema, so the builder that writes them later writes what these environments run.
@@ -146,7 +146,7 @@ def test_replay_scenes_pass_the_task_schema(data):
     assert validate_record(rec)
 
 
-# ----- the projection tests of issue F ----------------------------------------------------------------------------
+# ----- projection: recorded points land on their pixels ------------------------------------------------------------
 def _marker_pixel(env, X):
     """Centroid of a sphere at world point X in the env's observation camera, everything else moved away."""
     base = env.unwrapped

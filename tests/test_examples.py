@@ -1,4 +1,4 @@
-"""The sample recordings in examples/ and the commands of examples/README.md (issue P, items 15 and 16).
+"""The sample recordings in examples/ and the commands of examples/README.md.
 
 * Every ``spatialact`` line of examples/README.md's ``bash`` block runs, as written, in a copy of examples/ (a
   temporary folder standing for the repository root), in order, exits 0 and prints what the README says; each has a

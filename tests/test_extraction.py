@@ -1,5 +1,5 @@
-"""Action extraction (SPEC §5.2): keyframes, metric closed-loop quantisation with the cap, frames mode, body and
-camera frames, replay. Hand-worked answers plus round-trip properties on random and long trajectories."""
+"""Action extraction (docs/trajectories.md): keyframes, metric closed-loop quantisation with the cap, frames mode,
+body and camera frames, replay. Hand-worked answers plus round-trip properties on random and long trajectories."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ MANIP = StepSizes.manipulation()
 
 
 def _check_bound(traj, ex, slack=1e-9):
-    """Replayed poses at every keyframe are within the SPEC §5.2 bound; returns the errors."""
+    """Replayed poses at every keyframe are within the quantisation bound; returns the errors."""
     rep = replay(ex, traj.poses[0])[list(ex.keyframe_steps)]
     true = traj.poses[list(ex.keyframes)]
     pe = np.linalg.norm(rep[:, :3, 3] - true[:, :3, 3], axis=1)

@@ -1,4 +1,4 @@
-"""Issue K: every notebook under notebooks/ runs top to bottom on the CPU, on a kernel of this environment.
+"""Every notebook under notebooks/ runs top to bottom on the CPU, on a kernel of this environment.
 
 The kernel is this interpreter (``sys.executable``: the project's ``.venv`` under ``make test``) importing this
 checkout's ``src/``, registered as a kernelspec in a temporary folder that ``JUPYTER_PATH`` points to, so no

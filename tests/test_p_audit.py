@@ -1,6 +1,6 @@
-"""Issue P, audited as a hostile user on the real command line: the cases the audit found still open on main.
+"""The command line used as a hostile user would: outputs that must not be replaced by what they name.
 
-``score --out`` (P 1): the scores file goes through the output rule (spatialact.outputs) like every other
+``score --out``: the scores file goes through the output rule (spatialact.outputs) like every other
 command's output: a character device is written through and stays a device, a symbolic link is followed and stays
 a link, a FIFO, a read-only file and a folder are refused in one line (exit 2) and left as they were; the default
 scores file beside the answers by the same rule. Before, score_file's own temporary was renamed over whatever the

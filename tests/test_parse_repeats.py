@@ -103,7 +103,7 @@ def _counting(monkeypatch):
 
 def test_the_worst_answer_reads_its_step_once(monkeypatch):
     """[["W"], ["W"], ...] of 1 MB: 166,666 steps, each with one repair; the step is read once and its name looked up
-    once, the notes are the first 20 and a count (P 6), the last repair names the last step."""
+    once, the notes are the first 20 and a count, the last repair names the last step."""
     text = SHAPES["one-name steps"][0](1_000_000)
     calls = _counting(monkeypatch)
     res = parse_response(text)

@@ -1,6 +1,6 @@
-"""Generated questions (SPEC §9): every answer recomputed from what the record stores — poses, intrinsics, depth maps,
-marked pixels, sequences — by an independent route (numpy and scipy's Rotation, not spatialact.geometry), from
-procedural rooms and from a replayed camera path; and the same seed gives the same questions and images."""
+"""Generated questions (docs/questions.md): every answer recomputed from what the record stores — poses, intrinsics,
+depth maps, marked pixels, sequences — by an independent route (numpy and scipy's Rotation, not spatialact.geometry),
+from procedural rooms and from a replayed camera path; and the same seed gives the same questions and images."""
 
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ from spatialact.questions import TYPE_FORMATS, build_questions, load_questions  
 from traj_helpers import smooth_poses, write_tum  # noqa: E402
 
 LETTERS = "ABCDEFGHIJ"
-# SPEC §3's table, written out here: name -> (axis, sign); axes 0-2 translate along X, Y, Z, 3-5 turn about X, Y, Z
+# The action table of docs/conventions.md, written out here: name -> (axis, sign); axes 0-2 translate along X, Y,
+# Z, 3-5 turn about X, Y, Z
 NAMES = {"Truck Right": (0, 1), "Truck Left": (0, -1), "Pedestal Down": (1, 1), "Pedestal Up": (1, -1),
          "Dolly In": (2, 1), "Dolly Out": (2, -1), "Tilt Up": (3, 1), "Tilt Down": (3, -1), "Pan Right": (4, 1),
          "Pan Left": (4, -1), "Roll CCW": (5, 1), "Roll CW": (5, -1)}
@@ -317,7 +318,7 @@ def test_replayed_camera_path_answers_recomputed(camera_path):
     for q in qs:
         check_images(q)
         CHECKS[q["type"]](q)
-        # the views are poses the replayed ground truth reaches: at keyframes within SPEC §5.2's bound of the
+        # the views are poses the replayed ground truth reaches: at keyframes within the extraction's bound of the
         # recorded pose, between them (a step split at the cap) on the straight line between two keyframes; so
         # every first view lies within a few unit steps of the recorded path
         T = np.asarray(q["views"][0]["pose"])

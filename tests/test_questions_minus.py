@@ -1,4 +1,4 @@
-"""A typographic minus in a numeric answer is a minus (issue P, item 7): ``"−54.1"`` (U+2212) was read as +54.1 and
+"""A typographic minus in a numeric answer is a minus: ``"−54.1"`` (U+2212) was read as +54.1 and
 scored right against 54.14. The scorer reads the minus signs the action parser reads, en dashes as a sign only, and
 says what it read (``repairs``) in the scored answers file."""
 

@@ -1,6 +1,6 @@
-"""Scoring generated questions (SPEC §4.6) with CircularEval over the option rotations, the answerers (the MLLM agent
-through its endpoint, cache and records; oracle, constant, random), `spatialact questions build|score`, and the
-report's question results."""
+"""Scoring generated questions (docs/questions.md) with CircularEval over the option rotations, the answerers (the
+MLLM agent through its endpoint, cache and records; oracle, constant, random), `spatialact questions build|score`, and
+the report's question results."""
 
 from __future__ import annotations
 

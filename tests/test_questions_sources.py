@@ -1,4 +1,4 @@
-"""Questions from recordings (issue N): a game trajectory recorded here in a real Freedoom level, the DROID and EgoDex
+"""Questions from recordings: a game trajectory recorded here in a real Freedoom level, the DROID and EgoDex
 samples of examples/. Every answer is recomputed by hand from the raw files (poses.npz, depth PNGs, meta.json,
 the DROID parquet, the EgoDex HDF5), not through the code that built it; images are the recorded frames."""
 

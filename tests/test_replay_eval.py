@@ -1,6 +1,6 @@
-"""Issue F end to end: trajectories in their real layouts → `spatialact tasks from-trajectory` (which writes a
+"""Replay scenes end to end: trajectories in their real layouts → `spatialact tasks from-trajectory` (which writes a
 replay scene into every task) → `spatialact eval --mode closed-loop`: the oracle succeeds everywhere in simulation,
-within SPEC §5.2's quantisation bound, exit 0; random and stay score below it."""
+within the quantisation bound of action extraction (docs/trajectories.md), exit 0; random and stay score below it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Inputs a run reads, refused before it starts (issue P, items 5 and 11): a decompression-bomb PNG, a PNG cut off
+"""Inputs a run reads, refused before it starts: a decompression-bomb PNG, a PNG cut off
 after its header and a file that is no image, named as a task's image (or a question's); a room layout that is a
 path; a replay scene whose recording is no trajectory. Each is one line naming the task (or question), the field and
 the file, exit 2, and no run directory — where today's code raised Pillow's ``DecompressionBombError`` or failed

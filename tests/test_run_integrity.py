@@ -1,4 +1,4 @@
-"""Evaluation-run integrity (issue I): failures are not results, validation before writing, canonical resume keys,
+"""Evaluation-run integrity: failures are not results, validation before writing, canonical resume keys,
 costs and cache hits, the key scrubbed from model text, workers that die with their parent, one-line refusals,
 the one-shot execution limit, folders of runs.
 
@@ -200,7 +200,7 @@ def test_an_image_damaged_past_its_header_is_refused_before_the_run_in_one_line(
     code, _, err = _eval(capsys, "--tasks", str(tf), "--env", "none", "--out", str(out))
     line = _one_line_error(err)
     assert code == 2 and f"task 't1': start_image {png}: cannot be decoded" in line
-    assert not out.exists()  # the pre-run check decodes every image the run will read (issue P, item 5)
+    assert not out.exists()  # the pre-run check decodes every image the run will read
 
 
 # ----- failures are not results ----------------------------------------------------------------------------------
@@ -385,7 +385,7 @@ def test_a_long_one_shot_answer_is_executed_only_up_to_the_limit_and_scored_in_f
     limit = max(5, n_gt)
     assert rec["n_executed"] == limit and rec["truncated"] is True and rec["n_steps"] == limit
     assert len(rec["pred_poses"]) == limit + 1 and len(rec["pred"]["steps"]) == n_gt + 40
-    # every step counts in the score: the first n_gt are exact, the 40 extra ones score 0 (SPEC §4.2)
+    # every step counts in the score: the first n_gt are exact, the 40 extra ones score 0 (docs/scoring.md)
     assert rec["score"] == pytest.approx(n_gt / (n_gt + 40), abs=1e-12)
 
 

@@ -1,4 +1,4 @@
-"""How many worker processes a run starts (issue P, item 19): ``--workers N`` is bounded (1…MAX_WORKERS) and never
+"""How many worker processes a run starts: ``--workers N`` is bounded (1…MAX_WORKERS) and never
 starts more workers than episodes; ``--workers auto`` starts one per EPISODES_PER_WORKER episodes and at most one per
 usable CPU, so a short run stays in one process (a worker costs about 1.5 s before its first episode:
 benchmarks/bench_workers.py measures it). Counted, not timed: the processes alive while the run's records arrive."""
@@ -54,7 +54,7 @@ def _run(tasks, out: Path, workers) -> tuple[int, set[int]]:
 def test_the_rule():
     assert choose_workers(1, 500) == 1 and choose_workers(8, 3) == 3 and choose_workers(8, 0) == 1
     assert choose_workers(MAX_WORKERS, 10 ** 6) == MAX_WORKERS
-    assert choose_workers("auto", 20, cpus=2) == 1  # the issue's run: 20 episodes, one process
+    assert choose_workers("auto", 20, cpus=2) == 1  # a short run: 20 episodes, one process
     assert choose_workers("auto", 2 * EPISODES_PER_WORKER, cpus=2) == 2
     assert choose_workers("auto", 100 * EPISODES_PER_WORKER, cpus=6) == 6
     assert choose_workers("auto", 5, cpus=64) == 1

@@ -1,4 +1,4 @@
-"""`spatialact score` under hostile options and inputs (issue P): every bound is tested by counting what the run
+"""`spatialact score` under hostile options and inputs: every bound is tested by counting what the run
 did (processes started, notes kept, bytes stored), never by a timer."""
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def started(monkeypatch):
     return count
 
 
-# ----- workers and bootstrap resamples (P 3) ---------------------------------------------------------------------
+# ----- workers and bootstrap resamples --------------------------------------------------------------------------
 def test_the_bounds_of_the_command_are_the_pipelines():
     assert (score_cli.MAX_WORKERS, score_cli.MAX_N_BOOT) == (offline.MAX_WORKERS, offline.MAX_N_BOOT) == (64, 100_000)
 
@@ -104,7 +104,7 @@ def test_the_command_starts_no_more_workers_than_pieces(tmp_path, task_file, sta
     assert json.loads(capsys.readouterr().out)["counts"]["scored"] == 12
 
 
-# ----- one limit per input line (P 5) ----------------------------------------------------------------------------
+# ----- one limit per input line ---------------------------------------------------------------------------------
 class _Endless:
     """A binary stream of ``byte`` without end that counts the bytes it gave (a pipe from /dev/zero, or worse)."""
 
@@ -227,7 +227,7 @@ def test_a_task_file_with_a_long_line_is_refused_naming_file_and_line(tmp_path, 
     assert "bad.jsonl:5: line longer than 16 MiB" in _one_line(capsys)
 
 
-# ----- repair notes (P 6) ----------------------------------------------------------------------------------------
+# ----- repair notes ---------------------------------------------------------------------------------------------
 WORST = "[" + ",".join(['["W"]'] * 166_666) + "]"  # 1 MB: 166 666 one-name steps, one repair each
 
 
@@ -261,7 +261,7 @@ def test_the_worst_answer_writes_a_short_score_line(tmp_path, task_file):
     assert ref["n_repairs"] == 166_666 and ref["repairs"] == rec["repairs"] and ref["score"] == rec["score"]
 
 
-# ----- a ground truth that does not lead to its goal (P 9) -------------------------------------------------------
+# ----- a ground truth that does not lead to its goal ------------------------------------------------------------
 def _reference_gt_problem(task):
     """evaluation.episode.gt_problem as it was (one task, Task.gt_poses): the reference of the batched check."""
     import math

@@ -1,4 +1,4 @@
-"""Batch scoring (SPEC §4.5) against the per-record reference, numpy and torch; property tests (hypothesis)."""
+"""Batch scoring (docs/scoring.md) against the per-record reference, numpy and torch; property tests (hypothesis)."""
 
 from __future__ import annotations
 

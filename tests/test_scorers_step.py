@@ -1,4 +1,4 @@
-"""Per-step scores (SPEC §4.1): known answers worked out by hand, edge cases, and the step totals."""
+"""Per-step scores (docs/scoring.md): known answers worked out by hand, edge cases, and the step totals."""
 
 from __future__ import annotations
 

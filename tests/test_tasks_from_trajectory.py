@@ -1,4 +1,4 @@
-"""Task building from trajectories (SPEC §5.3) and the `extract` / `tasks` CLI commands."""
+"""Task building from trajectories (docs/trajectories.md) and the `extract` / `tasks` CLI commands."""
 
 from __future__ import annotations
 
@@ -156,7 +156,7 @@ def test_cli_tasks_from_trajectory(tmp_path, capsys):
     cap = capsys.readouterr()
     res = json.loads(cap.out)
     tasks = load_tasks(out)
-    # pairs whose start or goal the simulated Panda cannot reach are skipped and counted (issue F), never clamped
+    # pairs whose start or goal the simulated Panda cannot reach are skipped and counted, never clamped
     skipped = sum(int(w.split()[3]) for w in cap.err.splitlines() if w.startswith("spatialact tasks: skipped"))
     assert res["n"] == len(tasks) and len(tasks) + skipped == 3 and len(tasks) >= 1
     assert [t.id for t in tasks] == res["ids"] and all(t.scene["type"] == "replay" for t in tasks)

@@ -1,4 +1,4 @@
-"""Task-file validation (SPEC §5.3, docs/tasks.md): the compiled checker agrees with the shipped JSON Schema, absurd
+"""Task-file validation (docs/tasks.md): the compiled checker agrees with the shipped JSON Schema, absurd
 values and malformed files are refused in one line, schema versions 1 and 2 load, replay scenes have a shape."""
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def procedural():
 
 
 def replay_scenes(rec_nav: dict, rec_manip: dict) -> list[dict]:
-    """One record per replay-scene form (issue F writes these later; their shape is fixed now)."""
+    """One record per replay-scene form (the shapes `tasks from-trajectory` writes)."""
     nav_room = dict(rec_nav, scene={"type": "replay", "source": "camera_path", "trajectory": "cam.npz", "format": "npz",
                                     "entity": "camera", "keyframes": [3, 40, 71], "fps": 30.0,
                                     "room": {"center": [0.0, 0.0, 1.2], "size": [6.0, 5.0, 2.6], "up": "+z"}})

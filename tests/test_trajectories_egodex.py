@@ -36,7 +36,8 @@ def test_egodex_right_hand(episode):
     assert guess_format(path) == "egodex"
     tr = load_trajectory(path)
     assert tr.meta["entity"] == "rightHand" and tr.meta["kind"] == "hand" and tr.fps == 30.0 and len(tr) == N
-    # The SPEC hand frame, rebuilt from joint positions, is the one the file was written from (float32 storage).
+    # The hand frame (docs/conventions.md), rebuilt from joint positions, is the one the file was written from
+    # (float32 storage).
     assert np.allclose(tr.poses, wrist, atol=2e-5)
     assert np.allclose(tr.camera_poses, cam, atol=2e-5)
     assert tr.instruction == "pick up the cup" and tr.meta["attrs"]["llm_type"] == "reversible"

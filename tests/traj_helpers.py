@@ -303,8 +303,8 @@ def droid_episode(n=60, seed=0, fps=15.0, close_at=None, open_at=None, instructi
 
 # ----- EgoDex ----------------------------------------------------------------------------------------------------
 def hand_joint_positions(wrist_pose_zup, side="right"):
-    """Joint positions (N, 3) of a hand whose SPEC §2 hand frame (Z to the middle knuckle, Y out of the palm) is
-    ``wrist_pose_zup``, in the +Z-up world: returns a dict of name → (N, 3)."""
+    """Joint positions (N, 3) of a hand whose hand frame (docs/conventions.md: Z to the middle knuckle, Y out of the
+    palm) is ``wrist_pose_zup``, in the +Z-up world: returns a dict of name → (N, 3)."""
     R, p = wrist_pose_zup[:, :3, :3], wrist_pose_zup[:, :3, 3]
     X, Y, Z = R[:, :, 0], R[:, :, 1], R[:, :, 2]
     # Right hand: the thumb side (index) is −X (X = Y × Z points to the little finger); mirrored for the left.
@@ -321,9 +321,10 @@ def write_egodex(path, camera_c2w_zup, right_wrist_zup, grip_distance, fps=30.0,
                  video=True, drop=None, corrupt=None, left_wrist_zup=None):
     """Write an EgoDex episode: ``<name>.hdf5`` + ``<name>.mp4``.
 
-    Inputs are in spatialact's frames (world +Z up, OpenCV camera, SPEC hand frame); the file stores what EgoDex
-    stores: ARKit world (+Y up), ARKit camera axes (+Y up, −Z forward), float32 (T, 4, 4) ``transforms/<joint>``,
-    (T,) ``confidences/<joint>``, (3, 3) ``camera/intrinsic`` and file attributes (``llm_description``).
+    Inputs are in spatialact's frames (world +Z up, OpenCV camera, the hand frame of docs/conventions.md); the file
+    stores what EgoDex stores: ARKit world (+Y up), ARKit camera axes (+Y up, −Z forward), float32 (T, 4, 4)
+    ``transforms/<joint>``, (T,) ``confidences/<joint>``, (3, 3) ``camera/intrinsic`` and file attributes
+    (``llm_description``).
     ``corrupt``: (dataset name, callable on the array) applied before writing.
     """
     import h5py
@@ -339,7 +340,7 @@ def write_egodex(path, camera_c2w_zup, right_wrist_zup, grip_distance, fps=30.0,
     for side, W in (("right", right_wrist_zup), ("left", left_wrist_zup if left_wrist_zup is not None
                                                  else right_wrist_zup @ geometry.make_pose(np.eye(3), [-0.3, 0, 0]))):
         joints = hand_joint_positions(W, side)
-        # ARKit's own wrist axes are not the SPEC hand frame; store an arbitrary (but valid) rotation for it.
+        # ARKit's own wrist axes are not the project's hand frame; store an arbitrary (but valid) rotation for it.
         wrist_rot = W[:, :3, :3] @ geometry.rot_x(np.pi / 2)
         for name, pos in joints.items():
             R = wrist_rot if name == "Hand" else np.repeat(np.eye(3)[None], n, 0)
