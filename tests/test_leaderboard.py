@@ -137,6 +137,12 @@ def test_a_suite_hash_decides_and_bad_files_are_named(runs, tmp_path, capsys):
         (tmp_path / name).write_text(json.dumps(doc))
     code, _, err = _board(capsys, tmp_path / "board", tmp_path / "x.json", tmp_path / "y.json")
     assert code == 2 and f"rows differ in suite_sha256: {tmp_path / 'x.json'} (oracle) has \"{'ab' * 32}\"" in err
+    # a split or a track of a frozen suite shares the file's SHA-256, not its tasks: refused by its id
+    for name, suite in (("lite.json", "l4-v1-lite/nav"), ("full.json", "l4-v1")):
+        doc["rows"][0].update(suite=suite, suite_sha256="ab" * 32)
+        (tmp_path / name).write_text(json.dumps(doc))
+    code, _, err = _board(capsys, tmp_path / "board", tmp_path / "lite.json", tmp_path / "full.json")
+    assert code == 2 and 'rows differ in suite: ' in err and '"l4-v1-lite/nav"' in err, err
     (tmp_path / "bad.json").write_text("{not json")
     code, _, err = _board(capsys, tmp_path / "board", tmp_path / "bad.json")
     assert code == 2 and err.strip() == f"spatialact leaderboard: error: {tmp_path / 'bad.json'}: not valid JSON " \

@@ -191,15 +191,23 @@ def read_rows(paths) -> list[tuple[str, dict]]:
     return out
 
 
+def _frozen(row: dict) -> bool:
+    from ..taskgen import FROZEN_SUITES
+
+    return str(row.get("suite") or "").split("/", 1)[0] in FROZEN_SUITES
+
+
 def check_comparable(named: list[tuple[str, dict]]) -> None:
     """Refuse (:class:`LeaderboardError`, one line naming the two rows and the field) rows that differ in
-    :data:`COMPARED_FIELDS`, or in ``suite`` when neither has a suite SHA-256."""
+    :data:`COMPARED_FIELDS`, or in ``suite`` when neither has a suite SHA-256 or either is a frozen suite (its splits
+    and tracks share the file's SHA-256: ``l4-v1-lite/nav`` is not ``l4-v1``)."""
     if not named:
         return
     first_name, first = named[0]
     for name, row in named[1:]:
         fields = list(COMPARED_FIELDS)
-        if first.get("suite_sha256") is None and row.get("suite_sha256") is None:
+        # a frozen suite's split and track (l4-v1, l4-v1-lite, l4-v1/nav) share the suite file's SHA-256: the id too
+        if (first.get("suite_sha256") is None and row.get("suite_sha256") is None) or _frozen(first) or _frozen(row):
             fields.insert(0, "suite")
         for k in fields:
             if first.get(k) != row.get(k):
