@@ -15,16 +15,18 @@ keyframes cuts a corner into a wall). Every task kept stores the shortest walkab
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import replace
 from pathlib import Path
 
 from ..envs.doom.geodesic import geodesic_d0
-from ..envs.doom.wad import WadError, check_wad, resolve_wad, wad_sha256
+from ..envs.doom.wad import BUNDLED_WADS, WadError, check_wad, resolve_wad, wad_sha256
 from ..envs.executor import execute_sequence
 from ..envs.game_world import game_scene
 from ..envs.registry import make_env
+from ..trajectories.errors import check_regular
 
-__all__ = ["attach_game_scenes", "recorded_wad", "with_geodesic_d0", "UNREACHABLE", "NOT_EXECUTED", "NO_ROUTE"]
+__all__ = ["attach_game_scenes", "recorded_wad", "named_wad", "with_geodesic_d0", "UNREACHABLE", "NOT_EXECUTED", "NO_ROUTE"]
 
 #: The reasons a pair is dropped (the keys of the skipped counts).
 UNREACHABLE = "start or goal not reachable in the level as at the map's start (the recorded walk changed the level)"
@@ -43,17 +45,49 @@ def with_geodesic_d0(task, wad_path, level: str):
     return replace(task, meta={**(task.meta or {}), "d0": round(d0, D0_DECIMALS), "d0_kind": "geodesic"})
 
 
-def recorded_wad(traj, wad=None) -> Path:
-    """The WAD file a game recording was made in: ``wad`` (a path or a bundled name) when given, else the bundled
-    WAD the recording names; its SHA-256 must be the recording's (``meta.json`` ``wad.sha256``). One-line ValueError
-    naming what is wrong."""
+def named_wad(traj) -> Path:
+    """The WAD a game recording names (``meta.json`` ``wad.name``), looked up only where a recording may point: a
+    plain file name (no folder part, not ``.`` or ``..``) of a regular file inside the recording's own folder (its
+    real path too: a link out of the folder is refused), else a WAD bundled with vizdoom (``freedoom1.wad``,
+    ``freedoom2.wad``). A name with a folder part, an absolute path, or one found in neither place is refused in one
+    line naming the field (ValueError): a recording never makes spatialact open a file elsewhere."""
     where = traj.meta.get("path", "<trajectory>")
-    name = wad if wad is not None else traj.meta.get("wad")
-    try:
-        path = resolve_wad(name)
-    except WadError as e:
-        hint = "" if wad is not None else " (give the WAD it was recorded in: --wad FILE)"
-        raise ValueError(f"{where}: wad: {e}{hint}") from None
+    name = traj.meta.get("wad")
+    hint = " (give the WAD it was recorded in: --wad FILE)"
+    if (not isinstance(name, str) or not name or name in (".", "..") or "/" in name or "\\" in name
+            or "\0" in name or Path(name).name != name):
+        raise ValueError(f"{where}: meta.json field 'wad.name': {str(name)[:80]!r} is not a plain file name (a "
+                         f"recording names its WAD inside its folder or a bundled WAD, {', '.join(BUNDLED_WADS)})"
+                         f"{hint}")
+    root = Path(os.path.realpath(where))
+    local = root / name
+    if os.path.lexists(local):
+        real = Path(os.path.realpath(local))
+        if real.parent != root or not check_regular(real):
+            raise ValueError(f"{where}: meta.json field 'wad.name': {name} in the recording's folder is not a "
+                             f"regular file inside it{hint}")
+        return real
+    if name.lower() in BUNDLED_WADS:
+        try:
+            return resolve_wad(name.lower())
+        except WadError as e:
+            raise ValueError(f"{where}: meta.json field 'wad.name': {e}") from None
+    raise ValueError(f"{where}: meta.json field 'wad.name': {name} is neither in the recording's folder nor a "
+                     f"bundled WAD ({', '.join(BUNDLED_WADS)}){hint}")
+
+
+def recorded_wad(traj, wad=None) -> Path:
+    """The WAD file a game recording was made in: ``wad`` (a path or a bundled name) when given, else the WAD the
+    recording names (:func:`named_wad`: in its folder or bundled, nowhere else); its SHA-256 must be the
+    recording's (``meta.json`` ``wad.sha256``). One-line ValueError naming what is wrong."""
+    where = traj.meta.get("path", "<trajectory>")
+    if wad is None:
+        path = named_wad(traj)
+    else:
+        try:
+            path = resolve_wad(wad)
+        except WadError as e:
+            raise ValueError(f"{where}: wad: {e}") from None
     sha = traj.meta.get("wad_sha256")
     actual = wad_sha256(path)
     if sha != actual:

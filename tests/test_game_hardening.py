@@ -1,0 +1,78 @@
+"""Game recordings hardened: a recording names its WAD only inside its folder or among the bundled WADs (a
+path climbing out of it is refused before anything opens it); recordings are folders made with the user's umask;
+meta.json's image size must be its video's; the report's top view draws the level's walls."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("vizdoom")
+
+from spatialact.cli.main import main  # noqa: E402
+from spatialact.envs.doom.record import record_level  # noqa: E402
+from spatialact.envs.doom.wad import resolve_wad  # noqa: E402
+from spatialact.taskgen import game_scenes  # noqa: E402
+from spatialact.trajectories import load_trajectory  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    out = tmp_path_factory.mktemp("hard") / "walk"
+    record_level(out, map="MAP01", seconds=1.0, seed=1, resolution=(160, 120))
+    return out
+
+
+def _copy(recorded, tmp_path, name="copy") -> Path:
+    d = tmp_path / name
+    shutil.copytree(recorded, d)
+    return d
+
+
+def _meta(d: Path, **changes):
+    meta = json.loads((d / "meta.json").read_text())
+    meta.update(changes)
+    (d / "meta.json").write_text(json.dumps(meta))
+    return meta
+
+
+# ----- the WAD a recording names -----------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["../../../../etc/passwd", "/etc/passwd", "..", "sub/freedoom2.wad",
+                                  "..\\..\\etc\\passwd"])
+def test_a_wad_name_outside_the_recording_is_refused_before_it_is_opened(recorded, tmp_path, capsys, monkeypatch,
+                                                                         name):
+    d = _copy(recorded, tmp_path)
+    meta = _meta(d)
+    _meta(d, wad={"name": name, "sha256": meta["wad"]["sha256"]})
+    hashed = []
+    real = game_scenes.wad_sha256
+    monkeypatch.setattr(game_scenes, "wad_sha256", lambda p: hashed.append(str(p)) or real(p))
+    monkeypatch.setattr(game_scenes, "check_wad", lambda *a, **k: hashed.append(str(a[0])))
+    code = main(["tasks", "from-trajectory", str(d), "--n", "2", "--out", str(tmp_path / "t.jsonl")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "\n" not in err
+    assert "'wad.name'" in err and "Traceback" not in err
+    assert hashed == []  # nothing was opened
+    assert not (tmp_path / "t.jsonl").exists()
+
+
+def test_a_wad_in_the_recording_folder_or_bundled_is_found(recorded, tmp_path):
+    d = _copy(recorded, tmp_path)
+    traj = load_trajectory(d)
+    assert game_scenes.recorded_wad(traj) == resolve_wad("freedoom2.wad")  # bundled
+    shutil.copyfile(resolve_wad("freedoom2.wad"), d / "mine.wad")
+    meta = _meta(d)
+    _meta(d, wad={"name": "mine.wad", "sha256": meta["wad"]["sha256"]})
+    assert game_scenes.recorded_wad(load_trajectory(d)) == (d / "mine.wad").resolve()
+    # a link in the folder that leads out of it is refused
+    (d / "mine.wad").unlink()
+    (d / "mine.wad").symlink_to(resolve_wad("freedoom2.wad"))
+    with pytest.raises(ValueError, match=r"field 'wad.name': mine.wad in the recording's folder is not a regular "
+                                         r"file inside it"):
+        game_scenes.recorded_wad(load_trajectory(d))
+    _meta(d, wad={"name": "nowhere.wad", "sha256": meta["wad"]["sha256"]})
+    with pytest.raises(ValueError, match=r"field 'wad.name': nowhere.wad is neither in the recording's folder nor"):
+        game_scenes.recorded_wad(load_trajectory(d))
