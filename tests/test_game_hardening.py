@@ -76,3 +76,22 @@ def test_a_wad_in_the_recording_folder_or_bundled_is_found(recorded, tmp_path):
     _meta(d, wad={"name": "nowhere.wad", "sha256": meta["wad"]["sha256"]})
     with pytest.raises(ValueError, match=r"field 'wad.name': nowhere.wad is neither in the recording's folder nor"):
         game_scenes.recorded_wad(load_trajectory(d))
+
+
+# ----- the recording folder's mode ---------------------------------------------------------------------------
+@pytest.mark.parametrize("mask", [0o022, 0o027, 0o002])
+def test_game_record_makes_its_folder_with_the_users_umask(tmp_path, capsys, mask):
+    import os
+    import stat
+
+    old = os.umask(mask)
+    try:
+        code = main(["game", "record", "--map", "MAP01", "--seconds", "0.1", "--resolution", "160x120",
+                     "--out", str(tmp_path / "rec"), "--no-progress"])
+        os.mkdir(tmp_path / "plain")
+    finally:
+        os.umask(old)
+    assert code == 0, capsys.readouterr().err
+    mode = stat.S_IMODE((tmp_path / "rec").stat().st_mode)
+    assert mode == 0o777 & ~mask == stat.S_IMODE((tmp_path / "plain").stat().st_mode)
+    assert stat.S_IMODE((tmp_path / "rec" / "depth").stat().st_mode) == 0o777 & ~mask

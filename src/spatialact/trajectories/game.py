@@ -17,7 +17,7 @@ Layout (one episode a folder, in the manner of a LeRobot dataset; docs/trajector
 
 :func:`read_game` validates and returns a :class:`Trajectory` (source ``game``, kind ``nav``); :func:`read_depth`
 gives depth in metres; :class:`GameTrajectoryWriter` writes the folder (atomically: a partial folder is renamed into
-place only when complete). A partial folder is named ``.<name>.partial-<pid>-<random>`` and holds a lock
+place only when complete; it then gets the mode a plain ``mkdir`` gives, 0o777 less the umask). A partial folder is named ``.<name>.partial-<pid>-<random>`` and holds a lock
 (``.lock``, ``flock``) while its writer lives; a writer killed on the way leaves it behind, and the next writer in the
 same folder removes it (:func:`remove_stale_partials`: its process is gone and no one holds its lock).
 """
@@ -278,6 +278,20 @@ def read_depth(traj: Trajectory, indices: Sequence[int]) -> list[np.ndarray]:
 
 
 # ----- writing ---------------------------------------------------------------------------------------------
+def _umask() -> int:
+    """The process's umask (read from /proc where it can be, so that it is never changed, even for a moment)."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -446,6 +460,7 @@ class GameTrajectoryWriter:
             raise OutputError(f"{self.out}: is not a folder; the game trajectory is not written over it")
         if self._lock is not None:
             os.unlink(self._tmp / _LOCK)  # not part of the trajectory; still held through its open descriptor
+        os.chmod(self._tmp, 0o777 & ~_umask())  # mkdtemp made it 0o700: the folder gets what a plain mkdir gives
         os.replace(self._tmp, target)
         self._drop_lock()
         return self.out
