@@ -95,3 +95,25 @@ def test_game_record_makes_its_folder_with_the_users_umask(tmp_path, capsys, mas
     mode = stat.S_IMODE((tmp_path / "rec").stat().st_mode)
     assert mode == 0o777 & ~mask == stat.S_IMODE((tmp_path / "plain").stat().st_mode)
     assert stat.S_IMODE((tmp_path / "rec" / "depth").stat().st_mode) == 0o777 & ~mask
+
+
+# ----- meta.json's image size against the video's -------------------------------------------------------------
+@pytest.mark.parametrize("image, field", [({"width": 320, "height": 240}, "image.width"),
+                                          ({"width": 160, "height": 90}, "image.height")])
+def test_meta_size_other_than_the_videos_is_refused_everywhere(recorded, tmp_path, capsys, image, field):
+    from spatialact.trajectories import TrajectoryError
+
+    d = _copy(recorded, tmp_path)
+    _meta(d, image=image)
+    size = f"{image['width']}x{image['height']}"
+    want = f"field '{field}': image is {size} pixels, but rgb.mp4's frames are 160x120"
+    with pytest.raises(TrajectoryError, match=want.replace(".", r"\.").replace("'", "'")):
+        load_trajectory(d)
+    for argv in (["tasks", "from-trajectory", str(d), "--n", "2", "--out", str(tmp_path / "t.jsonl")],
+                 ["replay", str(d), "--out", str(tmp_path / "replay")],
+                 ["questions", "build", "--trajectory", str(d), "--n", "2", "--out", str(tmp_path / "q.jsonl")]):
+        code = main(argv)
+        err = capsys.readouterr().err.strip()
+        assert code == 2 and "\n" not in err, (argv[0], err)
+        assert "meta.json" in err and f"'{field}'" in err and "160x120" in err, (argv[0], err)
+    assert not (tmp_path / "t.jsonl").exists()

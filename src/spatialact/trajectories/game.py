@@ -42,7 +42,8 @@ from .trajectory import FrameRef, Trajectory, as_numbers, check_fps, check_intri
     check_timestamps, describe_value, fail, read_json_file
 
 __all__ = ["read_game", "read_depth", "read_game_arrays", "GameTrajectoryWriter", "is_game_folder", "FORMAT",
-           "VERSION", "META_FILE", "POSES_FILE", "RGB_FILE", "DEPTH_DIR", "remove_stale_partials"]
+           "VERSION", "META_FILE", "POSES_FILE", "RGB_FILE", "DEPTH_DIR", "remove_stale_partials",
+           "check_video_size"]
 
 FORMAT = "spatialact-game"
 VERSION = 1
@@ -199,6 +200,20 @@ def _arrays(root: Path, n: int) -> dict:
     return {"c2w": c2w, "timestamps": t, "tics": tics.astype(np.int64), "actions": actions}
 
 
+def check_video_size(root, width: int, height: int) -> None:
+    """Refuse a recording whose ``meta.json`` ``image`` size is not its video's frame size (read from the
+    container, nothing decoded): one line naming meta.json's field and both sizes. Every consumer of a game
+    recording (``tasks from-trajectory``, ``replay``, ``questions build``) reads it through :func:`read_game`."""
+    from .video import video_info
+
+    info = video_info(str(Path(root) / RGB_FILE))
+    w, h = int(info["width"]), int(info["height"])
+    if (w, h) != (int(width), int(height)):
+        field = "image.width" if w != int(width) else "image.height"
+        raise fail(Path(root) / META_FILE, field, f"image is {width}x{height} pixels, but {RGB_FILE}'s frames are "
+                                                  f"{w}x{h}")
+
+
 def read_game(path, *, fps: float | None = None, **_) -> Trajectory:
     """A game trajectory folder (or its ``meta.json``) as a :class:`Trajectory`: C2W (N, 4, 4) float64 metres,
     world +Z up, OpenCV camera axes; frames from ``rgb.mp4``; intrinsics; ``meta``: ``source`` "game", ``kind``
@@ -213,6 +228,7 @@ def read_game(path, *, fps: float | None = None, **_) -> Trajectory:
     video = root / RGB_FILE
     if not check_regular(video, "video"):
         raise fail(video, "video", "missing")
+    check_video_size(root, meta["width"], meta["height"])
     depth_dir = root / DEPTH_DIR
     if not depth_dir.is_dir():
         raise fail(depth_dir, "depth", "missing folder")
