@@ -10,8 +10,9 @@ Diagnostics (docs/diagnostics.md) ride along on a small subset: one task per dif
 common/uncommon viewpoint pair, for navigation and manipulation (suite "diagnostics"), and every task is also run
 mirrored left-right (FlipEval). A second table gives each agent's paired score, mirror inconsistency, left/right
 bias, label CV, viewpoint δ and score per level; the Markdown and HTML report compares the agents in full.
---no-diagnostics runs the suite alone, plain. Each agent's run directory is resumable, so an interrupted demo picks
-up where it stopped.
+--no-diagnostics runs the suite alone, plain, into its own run folders and its own report folder, OUT/report-plain/
+(the full demo's OUT/report/, with its Diagnostics section, is left as it was). Each agent's run directory is
+resumable, so an interrupted demo picks up where it stopped.
 """
 
 from __future__ import annotations
@@ -28,6 +29,12 @@ BASELINES = BASELINE_AGENTS  # the agents the demo runs by default, in its table
 DIAGNOSTIC_SUITE = "diagnostics"
 
 
+def report_folder(diagnostics: bool) -> str:
+    """The demo's report folder inside --out: ``report`` for the full demo (with its Diagnostics section),
+    ``report-plain`` for --no-diagnostics, so neither run replaces the other's report."""
+    return "report" if diagnostics else "report-plain"
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="runs/demo", help="output directory (default: runs/demo)")
     p.add_argument("--suite", default="default", help="built-in suite (default: default)")
@@ -36,7 +43,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mode", choices=list(MODES), default="one-shot")
     p.add_argument("--seed", type=seed_arg, default=0)
     p.add_argument("--no-diagnostics", action="store_true",
-                   help="run the suite alone and plain: no diagnostic subset, no mirrored episodes")
+                   help="run the suite alone and plain: no diagnostic subset, no mirrored episodes; its report goes "
+                        "to OUT/report-plain/ (the full demo's OUT/report/ is kept)")
     p.add_argument("--workers", type=int, default=1, help="parallel worker processes (default 1)")
     from .runs import add_render_quality
 
@@ -61,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
 
     out = check_out(args.out)
     check_out(out / "runs")
-    check_report_folder(out / "report")  # what the report replaces there, before the runs
+    report_dir = out / report_folder(not args.no_diagnostics)
+    check_report_folder(report_dir)  # what the report replaces there, before the runs
     names = [a.strip() for a in args.agents.split(",") if a.strip()]
     if not names:
         raise CLIError("--agents: name at least one agent")
@@ -101,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
             failures[k] = failures.get(k, 0) + v
         run_dirs.append(run_dir)
         table.append(_agent_row(name, recs))
-    md, html = make_report(run_dirs, out / "report")
+    md, html = make_report(run_dirs, report_dir)
     headers = ["agent", "episodes", "skill [95% CI]", "score", *(f"skill {k}" for k in KINDS)]
     headers += ["success", "SPL"] if args.mode == "closed-loop" else []
     headers += ["parse ok"]
