@@ -2,6 +2,7 @@
 dangling link given as an output folder is created as that folder by every command, a questions file is refused
 a character device up front (its images have nowhere to go), and the demo's tables carry a legend."""
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -29,3 +30,64 @@ def test_plain_demo_keeps_the_full_demos_report(tmp_path):
     assert str(out / "report-plain" / "report.html") in plain.stdout
     h = _cli("demo", "--help")
     assert "report-plain" in h.stdout
+
+
+# ----- a dangling link as an output folder: followed, its target created, by every command ------------------------
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory):
+    """A task file of two image tasks (no scene), a camera path, a question file, and a run of the oracle."""
+    import json
+
+    import numpy as np
+    from PIL import Image
+
+    from _fabricate import make_task
+    from spatialact.cli.main import main
+    from spatialact.tasks import save_tasks
+
+    d = tmp_path_factory.mktemp("inputs")
+    rng = np.random.default_rng(0)
+    for name in ("s", "g"):
+        Image.fromarray(rng.integers(0, 256, (16, 16, 3), dtype=np.uint8)).save(d / f"{name}.png")
+    tasks = save_tasks([make_task(f"t{k}", start_image=str(d / "s.png"), goal_image=str(d / "g.png"))
+                        for k in range(2)], d / "tasks.jsonl")
+    poses = []
+    for k in range(40):
+        T = np.eye(4)
+        T[0, 3] = 0.05 * k
+        poses.append(T.tolist())
+    traj = d / "traj.json"
+    traj.write_text(json.dumps({"c2w": poses, "fps": 10}))
+    assert main(["questions", "build", "--n", "1", "--types", "depth", "--size", "32", "--out",
+                 str(d / "q.jsonl")]) == 0
+    run = d / "run"
+    assert main(["eval", "--tasks", str(tasks), "--agent", "oracle", "--env", "none", "--no-progress", "--json",
+                 "--out", str(run)]) == 0
+    return {"tasks": tasks, "traj": traj, "questions": d / "q.jsonl", "run": run}
+
+
+def _folder_argv(cmd: str, inputs: dict, out) -> list[str]:
+    out = str(out)
+    return {
+        "eval": ["eval", "--tasks", str(inputs["tasks"]), "--agent", "oracle", "--env", "none", "--no-progress",
+                 "--json", "--out", out],
+        "report": ["report", str(inputs["run"]), "--json", "--out", out],
+        "questions-score": ["questions", "score", str(inputs["questions"]), "--agent", "oracle", "--no-progress",
+                            "--json", "--out", out],
+        "prompt": ["prompt", "t0", "--tasks", str(inputs["tasks"]), "--out", out],
+        "replay": ["replay", str(inputs["traj"]), "--height", "16", "--out", out],
+    }[cmd]
+
+
+@pytest.mark.parametrize("cmd", ["eval", "report", "questions-score", "prompt", "replay"])
+def test_a_dangling_link_out_is_created_as_the_folder_it_names(cmd, inputs, tmp_path, capsys):
+    from spatialact.cli.main import main
+
+    if cmd == "replay" and importlib.util.find_spec("pybullet") is None:
+        pytest.skip("needs the sim extra (PyBullet)")
+    link, target = tmp_path / "out", tmp_path / "made" / "here"
+    link.symlink_to(target)
+    rc = main(_folder_argv(cmd, inputs, link))
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    assert link.is_symlink() and target.is_dir() and any(target.iterdir())  # written through the link

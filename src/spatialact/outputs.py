@@ -8,7 +8,11 @@ The rule, for a path an option names (``--out``):
   file keeps its permission bits.
 - ``-``, where a command writes a single file: **standard output**.
 - a character device (``/dev/null``, a terminal): **written through**, never replaced.
-- a symbolic link: **followed**; the file it names is replaced atomically by the same rule and the link stays.
+- a symbolic link: **followed**; the file it names is replaced atomically by the same rule and the link stays. A
+  dangling link (one naming a path that does not exist), as the path or a folder above it, is followed too: the
+  file or folder it names is created there (with the folders above it) and the link stays — in every command, for
+  a file and for an output folder alike (:func:`make_folder`; a command writing into a folder calls it before the
+  first file, never a plain ``mkdir``, which refuses a dangling link as "exists").
 - **refused**, in one line naming the option, before any work (:class:`OutputError`): a named pipe (FIFO: writing
   would wait for a reader that may never come), a socket, a block device, a folder where a file is wanted, a file
   where a folder is wanted, a path under a file, a read-only file or folder (no write permission bit at all, or
@@ -57,8 +61,8 @@ def _resolve(p: str, label: str) -> tuple[str, os.stat_result | None]:
     """The path the output really is (a symbolic link followed) and its status, None when it does not exist."""
     try:
         st = os.lstat(p)
-    except FileNotFoundError:
-        return p, None
+    except FileNotFoundError:  # links on the way to it followed: a dangling one's target is what gets made
+        return os.path.realpath(p), None
     except NotADirectoryError:
         return p, None  # a path under a file: said by _check_parents
     except OSError as e:

@@ -90,6 +90,9 @@ def run(args: argparse.Namespace) -> int:
         tasks += [t for t in builtin_suite(DIAGNOSTIC_SUITE, seed=args.seed) if t.id not in main_ids]
         source += f"+suite:{DIAGNOSTIC_SUITE}:seed={args.seed}"
     cfg = EpisodeConfig(mode=args.mode, seed=args.seed, render_quality=args.render_quality)
+    from spatialact.outputs import make_folder
+
+    make_folder(out / "runs")  # by the output rule: a dangling link as --out makes the folder it names
     run_dirs, table, diag_rows, failures = [], [], [], {}
 
     for spec in specs:

@@ -398,6 +398,9 @@ def run(args: argparse.Namespace) -> int:
         tasks, source = fill_scenes(tasks, args.scene), f"{source}+scene:{args.scene}"
     suite = {} if frozen is None else {"suite": args.suite, "suite_sha256": frozen.get("sha256"),
                                        "suite_pins": frozen.get("pins") or {}}
+    from spatialact.outputs import make_folder
+
+    make_folder(args.out)  # by the output rule: a dangling link as --out makes the folder it names
     try:
         summary = run_eval(tasks, agent, cfg, args.out, task_source=source, task_hash=sha, task_file=task_file,
                            limit=args.limit, workers=args.workers, backend=args.backend,

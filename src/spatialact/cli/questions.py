@@ -328,6 +328,9 @@ def _score_agent(args: argparse.Namespace) -> int:
         config["agent_plugin"] = plugin.spec
         if plugin.sha256:
             config["agent_plugin_sha256"] = plugin.sha256
+    from spatialact.outputs import make_folder
+
+    make_folder(args.out)  # by the output rule: a dangling link as --out makes the folder it names
     try:
         res = run_questions(questions, probe, args.out, seed=seed, circular=not args.no_circular,
                             question_file=args.questions, question_sha=qf.sha256, config=config,

@@ -84,6 +84,9 @@ def run(args: argparse.Namespace) -> int:
     runs = expand_runs(args.runs)
     out = Path(args.out) if args.out else Path(args.runs[0]) / "report" if len(args.runs) == 1 else Path("report")
     check_report_folder(out)
+    from spatialact.outputs import make_folder
+
+    make_folder(out)  # by the output rule: a link to a folder that does not exist yet makes that folder
     try:
         md, html_path = make_report(runs, out)
         js = report_json(runs)
