@@ -117,3 +117,43 @@ def test_meta_size_other_than_the_videos_is_refused_everywhere(recorded, tmp_pat
         assert code == 2 and "\n" not in err, (argv[0], err)
         assert "meta.json" in err and f"'{field}'" in err and "160x120" in err, (argv[0], err)
     assert not (tmp_path / "t.jsonl").exists()
+
+
+# ----- the report's top view draws the level's walls ---------------------------------------------------------
+def _grey_pixels(png) -> int:
+    """Pixels of the walls' colours (black, grey, antialiased between: no hue, darker than the background);
+    the text is the same in the figures compared."""
+    import numpy as np
+    from PIL import Image
+
+    a = np.asarray(Image.open(png).convert("RGB")).astype(int)
+    return int(((a.max(-1) - a.min(-1) < 12) & (a.max(-1) < 230)).sum())
+
+
+def test_the_reports_top_view_of_a_game_run_draws_the_levels_walls(tmp_path, capsys):
+    from spatialact.report.game import game_levels, plot_game_paths
+    from spatialact.report.load import load_runs
+    from spatialact.tasks import load_tasks
+
+    pytest.importorskip("pybullet")
+    record_level(tmp_path / "walk", map="MAP01", seconds=5.0, seed=3, resolution=(160, 120))
+    tasks = tmp_path / "tasks.jsonl"
+    assert main(["tasks", "from-trajectory", str(tmp_path / "walk"), "--n", "2", "--out", str(tasks)]) == 0
+    run = tmp_path / "run"
+    assert main(["eval", "--tasks", str(tasks), "--mode", "closed-loop", "--agent", "oracle", "--out", str(run),
+                 "--no-progress", "--json"]) == 0
+    assert main(["report", str(run), "--out", str(tmp_path / "rep")]) == 0
+    capsys.readouterr()
+    png = tmp_path / "rep" / "figures" / "game_top_0.png"
+    assert png.is_file()
+    assert "figures/game_top_0.png" in (tmp_path / "rep" / "report.md").read_text()
+    # the same episodes drawn without the level: the walls are what the report's figure has in more
+    (r,) = load_runs([run])
+    levels = game_levels(r)
+    ids = {t.id for t in load_tasks(tasks)}
+    assert set(levels) == ids and {m for _, m in levels.values()} == {"MAP01"}
+    eps = [e for e in r.records][:3]
+    bare = plot_game_paths(r, eps, {}, tmp_path / "bare.png")
+    walled = plot_game_paths(r, eps, levels, tmp_path / "walled.png")
+    assert _grey_pixels(walled) > _grey_pixels(bare) + 1000
+    assert _grey_pixels(png) == _grey_pixels(walled)
