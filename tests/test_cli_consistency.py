@@ -91,3 +91,46 @@ def test_a_dangling_link_out_is_created_as_the_folder_it_names(cmd, inputs, tmp_
     err = capsys.readouterr().err
     assert rc == 0, err
     assert link.is_symlink() and target.is_dir() and any(target.iterdir())  # written through the link
+
+
+def test_a_dangling_link_above_a_file_with_images_is_followed(inputs, tmp_path, capsys):
+    """questions build and tasks from-trajectory write a file and its images beside it: a dangling link as the
+    folder above is followed, both land in the folder it names."""
+    from spatialact.cli.main import main
+
+    (tmp_path / "q").symlink_to(tmp_path / "made" / "q")
+    assert main(["questions", "build", "--n", "1", "--types", "depth", "--size", "32", "--out",
+                 str(tmp_path / "q" / "q.jsonl")]) == 0, capsys.readouterr().err
+    assert (tmp_path / "made" / "q" / "q.jsonl").is_file() and any((tmp_path / "made" / "q" / "q_images").iterdir())
+    (tmp_path / "t").symlink_to(tmp_path / "made" / "t")
+    assert main(["tasks", "from-trajectory", str(inputs["traj"]), "--no-scene", "--n", "2", "--json", "--out",
+                 str(tmp_path / "t" / "t.jsonl")]) == 0, capsys.readouterr().err
+    assert (tmp_path / "made" / "t" / "t.jsonl").is_file() and (tmp_path / "t").is_symlink()
+
+
+# ----- a character device as --out: written through for one file, refused up front where images go beside it ------
+ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+@pytest.mark.skipif(not ROOT, reason="making a device node (os.mknod) needs root")
+@pytest.mark.parametrize("cmd", ["questions-build", "tasks-from-trajectory"])
+def test_a_device_is_refused_before_any_work_where_images_go_beside_the_file(cmd, inputs, tmp_path, capsys):
+    import stat
+
+    from spatialact.cli.main import main
+
+    dev = tmp_path / "null"
+    os.mknod(dev, stat.S_IFCHR | 0o666, os.makedev(1, 3))  # a null device
+    argv = {"questions-build": ["questions", "build", "--n", "1", "--types", "depth", "--size", "32"],
+            "tasks-from-trajectory": ["tasks", "from-trajectory", str(inputs["traj"]), "--no-scene", "--n", "2"]}[cmd]
+    assert main([*argv, "--out", str(dev)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert f"--out {dev}: is a character device" in err and "null_images/" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["null"]  # nothing left behind: no image folder
+    assert stat.S_ISCHR(os.lstat(dev).st_mode)
+    # one file and no images: the device is written through, as every single-file output is
+    assert main(["tasks", "from-trajectory", str(inputs["traj"]), "--no-scene", "--no-images", "--n", "2", "--json",
+                 "--out", str(dev)]) == 0, capsys.readouterr().err
+    assert main(["tasks", "procedural", "--n", "1", "--json", "--out", str(dev)]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["null"] and stat.S_ISCHR(os.lstat(dev).st_mode)

@@ -20,6 +20,8 @@ The rule, for a path an option names (``--out``):
   write in, a link that cannot be followed (a loop).
 
 :func:`check_output` applies the rule to a path (commands call it on every output option before they start);
+:func:`check_output_beside` to a file written with a folder of images beside it (refused a character device, up
+front, as it would be standard output: the images would have nowhere to go);
 :class:`OutputFile` / :func:`open_output` write one file by it, :func:`write_text` and :func:`write_bytes` in one
 call, :func:`output_path` gives a temporary path to a writer that takes a file name (Pillow, PyAV, another
 module's writer) and moves the result into place by the rule, and :func:`make_folder` makes an output folder.
@@ -37,7 +39,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Iterator
 
-__all__ = ["OutputError", "STDOUT", "check_output", "OutputFile", "open_output", "write_text", "write_bytes",
+__all__ = ["OutputError", "STDOUT", "check_output", "check_output_beside", "OutputFile", "open_output", "write_text", "write_bytes",
            "output_path", "make_folder"]
 
 #: The path that names standard output (where a command writes a single file).
@@ -148,6 +150,21 @@ def check_output(path, option: str | None = "--out", kind: str = "file", *, stdo
     :class:`OutputError` (a ValueError), one line naming ``option`` and the path. ``stdout``: ``-`` names standard
     output (only where a single file is written). Nothing is created; call it before any work."""
     _target(path, option, kind, stdout)
+    return Path(path)
+
+
+def check_output_beside(path, folder, option: str | None = "--out") -> Path:
+    """``path`` as a Path when a command may write it as a file **with a companion folder** ``folder`` beside it
+    (a question or task file and its images): the file rule without standard output, a character device refused
+    too (the file would be written through, but its folder has no place beside a device; a file that names
+    images nowhere to be found is no output), then ``folder`` by the folder rule. :class:`OutputError`, one line
+    naming ``option``, otherwise; nothing is created; call it before any work."""
+    how, real = _target(path, option, "file", False)
+    if how == "device":
+        raise OutputError(f"{_label(path, option)}: is a character device; this command also writes a folder of "
+                          f"images beside its file ({Path(folder).name}/), which a device has no place for: name a "
+                          f"regular file")
+    _target(folder, f"{_label(path, option)}: image folder", "folder", False)
     return Path(path)
 
 

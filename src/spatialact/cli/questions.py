@@ -133,7 +133,11 @@ def _build(args: argparse.Namespace) -> int:
     if args.trajectory is not None:
         traj, mesh = _trajectory(args)
     out = check_out(args.out, folder=False)
-    check_out(out.parent / f"{out.stem}_images", f"--out {out}: image folder")
+    from spatialact.outputs import check_output_beside, make_folder
+
+    # a character device is refused here, before any work: the images would have no folder beside it
+    check_output_beside(out, out.parent / f"{out.stem}_images")
+    make_folder(out.parent)  # by the output rule: a dangling link above the file makes the folder it names
     with render_quality_default(args.render_quality):  # the worlds the builder makes draw at it
         res = build_questions(out, n=args.n, seed=args.seed, types=types, trajectory=traj, mesh=mesh,
                               max_keyframes=args.max_keyframes, renderer=args.renderer or "tiny", size=size,

@@ -146,9 +146,14 @@ def run(args: argparse.Namespace) -> int:
     to_stdout = args.action == "procedural"  # one file; from-trajectory writes its images beside it
     check_out(args.out, folder=False, stdout=to_stdout)
     if args.action == "from-trajectory" and not args.no_images:
+        from spatialact.outputs import check_output_beside
         from spatialact.taskgen.from_trajectory import image_dir_for
 
-        check_out(image_dir_for(args.out), f"--out {args.out}: image folder")
+        check_output_beside(args.out, image_dir_for(args.out))  # a device: refused, the images have no place
+    if str(args.out) != "-":
+        from spatialact.outputs import make_folder
+
+        make_folder(Path(args.out).parent)  # by the output rule: a dangling link above the file makes its folder
     tasks, path = TASK_BUILDERS[args.action](args)
     if str(args.out) == "-":  # standard output holds the tasks themselves: what is shown goes to stderr
         with contextlib.redirect_stdout(sys.stderr):
