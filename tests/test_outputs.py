@@ -240,3 +240,30 @@ def test_make_folder(nodes):
     assert (nodes / "n1" / "n2").is_dir()
     with pytest.raises(OutputError, match="is a file; name a folder"):
         make_folder(nodes / "file.txt", "--out")
+
+
+def test_a_dangling_link_above_the_path_is_followed(tmp_path):
+    """A dangling link as a folder above the output: the file (or folder) is made where the link points, the link
+    stays; without following it, os.makedirs would refuse the link as existing."""
+    (tmp_path / "up").symlink_to(tmp_path / "real" / "up")
+    write_text(tmp_path / "up" / "deep" / "a.txt", "one\n", "--out")
+    assert (tmp_path / "real" / "up" / "deep" / "a.txt").read_text() == "one\n" and (tmp_path / "up").is_symlink()
+    (tmp_path / "dirs").symlink_to(tmp_path / "real" / "dirs")
+    make_folder(tmp_path / "dirs" / "run", "--out")
+    assert (tmp_path / "real" / "dirs" / "run").is_dir()
+
+
+def test_a_file_with_images_beside_it_refuses_a_device_and_stdout(tmp_path):
+    from spatialact.outputs import check_output_beside
+
+    assert check_output_beside(tmp_path / "q.jsonl", tmp_path / "q_images") == tmp_path / "q.jsonl"
+    with pytest.raises(OutputError, match="standard output cannot be used here"):
+        check_output_beside("-", tmp_path / "q_images")
+    (tmp_path / "q_images").write_text("a file\n")
+    with pytest.raises(OutputError, match=r"--out .*q.jsonl: image folder .*q_images: is a file; name a folder"):
+        check_output_beside(tmp_path / "q.jsonl", tmp_path / "q_images")
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        os.mknod(tmp_path / "null", stat.S_IFCHR | 0o666, os.makedev(1, 3))
+        with pytest.raises(OutputError, match=r"is a character device; .*\(null_images/\)"):
+            check_output_beside(tmp_path / "null", tmp_path / "null_images")
+        assert not (tmp_path / "null_images").exists()
