@@ -130,18 +130,26 @@ def _grey_pixels(png) -> int:
     return int(((a.max(-1) - a.min(-1) < 12) & (a.max(-1) < 230)).sum())
 
 
-def test_the_reports_top_view_of_a_game_run_draws_the_levels_walls(tmp_path, capsys):
+@pytest.fixture(scope="module")
+def game_run(tmp_path_factory):
+    """Two tasks cut from a 5-second walk of MAP01, and the oracle's closed-loop run on them (no --size)."""
+    pytest.importorskip("pybullet")
+    d = tmp_path_factory.mktemp("game_run")
+    record_level(d / "walk", map="MAP01", seconds=5.0, seed=3, resolution=(160, 120))
+    tasks = d / "tasks.jsonl"
+    assert main(["tasks", "from-trajectory", str(d / "walk"), "--n", "2", "--out", str(tasks)]) == 0
+    run = d / "run"
+    assert main(["eval", "--tasks", str(tasks), "--mode", "closed-loop", "--agent", "oracle", "--out", str(run),
+                 "--no-progress", "--json"]) == 0
+    return tasks, run
+
+
+def test_the_reports_top_view_of_a_game_run_draws_the_levels_walls(game_run, tmp_path, capsys):
     from spatialact.report.game import game_levels, plot_game_paths
     from spatialact.report.load import load_runs
     from spatialact.tasks import load_tasks
 
-    pytest.importorskip("pybullet")
-    record_level(tmp_path / "walk", map="MAP01", seconds=5.0, seed=3, resolution=(160, 120))
-    tasks = tmp_path / "tasks.jsonl"
-    assert main(["tasks", "from-trajectory", str(tmp_path / "walk"), "--n", "2", "--out", str(tasks)]) == 0
-    run = tmp_path / "run"
-    assert main(["eval", "--tasks", str(tasks), "--mode", "closed-loop", "--agent", "oracle", "--out", str(run),
-                 "--no-progress", "--json"]) == 0
+    tasks, run = game_run
     assert main(["report", str(run), "--out", str(tmp_path / "rep")]) == 0
     capsys.readouterr()
     png = tmp_path / "rep" / "figures" / "game_top_0.png"
@@ -157,3 +165,55 @@ def test_the_reports_top_view_of_a_game_run_draws_the_levels_walls(tmp_path, cap
     walled = plot_game_paths(r, eps, levels, tmp_path / "walled.png")
     assert _grey_pixels(walled) > _grey_pixels(bare) + 1000
     assert _grey_pixels(png) == _grey_pixels(walled)
+
+
+# ----- the game's 4:3 image size -----------------------------------------------------------------------------
+def test_game_runs_default_to_the_games_4_3_and_take_a_non_square_size(game_run, tmp_path, capsys):
+    from spatialact.envs.registry import make_env
+    from spatialact.evaluation.results import read_records
+    from spatialact.tasks import load_tasks
+
+    tasks, run = game_run
+    cfg = json.loads((run / "config.json").read_text())["config"]
+    assert (cfg["width"], cfg["height"]) == (128, 96)  # no --size: the game's 4:3 at the default width
+    assert len(read_records(run)) == 2
+    out = tmp_path / "wide"
+    assert main(["eval", "--tasks", str(tasks), "--mode", "closed-loop", "--agent", "oracle", "--size", "160x120",
+                 "--limit", "1", "--out", str(out), "--no-progress", "--json"]) == 0
+    capsys.readouterr()
+    cfg = json.loads((out / "config.json").read_text())["config"]
+    assert (cfg["width"], cfg["height"]) == (160, 120)
+    (rec,) = read_records(out)
+    assert rec["success"] is True
+    # a square size is still taken as given (N x N)
+    assert main(["eval", "--tasks", str(tasks), "--mode", "one-shot", "--agent", "oracle", "--size", "96",
+                 "--limit", "1", "--out", str(tmp_path / "sq"), "--no-progress", "--json"]) == 0
+    cfg = json.loads((tmp_path / "sq" / "config.json").read_text())["config"]
+    assert (cfg["width"], cfg["height"]) == (96, 96)
+    # the observation at 4:3 keeps the game's pixel aspect, fy = 1.2 fx (square: squashed, 1.6)
+    task = load_tasks(tasks)[0]
+    for (w, h), ratio in (((128, 96), 1.2), ((160, 120), 1.2), ((128, 128), 1.6)):
+        env = make_env("nav", task=task, width=w, height=h, action_mode="continuous")
+        try:
+            obs, _ = env.reset()
+            assert obs["rgb"].shape == (h, w, 3)
+            cam = env.unwrapped.world.camera
+            assert cam.fy / cam.fx == pytest.approx(ratio, rel=1e-6)
+            assert cam.fx == pytest.approx((w / 2) / 1.0, rel=1e-6)  # 90 degrees across: fx = (W/2) / tan(45)
+        finally:
+            env.close()
+    capsys.readouterr()
+
+
+@pytest.mark.parametrize("size, why", [("320x", "is not an image size"), ("x240", "is not an image size"),
+                                       ("3e2x240", "is not an image size"), ("-5", "is not an image size"),
+                                       ("320x240x3", "is not an image size"), ("1x240", "must be between")])
+def test_a_bad_size_is_refused_in_one_line(tmp_path, capsys, size, why):
+    try:  # argparse's refusal exits; the bounds' is a one-line CLIError (exit 2)
+        code = main(["eval", "--suite", "game", "--agent", "stay", "--size", size, "--out", str(tmp_path / "r")])
+    except SystemExit as e:
+        code = e.code
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "--size" in err and why in err and "Traceback" not in err
+    assert not (tmp_path / "r").exists()

@@ -95,8 +95,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="a mesh scene (.glb/.gltf/.obj/.ply) for navigation tasks that have none (scene: null, e.g."
                         " camera-path tasks built with --no-scene), so they run in it; their poses must be in the"
                         " mesh's frame")
-    p.add_argument("--size", type=int, default=None,
-                   help="image width and height in pixels (default 128; 384 for a model agent when gl renders)")
+    p.add_argument("--size", type=size_arg, default=None, metavar="N|WxH",
+                   help="image size in pixels: N (N x N) or WxH, e.g. 320x240 (default 128; 384 for a model agent "
+                        "when gl renders; game tasks: that width at the game's 4:3, e.g. 128x96)")
     p.add_argument("--max-steps", type=int, default=20,
                    help="step limit (default 20): closed-loop episodes and one-shot execution stop after "
                         "max(--max-steps, ground-truth steps); a one-shot answer is scored in full")
@@ -282,6 +283,45 @@ def load_task_source(tasks: str | None, suite: str | None, seed: int):
     return builtin_suite(spec, seed=seed), f"suite:{spec}:seed={seed}", None, None, None
 
 
+#: Digits of one side in ``--size`` (more is refused before it becomes a number: a side is at most a few thousand).
+MAX_SIZE_DIGITS = 6
+
+
+def size_arg(text: str):
+    """``--size``: ``N`` (an N × N image; returned as the int N) or ``WxH`` (returned as (W, H)); the sides' bounds
+    are checked by :func:`check_size`."""
+    t = str(text).strip().lower()
+    w, sep, h = t.partition("x")
+    sides = [w, h] if sep else [w]
+    if not all(v.isascii() and v.isdigit() and len(v) <= MAX_SIZE_DIGITS for v in sides):
+        raise argparse.ArgumentTypeError(f"{str(text)[:40]!r} is not an image size: N (N x N pixels) or WxH, "
+                                         "e.g. 320x240")
+    return (int(w), int(h)) if sep else int(w)
+
+
+def size_pair(size) -> tuple[int, int]:
+    """(width, height) of a ``--size`` value (an int N is N × N)."""
+    return (int(size[0]), int(size[1])) if isinstance(size, tuple) else (int(size), int(size))
+
+
+def check_size(size) -> None:
+    """Each side of ``--size`` within the image side bounds (one-line CLIError naming the option)."""
+    if size is not None:
+        for side in size_pair(size):
+            check_image_side(side, "--size")
+
+
+def game_size(width: int) -> tuple[int, int]:
+    """The game's default image size for a width: its 4:3 screen (width × round(3/4 width)); the game's pixels
+    keep fy = 1.2·fx at any 4:3 size (docs/game.md)."""
+    return int(width), max(1, int(round(int(width) * 3 / 4)))
+
+
+def all_game_tasks(tasks) -> bool:
+    """Whether every task runs in the game (its scene is a game level)."""
+    return bool(tasks) and all(isinstance(t.scene, dict) and t.scene.get("type") == "game" for t in tasks)
+
+
 def apply_suite_pins(args: argparse.Namespace, pins: dict) -> None:
     """A frozen suite's pins (image size, renderer, render quality, profile) as the defaults of the options left
     out; an option given with another value stays (the run records it, and warns that it is not comparable)."""
@@ -374,7 +414,8 @@ def run(args: argparse.Namespace) -> int:
     from .main import CLIError, check_out
 
     check_out(args.out)
-    check_image_side(args.size)
+    check_size(args.size)
+    size_given = args.size is not None
     frozen = frozen_suite_info(args.suite) if args.tasks is None and is_frozen_suite(args.suite) else None
     if frozen is not None:
         apply_suite_pins(args, frozen.get("pins") or {})
@@ -396,6 +437,10 @@ def run(args: argparse.Namespace) -> int:
     tasks, source, sha, task_file, frozen = load_task_source(args.tasks, args.suite, args.seed)
     if args.scene is not None:
         tasks, source = fill_scenes(tasks, args.scene), f"{source}+scene:{args.scene}"
+    if not size_given and frozen is None and all_game_tasks(tasks):  # the game's screen is 4:3: not squashed
+        from dataclasses import replace
+
+        cfg = replace(cfg, width=game_size(cfg.width)[0], height=game_size(cfg.width)[1])
     suite = {} if frozen is None else {"suite": args.suite, "suite_sha256": frozen.get("sha256"),
                                        "suite_pins": frozen.get("pins") or {}}
     from spatialact.outputs import make_folder
@@ -435,7 +480,8 @@ def _episode_config(args: argparse.Namespace):
         raise CLIError(f"--max-steps {args.max_steps}: must be at least 1")
     if args.limit is not None and args.limit < 0:
         raise CLIError(f"--limit {args.limit}: must be 0 or more")
-    return EpisodeConfig(mode=args.mode, env=args.env, renderer=args.renderer, width=args.size, height=args.size,
+    width, height = size_pair(args.size)
+    return EpisodeConfig(mode=args.mode, env=args.env, renderer=args.renderer, width=width, height=height,
                          max_steps=args.max_steps, profile=args.profile, weights=parse_weights(args.weights),
                          seed=args.seed, render_quality=args.render_quality or "default",
                          collisions=not args.no_collisions)
