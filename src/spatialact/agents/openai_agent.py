@@ -214,8 +214,30 @@ def _read_reply(body: bytes, cut: bool) -> tuple[dict, object]:
 def _http_client(openai, **kwargs):
     """The ``openai`` package's default HTTP client (its timeouts, limits and redirects) with ``kwargs``, closed
     when the agent is collected, as the client the package builds for itself is (the runner builds an agent per
-    episode)."""
-    return _closing_client_class(openai.DefaultHttpxClient)(**kwargs)
+    episode). Its TLS context is the process's one (:func:`_shared_tls_context`)."""
+    cls = openai.DefaultHttpxClient
+    tls = _shared_tls_context(cls)
+    if tls is not None and "verify" not in kwargs:
+        kwargs["verify"] = tls
+    return _closing_client_class(cls)(**kwargs)
+
+
+@functools.lru_cache(maxsize=None)
+def _shared_tls_context(client_class: type):
+    """The TLS context the HTTP package of ``client_class`` makes by default (its ``create_ssl_context()``: the
+    system's certificates, or ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` as set when it is first made), made once per
+    process and shared by every agent's client: making one reads the certificate store, about 30 ms, which an
+    agent built per episode paid every episode. A context is safe to share between connections and threads. None
+    when the package has no such function (each client then makes its own)."""
+    package = sys.modules.get(next((c.__module__ for c in client_class.__mro__ if c.__name__ == "Client"),
+                                   "").split(".")[0])
+    make = getattr(package, "create_ssl_context", None)
+    if make is None:
+        return None
+    try:
+        return make()
+    except Exception:  # noqa: BLE001 - the client makes its own, as before
+        return None
 
 
 @functools.lru_cache(maxsize=None)

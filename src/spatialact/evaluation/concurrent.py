@@ -1,21 +1,23 @@
 """Many episodes in one process: worlds stepped on one thread, agents' calls on lanes (``eval --concurrency N``).
 
 An episode is a generator (:func:`spatialact.evaluation.episode.episode_steps`) that yields an
-:class:`~spatialact.evaluation.episode.AgentCall` whenever it needs its agent. :class:`Interleaver` keeps up to N of
-them alive: it steps their worlds on the thread that runs it (the world's thread: a GL context belongs to the thread
-that made it, and PyBullet's clients are not shared between threads), hands each agent call to a *lane* — a thread
-of its own, one per live episode, so an episode's ``reset`` and every ``act`` run on the same thread (an async
-agent keeps its event loop) — and, while the models answer, steps the episodes whose answers came back. Episodes end
-in whatever order their answers come; the caller writes each as it ends (one writer).
+:class:`~spatialact.evaluation.episode.AgentCall` whenever it needs its agent. :class:`Interleaver` keeps N agent
+calls in flight: it steps the worlds on the thread that runs it (the world's thread: a GL context belongs to the
+thread that made it, and PyBullet's clients are not shared between threads), hands each agent call to a *lane* — a
+thread of its own, one per live episode, so an episode's ``reset`` and every ``act`` run on the same thread (an
+async agent keeps its event loop) — and, while the models answer, steps the episodes whose answers came back
+(first) and starts new ones while fewer than N wait for their agent. So up to 2N episodes are alive: N waiting for
+their models, the others being stepped. Episodes end in whatever order their answers come; the caller writes each
+as it ends (one writer).
 
 A privileged tool that reads the simulator from a lane (``observation["simulator"]``) reaches it through
 :class:`OwnerProxy`: every attribute read and method call is run on the world's thread, between two episode steps.
 
-A run starts slowly, as TCP does: the first episode goes alone, the second once the first answer came back, and
-from then on the live episodes may double with every answer (``2 ** (answers - 1)``), up to N. An endpoint that
-cannot be reached, or answers with errors, costs one request at a time rather than N at once (three connection
-failures in a row stop a run: they are its first three episodes'); a rate limit is met by a ramp, not a burst; and
-the first episodes ask in their order. At N = 64 and answers every 2 s the ramp takes about four round trips.
+A run opens with a probe: until two agent turns have come back with an answer, one ``act`` is in flight at a
+time (the others' worlds are built and rendered meanwhile, their calls held in order); then up to N. An endpoint
+that cannot be reached, or that refuses every request, is asked one request at a time rather than N at once (three
+connection failures in a row stop a run: its first three episodes'), and the first episodes ask in their order.
+It costs two round trips at the start.
 
 Live episodes are bounded per kind (:func:`~spatialact.evaluation.episode.world_kind`): ``caps`` gives how many
 simulated worlds, and how many game levels (each holds a game engine process), may be alive at once; an episode
@@ -94,27 +96,38 @@ class _Lane:
 
 
 class _Episode:
-    __slots__ = ("gen", "lane", "kind", "acting")
+    __slots__ = ("gen", "lane", "kind", "group", "acting")
 
-    def __init__(self, gen, lane: _Lane, kind):
-        self.gen, self.lane, self.kind = gen, lane, kind
-        self.acting = False  # its call in progress is an ``act`` (an answer counts for the slow start)
+    def __init__(self, gen, lane: _Lane, kind, group=None):
+        self.gen, self.lane, self.kind, self.group = gen, lane, kind, group
+        self.acting = False  # its call in progress is an ``act`` (the probe counts those, and their answers)
 
 
 _END = object()
 
 
 class Interleaver:
-    """Up to ``concurrency`` episodes at once on the thread that iterates :meth:`run` (see the module doc).
+    """Episodes on the thread that iterates :meth:`run`, their agents' calls on lanes, ``concurrency`` calls in
+    flight at most (see the module doc).
 
-    ``caps``: ``{kind: the most live episodes of that kind}`` (``"world"``, ``"game"``; a kind not named, and
-    None, are bounded by ``concurrency`` alone) and by the slow start (:meth:`allowed`). ``stop``: an object with ``is_set()``; once set, no episode starts
-    and the live ones finish. Figures, read by a progress bar from any thread: ``busy`` (agent calls in progress),
+    A new episode starts while fewer than ``concurrency`` + ``ready`` (a quarter of ``concurrency``, at least 2)
+    of the live ones wait for their agent (in flight, or held until a place frees), so the requests in flight stay
+    at ``concurrency`` while other episodes step their worlds; at
+    most ``2 x concurrency`` episodes are alive (``max_live``), and ``caps`` bounds them per kind: ``{kind: the
+    most live episodes of that kind}`` (``"world"``, ``"game"``; a kind not named, and None, are not bounded
+    further). ``act`` calls in flight are bounded by :meth:`allowed` (the probe). Answers that came back are
+    stepped before a new episode is started. ``stop``: an object with ``is_set()``; once set, no episode starts and
+    the live ones finish. Figures, read by a progress bar from any thread: ``busy`` (agent calls in progress),
     ``peak_busy``, ``live`` (episodes alive), ``peak_live`` and ``peak_kinds`` (the most live episodes of each
-    kind)."""
+    kind). ``idle(group)``: whether a finished world of that group waits to be reused (the world pool's
+    :meth:`~spatialact.evaluation.episode.WorldPool.has`)."""
 
-    def __init__(self, concurrency: int, caps: dict | None = None, stop=None):
+    def __init__(self, concurrency: int, caps: dict | None = None, stop=None, idle: Callable | None = None):
         self.concurrency = max(1, int(concurrency))
+        self.idle = idle or (lambda group: False)  # whether the world pool holds an idle world of a group
+        self.groups: Counter = Counter()  # live episodes per group (their worlds' scene)
+        self.max_live = 2 * self.concurrency
+        self.ready = max(2, self.concurrency // 4)  # acts kept ready beyond N: a place that frees is taken at once
         self.caps = dict(caps or {})
         self.stop = stop
         self.inbox: queue.SimpleQueue = queue.SimpleQueue()
@@ -122,7 +135,9 @@ class Interleaver:
         self._closed = False
         self._lock = threading.Lock()
         self.busy = self.peak_busy = self.live = self.peak_live = 0
-        self.answers = 0  # agent turns that came back without an error (the slow start's count)
+        self.answers = 0  # agent turns that came back without an error (the probe's count)
+        self.acts = 0  # act calls in flight
+        self._held: deque = deque()  # (episode, call) of acts waiting for the probe, in order
         self.kinds: Counter = Counter()
         self.peak_kinds: Counter = Counter()
 
@@ -140,48 +155,93 @@ class Interleaver:
         return fut.result()
 
     # ----- running ------------------------------------------------------------------------------------------------
+    #: Answers that open the run: until then one ``act`` is in flight at a time.
+    PROBE_ANSWERS = 2
+
     def allowed(self) -> int:
-        """How many episodes may be alive now: the slow start's ``2 ** (answers - 1)`` (1 before the first
-        answer), at most ``concurrency``."""
-        if self.answers <= 1:
-            return 1
-        return min(self.concurrency, 2 ** min(self.answers - 1, 30))
+        """How many ``act`` calls may be in flight now: 1 until :data:`PROBE_ANSWERS` turns came back with an
+        answer (the probe), then ``concurrency``."""
+        return 1 if self.answers < self.PROBE_ANSWERS else self.concurrency
 
     def _room(self, kind) -> bool:
-        if self.live >= self.allowed():
-            return False
         return kind is None or kind not in self.caps or self.kinds[kind] < self.caps[kind]
+
+    def _wanted(self, live: set) -> bool:
+        """Whether to start another episode now: the run goes on, fewer than ``concurrency`` + ``ready`` live
+        episodes wait for their agent (in flight or held), and fewer than ``max_live`` are alive."""
+        return (not self._stopping() and self.busy + len(self._held) < self.concurrency + self.ready
+                and len(live) < self.max_live)
+
+    def _pick(self, window: deque) -> int | None:
+        """The pending job to start: in order, the first whose kind has room and that needs no new world (no group,
+        or an idle world of its group waits in the pool), else the first whose group has no live episode (a scene
+        not being built twice), else the first of the group with the fewest live episodes (its other tasks can
+        take its worlds as they end); None when no kind has room."""
+        fresh = least = None
+        for i, (kind, _, group) in enumerate(window):
+            if not self._room(kind):
+                continue
+            if group is None or self.idle(group):
+                return i
+            n = self.groups[group]
+            if fresh is None and not n:
+                fresh = i
+            if least is None or n < least[0]:
+                least = (n, i)
+        return fresh if fresh is not None else (least[1] if least is not None else None)
 
     def _stopping(self) -> bool:
         return self.stop is not None and self.stop.is_set()
 
-    def run(self, jobs: Iterable[tuple[Any, Any]], start: Callable[[Any], Any]) -> Iterator[Any]:
-        """Run the episodes of ``jobs`` — ``(kind, job)`` pairs; ``start(job)`` builds one's generator on this
-        thread — and yield what each generator returns, as each ends. An exception of ``start`` or of an episode
-        (one it lets through) stops the run: the live episodes are closed (their worlds with them)."""
+    def run(self, jobs: Iterable[tuple], start: Callable[[Any], Any]) -> Iterator[Any]:
+        """Run the episodes of ``jobs`` — ``(kind, job)`` or ``(kind, job, group)``; ``start(job)`` builds one's
+        generator on this thread — and yield what each generator returns, as each ends. Jobs are started in order
+        but for the world pool: of the next ``2 x concurrency`` (the window), one whose group (its world's scene) has
+        an idle world goes first, then one whose scene no live episode is in (:meth:`_pick`). An exception of
+        ``start`` or of an episode (one it lets through) stops the run: the live episodes are closed (their worlds
+        with them)."""
         self.owner = threading.current_thread()
-        lanes = [_Lane(self.inbox, f"spatialact-lane-{i}") for i in range(self.concurrency)]
-        free = lanes[::-1]
+        lanes: list = []
+        free: list = []
         live: set = set()
         done: deque = deque()
+        window: deque = deque()
         it = iter(jobs)
-        pending = next(it, _END)
+        more = True
         try:
             while True:
-                while pending is not _END and free and not self._stopping() and self._room(pending[0]):
-                    kind, job = pending
-                    ep = _Episode(start(job), free.pop(), kind)
+                while True:  # the answers that came back first: they free places
+                    try:
+                        msg = self.inbox.get_nowait()
+                    except queue.Empty:
+                        break
+                    self._handle(msg, live, free, done)
+                while done:
+                    yield done.popleft()
+                while more and len(window) < 2 * self.concurrency:
+                    item = next(it, _END)
+                    if item is _END:
+                        more = False
+                    else:
+                        window.append(tuple(item) if len(item) == 3 else (item[0], item[1], None))
+                pick = self._pick(window) if window and self._wanted(live) else None
+                if pick is not None:
+                    kind, job, group = window[pick]
+                    del window[pick]
+                    if not free:
+                        lanes.append(_Lane(self.inbox, f"spatialact-lane-{len(lanes)}"))
+                        free.append(lanes[-1])
+                    ep = _Episode(start(job), free.pop(), kind, group)
                     live.add(ep)
                     self.kinds[kind] += 1
+                    self.groups[group] += group is not None
                     self.live = len(live)
                     self.peak_live = max(self.peak_live, self.live)
                     self.peak_kinds[kind] = max(self.peak_kinds[kind], self.kinds[kind])
                     self._advance(ep, live, free, done, first=True)
-                    pending = next(it, _END)
-                while done:
-                    yield done.popleft()
+                    continue
                 if not live:
-                    if pending is _END or self._stopping():
+                    if not window or self._stopping():
                         return
                     continue
                 self._handle(self.inbox.get(), live, free, done)
@@ -199,8 +259,11 @@ class Interleaver:
             return
         _, ep, ok, value = msg
         self.busy -= 1
-        if ok and ep.acting and getattr(value, "error", None) is None:
-            self.answers += 1
+        if ep.acting:
+            self.acts -= 1
+            self.answers += ok and getattr(value, "error", None) is None
+            while self._held and self.acts < self.allowed():
+                self._dispatch(*self._held.popleft())
         if ok:
             self._advance(ep, live, free, done, value=value)
         else:
@@ -227,15 +290,24 @@ class Interleaver:
         if sim is not None:  # a privileged tool reads the world from the lane: through this thread
             obs = dict(call.observation, simulator=OwnerProxy(sim, self.on_owner))
             call = AgentCall(call.fn, (obs,) + tuple(call.args[1:]), call.kwargs, obs)
+        if call.observation is not None and (self.acts >= min(self.allowed(), self.concurrency) or self._held):
+            self._held.append((ep, call))  # the probe: in order, once an act in flight came back
+            return
+        self._dispatch(ep, call)
+
+    def _dispatch(self, ep: _Episode, call: AgentCall) -> None:
+        ep.acting = call.observation is not None
+        self.acts += ep.acting
         self.busy += 1
         self.peak_busy = max(self.peak_busy, self.busy)
-        ep.acting = call.observation is not None
         ep.lane.q.put((ep, call))
 
     def _retire(self, ep: _Episode, live: set, free: list) -> None:
         live.discard(ep)
         free.append(ep.lane)
         self.kinds[ep.kind] -= 1
+        if ep.group is not None:
+            self.groups[ep.group] -= 1
         self.live = len(live)
 
     def _close(self, live: set, lanes: list) -> None:
@@ -248,6 +320,7 @@ class Interleaver:
             except Exception:  # noqa: BLE001 - closing a world that failed: nothing more to do
                 pass
         live.clear()
+        self._held.clear()
         while True:
             try:
                 msg = self.inbox.get_nowait()

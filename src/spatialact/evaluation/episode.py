@@ -44,7 +44,8 @@ from ..records import (FAILURE_REASONS, RETRIED_ON_RESUME, SCORE_FIELDS, STEP_SC
 from ..tasks import Task
 from ..vocab import ENVS, MODES, PROFILES
 
-__all__ = ["EpisodeConfig", "EpisodeFrames", "run_episode", "episode_steps", "AgentCall", "drive", "world_kind", "episode_key", "record_key", "episode_seed",
+__all__ = ["EpisodeConfig", "EpisodeFrames", "run_episode", "episode_steps", "AgentCall", "drive", "world_kind",
+           "WorldPool", "episode_key", "record_key", "episode_seed",
            "check_runnable", "execution_limit", "env_name", "TaskInputError", "FAILURE_REASONS",
            "RETRIED_ON_RESUME", "is_failure", "observation_supplies", "free_camera_task", "images_match"]
 
@@ -406,6 +407,74 @@ def _collision_kwargs(task: Task, cfg: EpisodeConfig) -> dict:
     return {"collisions": bool(cfg.collisions)} if _TAKES_COLLISIONS["ok"] else {}
 
 
+class WorldPool:
+    """The environments of finished episodes, kept for the next episode in the same scene (``eval --concurrency``;
+    docs/evaluation.md, "Many requests in flight").
+
+    Only where it is safe: free-camera worlds (:func:`free_camera_task`: CameraNav in PyBullet), whose camera moves
+    kinematically through a static scene, so a world reset to another task in its scene (``load_scene`` keeps a
+    scene whose spec is the same and puts it back) is the world a fresh one would be — the records are the same with
+    and without the pool (tested: ``eval --concurrency 1``, no pool, against 8). Reuse skips the scene's build and
+    the environment's first-reset checks (about half an episode's CPU in a procedural suite, where tasks share
+    rooms). At most ``max_idle`` environments are kept, the least recently used closed first; an episode that
+    ended in an exception closes its environment instead. Used from the world's thread only."""
+
+    def __init__(self, max_idle: int = 8):
+        from collections import OrderedDict
+
+        self.max_idle = max(0, int(max_idle))
+        self._idle: OrderedDict = OrderedDict()  # (key, serial) -> env, oldest first
+        self._serial = 0
+        self.reused = self.made = 0
+
+    @staticmethod
+    def key(task: Task, cfg: EpisodeConfig) -> str | None:
+        """What an environment must share with a task to run it (None: not pooled)."""
+        if not free_camera_task(task, cfg):
+            return None
+        import json
+
+        return json.dumps([task.kind, task.scene, cfg.renderer, cfg.width, cfg.height, cfg.render_quality,
+                           cfg.collisions, cfg.max_steps, cfg.seed], sort_keys=True, default=str)
+
+    def take(self, key: str | None, task: Task, cfg: EpisodeConfig):
+        """An idle environment for ``key`` (the most recently kept), else a new one (None for ``--env none``)."""
+        if key is not None:
+            for k in reversed(self._idle):
+                if k[0] == key:
+                    self.reused += 1
+                    return self._idle.pop(k)
+        env = _make_env(task, cfg)
+        self.made += env is not None
+        return env
+
+    def has(self, key: str | None) -> bool:
+        """Whether an idle environment for ``key`` waits here."""
+        return key is not None and any(k[0] == key for k in self._idle)
+
+    def give(self, key: str | None, env) -> None:
+        """Keep ``env`` for ``key`` (closed when it is not poolable, or the oldest when the pool is full)."""
+        if env is None:
+            return
+        if key is None or self.max_idle == 0:
+            env.close()
+            return
+        self._serial += 1
+        self._idle[(key, self._serial)] = env
+        while len(self._idle) > self.max_idle:
+            self._idle.popitem(last=False)[1].close()
+
+    def __len__(self) -> int:
+        return len(self._idle)
+
+    def close(self) -> None:
+        while self._idle:
+            try:
+                self._idle.popitem(last=False)[1].close()
+            except Exception:  # noqa: BLE001 - closing at the end: nothing more to do
+                pass
+
+
 def _make_env(task: Task, cfg: EpisodeConfig):
     name = env_name(task, cfg)
     if name == "none":
@@ -501,8 +570,8 @@ def run_episode(task: Task, agent, cfg: EpisodeConfig, repeat: int = 0) -> tuple
     return drive(episode_steps(task, agent, cfg, repeat))
 
 
-def episode_steps(task: Task, agent, cfg: EpisodeConfig, repeat: int = 0) -> Generator[AgentCall, Any,
-                                                                                        tuple[dict, EpisodeFrames]]:
+def episode_steps(task: Task, agent, cfg: EpisodeConfig, repeat: int = 0,
+                  pool: WorldPool | None = None) -> Generator[AgentCall, Any, tuple[dict, EpisodeFrames]]:
     """One episode as a generator: it steps the world itself and yields an :class:`AgentCall` each time it needs
     its agent — the ``reset``, then one ``act`` (one-shot) or one per turn (closed-loop) —, expecting the call's
     return value back (``send``) or its exception (``throw``); it returns (record, frames). The record holds no
@@ -510,6 +579,8 @@ def episode_steps(task: Task, agent, cfg: EpisodeConfig, repeat: int = 0) -> Gen
     belongs to the thread that made it); the agent's calls may run on another (``eval --concurrency``: the runner
     interleaves many episodes on one thread while their agents wait for their models).
     ``repeat`` (``eval --repeats K``: 0 to K-1) goes into the record and, above 0, its key (``|r<repeat>``).
+    ``pool``: a :class:`WorldPool` the environment is taken from and given back to (None: made here, closed at the
+    end).
 
     ``agent`` gets ``reset(task, mode=cfg.mode, seed=<the episode's seed>)``; an agent object from outside the
     package is wrapped first (``spatialact.agents.adapt_agent``: a ``reset(task)`` gets the task alone, an
@@ -524,7 +595,8 @@ def episode_steps(task: Task, agent, cfg: EpisodeConfig, repeat: int = 0) -> Gen
     t0 = time.perf_counter()
     frames = EpisodeFrames()
     turns: list = []
-    env = None
+    env = key = None
+    clean = False
     from ..agents import adapt_agent
 
     agent = adapt_agent(agent)  # an outside agent: reset given what it takes, async awaited, text answers parsed
@@ -533,7 +605,8 @@ def episode_steps(task: Task, agent, cfg: EpisodeConfig, repeat: int = 0) -> Gen
 
         agent = variant_agent(agent, cfg.variant)
     try:
-        env = _make_env(task, cfg)
+        key = WorldPool.key(task, cfg) if pool is not None else None
+        env = pool.take(key, task, cfg) if pool is not None else _make_env(task, cfg)
         obs, info = env.reset(seed=cfg.seed, options={"task": task}) if env is not None else (None, None)
         observation = _observation(task, cfg, env, obs, info, None, 0)
         frames.start, frames.goal = observation.get("rgb"), observation.get("goal_rgb")
@@ -585,6 +658,7 @@ def episode_steps(task: Task, agent, cfg: EpisodeConfig, repeat: int = 0) -> Gen
         match = images_match(task, frames)
         if match is not None:  # optional: only for a task that pins its images (a frozen suite)
             record["images_match"] = match
+        clean = True  # the world is as an episode leaves it: it may run another
     except TaskInputError:
         raise  # the task file is at fault, not the episode: the run stops
     except Exception as e:  # the run goes on; the reason is kept with the episode
@@ -592,7 +666,10 @@ def episode_steps(task: Task, agent, cfg: EpisodeConfig, repeat: int = 0) -> Gen
                          f"{e.__class__.__name__}: {e}", time.perf_counter() - t0, ("error", "exception"), repeat)
     finally:
         if env is not None:
-            env.close()
+            if pool is not None and clean:
+                pool.give(key, env)
+            else:
+                env.close()
     return record, frames
 
 

@@ -20,7 +20,7 @@ __all__ = ["RunProgress", "SUM_FIELDS", "format_figures"]
 #: Figures summed over the processes of a run (each process reports its own).
 SUM_FIELDS = ("in_flight", "limit", "requests", "retries", "rate_limited", "server_error", "connection",
               "timeout", "client_error", "malformed", "peak_in_flight", "busy", "live", "peak_live",
-              "peak_worlds", "peak_games")
+              "peak_worlds", "peak_games", "worlds_made", "worlds_reused")
 
 
 def _num(v) -> float:

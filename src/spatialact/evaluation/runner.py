@@ -37,7 +37,7 @@ __all__ = ["AgentSpec", "RunSummary", "run_eval", "run_config", "TaskNotRunnable
            "failure_line", "CONNECTION_FAILURES_TO_STOP", "choose_workers", "usable_cpus", "MAX_WORKERS",
            "EPISODES_PER_WORKER", "MAX_REPEATS", "collision_note", "pin_differences", "pins_note", "MAX_CONCURRENCY",
            "API_CONCURRENCY", "default_concurrency", "live_caps", "WORLD_MB", "GAME_MB", "WORLD_MEMORY_MB",
-           "MAX_LIVE_GAMES"]
+           "MAX_LIVE_GAMES", "MAX_POOLED_WORLDS"]
 
 BACKENDS = RUN_BACKENDS
 # Connection failures in a row, before any episode got through, that stop a run.
@@ -64,6 +64,9 @@ GAME_MB = 200
 WORLD_MEMORY_MB = 8192
 #: The most game levels alive at once in one process (each holds a game engine process).
 MAX_LIVE_GAMES = 8
+#: The most finished free-camera worlds one process keeps for the next episode in the same scene
+#: (``spatialact.evaluation.episode.WorldPool``; ``eval --concurrency`` above 1).
+MAX_POOLED_WORLDS = 16
 
 
 class TaskNotRunnable(ValueError):
@@ -190,12 +193,12 @@ def _run_one(task_record: dict, agent: AgentSpec, cfg: EpisodeConfig, repeat: in
     return record, dict(frames.items()), (_figures_of(gate, None) if gate is not None else None)
 
 
-def _episode_gen(job: tuple):
+def _episode_gen(job: tuple, pool=None):
     """The generator of one job's episode (:func:`~spatialact.evaluation.episode.episode_steps`), its agent built
-    here."""
+    here, its world from ``pool`` (a :class:`~spatialact.evaluation.episode.WorldPool`) when given."""
     task_record, agent, cfg, repeat = job
     task = Task.from_record(task_record)
-    return episode_steps(task, agent.build(task.id, cfg.seed, repeat), cfg, repeat)
+    return episode_steps(task, agent.build(task.id, cfg.seed, repeat), cfg, repeat, pool)
 
 
 def default_concurrency(agent_name: str) -> int:
@@ -220,15 +223,20 @@ def _available_mb() -> float | None:
 
 def live_caps(cfg: EpisodeConfig, processes: int = 1) -> dict:
     """How many episodes of each kind (:func:`~spatialact.evaluation.episode.world_kind`) one process keeps alive
-    at once: ``{"world": ..., "game": ...}``. The memory of its live worlds stays within :data:`WORLD_MEMORY_MB`,
-    and within half the memory available now shared by ``processes``, at :data:`WORLD_MB` a world for the run's
-    renderer (:data:`GAME_MB` a game level, and at most :data:`MAX_LIVE_GAMES`); at least one of each."""
+    at once, and how many finished worlds it keeps for reuse: ``{"world": ..., "pool": ..., "game": ...}``. The
+    memory of its worlds, live and pooled, stays within :data:`WORLD_MEMORY_MB`, and within half the memory
+    available now shared by ``processes``, at :data:`WORLD_MB` a world for the run's renderer (a quarter of them,
+    at most :data:`MAX_POOLED_WORLDS`, pooled; :data:`GAME_MB` a game level, at most :data:`MAX_LIVE_GAMES`); at
+    least one live of each kind."""
     budget = float(WORLD_MEMORY_MB)
     avail = _available_mb()
     if avail is not None:
         budget = min(budget, avail / 2.0 / max(1, int(processes)))
     per = WORLD_MB.get(cfg.renderer, max(WORLD_MB.values()))
-    return {"world": max(1, int(budget // per)), "game": max(1, min(MAX_LIVE_GAMES, int(budget // GAME_MB)))}
+    worlds = max(1, int(budget // per))
+    pool = min(MAX_POOLED_WORLDS, worlds // 4)
+    return {"world": max(1, worlds - pool), "pool": pool,
+            "game": max(1, min(MAX_LIVE_GAMES, int(budget // GAME_MB)))}
 
 
 def _plan(agent: AgentSpec, cfg: EpisodeConfig, concurrency: int, processes: int, max_rpm, max_tpm) -> dict:
@@ -258,10 +266,13 @@ def _ensure_gate(plan: dict | None):
     return gate
 
 
-def _figures_of(gate, inter) -> dict:
-    """One process's figures now: its gate's (requests in flight, the adaptive limit, retries, outcomes) and its
-    interleaver's (agent calls in progress, live episodes), keyed by process id."""
+def _figures_of(gate, inter, pool=None) -> dict:
+    """One process's figures now: its gate's (requests in flight, the adaptive limit, retries, outcomes), its
+    interleaver's (agent calls in progress, live episodes) and its world pool's (worlds made, reused), keyed by
+    process id."""
     f = {"pid": os.getpid()}
+    if pool is not None:
+        f.update(worlds_made=pool.made, worlds_reused=pool.reused)
     if gate is not None:
         f.update(gate.snapshot())
     if inter is not None:
@@ -279,13 +290,20 @@ def _interleaved(jobs, plan: dict, stop=None, progress=None) -> Iterator[tuple[d
     from ..agents.wire import RequestGate, use_gate
     from .concurrent import Interleaver
 
-    inter = Interleaver(plan["concurrency"], plan.get("caps"), stop)
+    from .episode import WorldPool
+
+    caps = dict(plan.get("caps") or {})
+    pool = WorldPool(caps.pop("pool", 0))
+    inter = Interleaver(plan["concurrency"], caps, stop, idle=pool.has)
     gate = RequestGate(plan["concurrency"], plan.get("max_rpm"), plan.get("max_tpm")) if plan.get("gate") else None
     if progress is not None:
-        progress.local = lambda: _figures_of(gate, inter)
-    with use_gate(gate):
-        for record, frames in inter.run(jobs, _episode_gen):
-            yield record, dict(frames.items()), _figures_of(gate, inter)
+        progress.local = lambda: _figures_of(gate, inter, pool)
+    try:
+        with use_gate(gate):
+            for record, frames in inter.run(jobs, lambda job: _episode_gen(job, pool)):
+                yield record, dict(frames.items()), _figures_of(gate, inter, pool)
+    finally:
+        pool.close()
 
 
 def _queued_jobs(job_q, stop) -> Iterator:
@@ -519,7 +537,9 @@ def _ray(jobs: list, workers: int, plan: dict | None = None, stop=None) -> Itera
     try:
         if plan is not None and plan["concurrency"] > 1:
             stream = ray.remote(num_cpus=1)(_ray_stream)
-            pending = [stream.remote(jobs[i::workers], plan) for i in range(workers) if jobs[i::workers]]
+            n = len(jobs)  # contiguous shares: a scene's tasks stay together (the world pool reuses its world)
+            shares = [jobs[k * n // workers:(k + 1) * n // workers] for k in range(workers)]
+            pending = [stream.remote(share, plan) for share in shares if share]
             while pending and not (stop is not None and stop.is_set()):
                 ready, _ = ray.wait(pending, num_returns=1)
                 for gen in ready:
@@ -839,8 +859,10 @@ def run_eval(tasks: Iterable[Task], agent: AgentSpec, cfg: EpisodeConfig, run_di
         total = len(keys)
         n_workers = choose_workers(workers, len(jobs))
         plan = _plan(agent, cfg, concurrency, n_workers, max_rpm, max_tpm)
-        if concurrency > 1:  # (kind, job): the interleaver bounds the live worlds of each kind
-            jobs = [(world_kind(t, cfgs[v]), job) for (t, v, _), job in zip(todo, jobs)]
+        if concurrency > 1:  # (kind, job, group): live worlds bounded by kind, reused by scene (group)
+            from .episode import WorldPool
+
+            jobs = [(world_kind(t, cfgs[v]), job, WorldPool.key(t, cfgs[v])) for (t, v, _), job in zip(todo, jobs)]
         spent = sum(float((r.get("usage") or {}).get("cost_usd") or 0.0) for r in store.records())
         bar = None
         if progress and jobs:

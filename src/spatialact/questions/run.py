@@ -279,6 +279,10 @@ class QuestionRunSummary:
 API_CONCURRENCY = 16
 
 
+#: Answers that open a run: until then one question is asked at a time.
+PROBE_ANSWERS = 2
+
+
 def _asked(agent, q: dict, r: int):
     t0 = time.perf_counter()
     messages = question_prompt(q, r)
@@ -289,9 +293,8 @@ def _asked(agent, q: dict, r: int):
 def _answers(agent, todo: list, concurrency: int):
     """``(question, rotation, reply, latency)`` for every job of ``todo``: asked here one at a time, or by
     ``concurrency`` threads (each with its own answerer when the answerer has ``fresh()``: an API agent), yielded
-    as they come back. The threads start slowly, as the episodes of ``eval`` do
-    (``spatialact.evaluation.concurrent``): one question until an answer came back, then ``2 ** (answers - 1)``
-    at once, up to ``concurrency``."""
+    as they come back. The run opens with a probe, as ``eval``'s does (``spatialact.evaluation.concurrent``): one
+    question at a time until two answers came back, then ``concurrency`` at once."""
     if concurrency <= 1:
         for q, r in todo:
             yield _asked(agent, q, r)
@@ -314,7 +317,7 @@ def _answers(agent, todo: list, concurrency: int):
         it = iter(todo)
         nxt = next(it, None)
         while nxt is not None or running:
-            allowed = 1 if answers <= 1 else min(concurrency, 2 ** min(answers - 1, 30))
+            allowed = 1 if answers < PROBE_ANSWERS else concurrency
             while nxt is not None and len(running) < allowed:
                 running.add(pool.submit(ask, *nxt))
                 nxt = next(it, None)
