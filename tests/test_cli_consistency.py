@@ -19,6 +19,16 @@ def test_plain_demo_keeps_the_full_demos_report(tmp_path):
     out = tmp_path / "demo"
     full = _cli("demo", "--agents", "stay", "--out", str(out), "--no-progress")
     assert full.returncode == 0, full.stderr
+    # a legend under each printed table: one line per term, right below the table's last row
+    screen = full.stdout.split("\n\n")
+    first = next(b for b in screen if "spatialact demo ·" in b).splitlines()
+    terms = [line.split()[0] for line in first if line.startswith("  ")]
+    assert terms == ["skill", "score", "skill", "parse"] and first[-5].startswith("stay ")  # one-shot: no SPL
+    assert "(s - s0) / (1 - s0)" in first[-4]
+    second = next(b for b in screen if b.startswith("diagnostics ·")).splitlines()
+    terms = [line.split()[0] for line in second if line.startswith("  ")]
+    assert terms == ["paired", "inconsist.", "L/R", "label", "δ", "ladder", "nan"] and "FlipEval" in second[-7]
+    assert "RPDR" in second[-2]
     report = out / "report" / "report.md"
     before = report.read_text(encoding="utf-8")
     assert "## Diagnostics" in before

@@ -136,18 +136,46 @@ def run(args: argparse.Namespace) -> int:
                            title=f"spatialact demo · {len(main_ids)} tasks × {len(specs)} agents · {args.mode}"
                                  f" · skill (0 doing nothing, 1 the ground truth; paper profile), raw score"
                                  + (", success and SPL" if args.mode == "closed-loop" else "")))
+        print(legend([t for t in MAIN_LEGEND if args.mode == "closed-loop" or t[0] not in ("success", "SPL")]))
         if diag_rows:
             print()
             print(format_table([[nan if r[h] is None else r[h] for h in DIAG_HEADERS] for r in diag_rows],
                                DIAG_HEADERS, floatfmt=".3f",
                                title=f"diagnostics · {len(tasks)} tasks plain and mirrored (FlipEval) · viewpoint "
                                      f"pairs · ladder L1-L5 (nav / manip)"))
+            print(legend(DIAG_LEGEND))
         print(f"\nreport: {html}\n        {md}")
     line = failure_summary(failures)
     if line:
         print(f"spatialact demo: {line}", file=sys.stderr)
         return 1
     return 0
+
+
+# One line per term of the printed tables (definitions in full: docs/scoring.md, docs/diagnostics.md).
+MAIN_LEGEND = [
+    ("skill", "(s - s0) / (1 - s0), s the mean step score, s0 that of doing nothing (stay); [95% CI] bootstrap"),
+    ("score", "the paper's raw step score (0..1), mean over episodes; doing nothing already earns s0"),
+    ("skill nav/manip/hand", "skill on each task kind: camera navigation, Franka manipulation, floating hand"),
+    ("success", "share of closed-loop episodes that end at the goal (within tolerance, or the object placed)"),
+    ("SPL", "success weighted by path length: success × d0 / max(d0, path taken), d0 the start-goal distance"),
+    ("parse ok", "share of answers that parsed into actions"),
+]
+DIAG_LEGEND = [
+    ("paired", "FlipEval: each task is also run mirrored left-right; mean over tasks of the worse of the two scores"),
+    ("inconsist.", "how far the mirrored answer is from the mirror of the plain one: 0 consistent, 0.5 a fixed move"),
+    ("L/R bias", "(left - right) / (left + right) over sideways steps: +1 only left, -1 only right"),
+    ("label CV", "std / mean of how often each of the 12 motions is used: 0 evenly, √11 only one"),
+    ("δ view", "(S uncommon - S common) / S common over viewpoint pairs: below 0, worse from unusual views"),
+    ("ladder", "mean score at difficulty levels L1-L5 (the report gives RPDR = min(1, S(L+1) / S(L)) between them)"),
+    ("nan", "undefined (a zero denominator, e.g. no sideways step); –: no task at that level"),
+]
+
+
+def legend(terms: list[tuple[str, str]]) -> str:
+    """The lines under a printed table: each term, padded, then what it means."""
+    width = max(len(t) for t, _ in terms)
+    return "\n".join(f"  {t.ljust(width)}  {d}" for t, d in terms)
 
 
 def _agent_row(agent: str, recs: list[dict]) -> dict:
