@@ -7,6 +7,7 @@ setup:
 # Sets everything up and runs the main job on the embedded default; ends with a score table and a report.
 demo: setup
 	.venv/bin/spatialact demo
+	@echo "To run the README's commands yourself: source .venv/bin/activate (then spatialact --help), or call .venv/bin/spatialact"
 
 # Sets everything up and runs the tests.
 test: setup

@@ -144,3 +144,20 @@ def test_a_device_is_refused_before_any_work_where_images_go_beside_the_file(cmd
                  "--out", str(dev)]) == 0, capsys.readouterr().err
     assert main(["tasks", "procedural", "--n", "1", "--json", "--out", str(dev)]) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["null"] and stat.S_ISCHR(os.lstat(dev).st_mode)
+
+
+def test_make_demo_ends_by_saying_how_to_run_the_commands():
+    """make demo's recipe prints, after the demo, how to reach the spatialact command (the venv activated, or its
+    path); the README's first section says the same."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    r = subprocess.run(["make", "-s", "-n", "-o", "setup", "demo"], cwd=root, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.strip().splitlines()
+    assert lines[0] == ".venv/bin/spatialact demo"
+    assert "source .venv/bin/activate" in lines[-1] and ".venv/bin/spatialact" in lines[-1] and len(lines) == 2
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    first = readme.split("## The two commands", 1)[1].split("\n## ", 1)[0]
+    assert "source .venv/bin/activate" in first
+    assert "`.venv/bin/spatialact`" in first
