@@ -51,7 +51,7 @@ def named_wad(traj) -> Path:
     real path too: a link out of the folder is refused), else a WAD bundled with vizdoom (``freedoom1.wad``,
     ``freedoom2.wad``). A name with a folder part, an absolute path, or one found in neither place is refused in one
     line naming the field (ValueError): a recording never makes spatialact open a file elsewhere."""
-    where = traj.meta.get("path", "<trajectory>")
+    where = traj.meta.get("path") or "<trajectory>"
     name = traj.meta.get("wad")
     hint = " (give the WAD it was recorded in: --wad FILE)"
     if (not isinstance(name, str) or not name or name in (".", "..") or "/" in name or "\\" in name
@@ -59,9 +59,10 @@ def named_wad(traj) -> Path:
         raise ValueError(f"{where}: meta.json field 'wad.name': {str(name)[:80]!r} is not a plain file name (a "
                          f"recording names its WAD inside its folder or a bundled WAD, {', '.join(BUNDLED_WADS)})"
                          f"{hint}")
-    root = Path(os.path.realpath(where))
-    local = root / name
-    if os.path.lexists(local):
+    folder = traj.meta.get("path")  # None: a trajectory built in memory (the game suite's), bundled WADs only
+    root = Path(os.path.realpath(folder)) if folder else None
+    local = root / name if root is not None else None
+    if local is not None and os.path.lexists(local):
         real = Path(os.path.realpath(local))
         if real.parent != root or not check_regular(real):
             raise ValueError(f"{where}: meta.json field 'wad.name': {name} in the recording's folder is not a "
