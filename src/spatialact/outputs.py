@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import IO, Iterator
 
 __all__ = ["OutputError", "STDOUT", "check_output", "check_output_beside", "OutputFile", "open_output", "write_text", "write_bytes",
-           "output_path", "make_folder"]
+           "output_path", "make_folder", "folder_for_work"]
 
 #: The path that names standard output (where a command writes a single file).
 STDOUT = "-"
@@ -177,6 +177,29 @@ def make_folder(path, option: str | None = "--out") -> Path:
     except OSError as e:
         raise OutputError(f"{_label(path, option)}: cannot be made ({e.strerror or e})") from None
     return Path(path)
+
+
+@contextmanager
+def folder_for_work(path, option: str | None = "--out"):
+    """Make the output folder ``path`` by the rule (:func:`make_folder`) for the block that fills it; if the block
+    raises (a refusal found after the folder was made: a task the run cannot run, nothing to build), the folders it
+    made and left empty are removed again, so a refused command leaves nothing behind. Yields ``path`` as a Path."""
+    how, real = _target(path, option, "folder", False)
+    made, q = [], os.path.abspath(real)
+    while q and not os.path.lexists(q):  # the folders that do not exist yet, deepest first
+        made.append(q)
+        parent = os.path.dirname(q)
+        q = "" if parent == q else parent
+    out = make_folder(path, option)
+    try:
+        yield out
+    except BaseException:
+        for folder in made:  # deepest first; a folder with anything in it stays
+            try:
+                os.rmdir(folder)
+            except OSError:
+                break
+        raise
 
 
 def _temporary_name(real: str, keep_suffix: bool) -> str:

@@ -408,8 +408,7 @@ def flip_rows(records: list[dict]) -> tuple[list[list], list[str], dict]:
 
 def run(args: argparse.Namespace) -> int:
     from spatialact.agents import AgentConfigError
-    from spatialact.evaluation.results import RunStoreError, read_records
-    from spatialact.evaluation.runner import AgentSpec, EndpointUnreachable, run_eval
+    from spatialact.evaluation.runner import AgentSpec
 
     from .main import CLIError, check_out
 
@@ -443,9 +442,20 @@ def run(args: argparse.Namespace) -> int:
         cfg = replace(cfg, width=game_size(cfg.width)[0], height=game_size(cfg.width)[1])
     suite = {} if frozen is None else {"suite": args.suite, "suite_sha256": frozen.get("sha256"),
                                        "suite_pins": frozen.get("pins") or {}}
-    from spatialact.outputs import make_folder
+    from spatialact.outputs import folder_for_work
 
-    make_folder(args.out)  # by the output rule: a dangling link as --out makes the folder it names
+    # by the output rule (a dangling link as --out makes the folder it names); a refusal inside the run's checks
+    # removes the folder again, so a refused run leaves nothing behind
+    with folder_for_work(args.out):
+        return _run(args, agent, cfg, tasks, source, sha, task_file, suite)
+
+
+def _run(args, agent, cfg, tasks, source, sha, task_file, suite) -> int:
+    from spatialact.evaluation.results import RunStoreError, read_records
+    from spatialact.evaluation.runner import EndpointUnreachable, run_eval
+
+    from .main import CLIError
+
     try:
         summary = run_eval(tasks, agent, cfg, args.out, task_source=source, task_hash=sha, task_file=task_file,
                            limit=args.limit, workers=args.workers, backend=args.backend,

@@ -133,12 +133,12 @@ def _build(args: argparse.Namespace) -> int:
     if args.trajectory is not None:
         traj, mesh = _trajectory(args)
     out = check_out(args.out, folder=False)
-    from spatialact.outputs import check_output_beside, make_folder
+    from spatialact.outputs import check_output_beside, folder_for_work
 
     # a character device is refused here, before any work: the images would have no folder beside it
     check_output_beside(out, out.parent / f"{out.stem}_images")
-    make_folder(out.parent)  # by the output rule: a dangling link above the file makes the folder it names
-    with render_quality_default(args.render_quality):  # the worlds the builder makes draw at it
+    # by the output rule: a dangling link above the file makes the folder it names; a build that fails removes it
+    with folder_for_work(out.parent), render_quality_default(args.render_quality):  # the worlds draw at it
         res = build_questions(out, n=args.n, seed=args.seed, types=types, trajectory=traj, mesh=mesh,
                               max_keyframes=args.max_keyframes, renderer=args.renderer or "tiny", size=size,
                               progress=not args.no_progress and sys.stderr.isatty(), camera=args.camera)
@@ -299,14 +299,10 @@ def _answerer(args: argparse.Namespace):
 def _score_agent(args: argparse.Namespace) -> int:
     """``--agent NAME``: ask an agent every question, into a run directory."""
     from spatialact.agents import recorded_agent_args
-    from spatialact.evaluation.results import RunStoreError
-    from spatialact.evaluation.runner import EndpointUnreachable
     from spatialact.questions import load_question_file
-    from spatialact.questions.run import check_question_inputs, run_questions
-    from spatialact.questions.scoring import summary_rows
+    from spatialact.questions.run import check_question_inputs
 
     from .main import CLIError, check_out
-    from .table import format_table
 
     if args.out is None:
         raise CLIError("--out RUN_DIR is required with --agent (the run directory the answers are written to)")
@@ -332,9 +328,21 @@ def _score_agent(args: argparse.Namespace) -> int:
         config["agent_plugin"] = plugin.spec
         if plugin.sha256:
             config["agent_plugin_sha256"] = plugin.sha256
-    from spatialact.outputs import make_folder
+    from spatialact.outputs import folder_for_work
 
-    make_folder(args.out)  # by the output rule: a dangling link as --out makes the folder it names
+    with folder_for_work(args.out):  # by the output rule; a refusal in the run's checks removes the folder again
+        return _score_run(args, questions, probe, seed, qf, config, name)
+
+
+def _score_run(args, questions, probe, seed, qf, config, name: str) -> int:
+    from spatialact.evaluation.results import RunStoreError
+    from spatialact.evaluation.runner import EndpointUnreachable
+    from spatialact.questions.run import run_questions
+    from spatialact.questions.scoring import summary_rows
+
+    from .main import CLIError
+    from .table import format_table
+
     try:
         res = run_questions(questions, probe, args.out, seed=seed, circular=not args.no_circular,
                             question_file=args.questions, question_sha=qf.sha256, config=config,

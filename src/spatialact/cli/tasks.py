@@ -150,11 +150,14 @@ def run(args: argparse.Namespace) -> int:
         from spatialact.taskgen.from_trajectory import image_dir_for
 
         check_output_beside(args.out, image_dir_for(args.out))  # a device: refused, the images have no place
+    folder = contextlib.nullcontext()
     if str(args.out) != "-":
-        from spatialact.outputs import make_folder
+        from spatialact.outputs import folder_for_work
 
-        make_folder(Path(args.out).parent)  # by the output rule: a dangling link above the file makes its folder
-    tasks, path = TASK_BUILDERS[args.action](args)
+        # by the output rule: a dangling link above the file makes its folder; a build that gives nothing removes it
+        folder = folder_for_work(Path(args.out).parent)
+    with folder:
+        tasks, path = TASK_BUILDERS[args.action](args)
     if str(args.out) == "-":  # standard output holds the tasks themselves: what is shown goes to stderr
         with contextlib.redirect_stdout(sys.stderr):
             _show(args, tasks, path)
