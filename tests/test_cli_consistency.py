@@ -161,3 +161,12 @@ def test_make_demo_ends_by_saying_how_to_run_the_commands():
     first = readme.split("## The two commands", 1)[1].split("\n## ", 1)[0]
     assert "source .venv/bin/activate" in first
     assert "`.venv/bin/spatialact`" in first
+
+
+def test_questions_build_suite_takes_only_the_frozen_suite(tmp_path, capsys):
+    from spatialact.cli.main import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["questions", "build", "--suite", "l4-v0", "--out", str(tmp_path / "q")])
+    assert e.value.code == 2 and "invalid choice: 'l4-v0'" in capsys.readouterr().err
+    assert not (tmp_path / "q").exists()

@@ -48,7 +48,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     b = sub.add_parser("build", help="generate a question file from simulator renders",
                        description="Generate questions with exact answers from procedural rooms or a replayed camera "
                                    "path (needs the sim extra: PyBullet).")
-    b.add_argument("--out", required=True, metavar="FILE", help="question file to write (.jsonl)")
+    b.add_argument("--out", required=True, metavar="FILE", help="question file to write (.jsonl); with --suite, the "
+                                                                  "folder the suite's question track is rendered into")
+    b.add_argument("--suite", default=None, choices=["l4-v1"],
+                   help="render the frozen suite's question track (176 questions; its images, about 75 MB, are "
+                        "rendered here with tiny at 384 px and checked against the suite's card) into the folder "
+                        "--out, and write nothing else; the other options do not apply")
     b.add_argument("--n", type=count_arg(1, 10_000), default=4, help="questions of every type and format (default 4)")
     b.add_argument("--seed", type=seed_arg, default=0, help="random seed (default 0)")
     b.add_argument("--types", default=None, metavar="T1,T2",
@@ -107,9 +112,33 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     s.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
+def _build_suite(args: argparse.Namespace) -> int:
+    """``questions build --suite l4-v1 --out DIR``: the frozen question track, rendered and checked."""
+    from spatialact.outputs import folder_for_work
+    from spatialact.questions.suite import suite_questions
+
+    from .main import CLIError, check_out
+
+    check_out(args.out)
+    with folder_for_work(args.out):
+        try:
+            path = suite_questions(args.out)
+        except ValueError as e:
+            raise CLIError(str(e)) from None
+    if args.json:
+        print_json({"out": str(path), "suite": args.suite})
+    else:
+        print(f"{args.suite} question track: {path} (checked against the suite's card); ask it with "
+              f"spatialact questions score {path} --agent ... --out RUN_DIR")
+    return 0
+
+
 def _build(args: argparse.Namespace) -> int:
     from .main import CLIError, check_out
     from .table import format_table
+
+    if args.suite is not None:
+        return _build_suite(args)
 
     try:
         from spatialact.envs.rendering import render_quality_default
