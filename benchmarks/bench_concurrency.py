@@ -12,7 +12,8 @@ where the latency-bound time is max(the server's busy time summed over requests 
 of turns x the mean latency) — the time the answers alone need with N in flight — and the second term the CPU-bound
 time of the same run (worlds, renders, prompts, scoring, records; measured at the same concurrency with a 0 s
 server); and, at 64, the memory per live world for each renderer (the run's peak RSS above its RSS before the
-first episode, over the peak number of live worlds). Aims: peak in flight ≥ 0.9 × N at N = 64; wall ≤ 1.3 × ideal.
+first episode, over the peak number of live worlds; the idle worlds the pool keeps are counted against it, so it
+errs high). Aims: peak in flight ≥ 0.9 × N at N = 64; wall ≤ 1.3 × ideal.
 
 Full size: 400 one-shot and 100 closed-loop episodes (closed-loop: --max-steps 5), 128² images, the tiny renderer
 for the timings; at --concurrency 1 that is about 15 + 20 minutes of waiting for the server alone. --quick: 96
@@ -147,19 +148,21 @@ def main() -> int:
                     record("bench_concurrency.py", f"eval --concurrency {c}, {mode}: peak requests in flight",
                            srv["peak"], "requests", anchor=f"N = {c}", anchor_value=c,
                            aim="≥ 0.9 × N" if c == 64 else None)
-        print("\nmemory at --concurrency 64, one-shot:")
+        print("\nmemory at --concurrency 64, one-shot, the slow server (worlds stay alive while their models answer):")
         for r in args.memory_renderers.split(","):
-            spec = {"url": fast.url, "mode": "one-shot", "n": 128 if args.quick else n_one, "concurrency": 64,
+            spec = {"url": slow.url, "mode": "one-shot", "n": 128 if args.quick else n_one, "concurrency": 64,
                     "renderer": r, "out": str(tmp / f"mem-{r}")}
             try:
                 res = _run(spec)
             except RuntimeError as e:
                 print(f"  {r}: not measured ({str(e).splitlines()[0]})")
                 continue
-            worlds = max(1, res["figures"]["peak_worlds"])
+            f = res["figures"]
+            worlds = max(1, f["peak_worlds"])
             per = (res["rss_peak"] - res["rss_before"]) / worlds
-            print(f"  {r:<5} ({', '.join(res['gl'])}): {worlds} live worlds at the peak, RSS {res['rss_before']:.0f} "
-                  f"MB before the first episode, peak {res['rss_peak']:.0f} MB: {per:.1f} MB a live world")
+            print(f"  {r:<5} ({', '.join(res['gl'])}): {worlds} live worlds at the peak ({f['worlds_made']} made, "
+                  f"{f['worlds_reused']} reused; up to 16 more kept for reuse), RSS {res['rss_before']:.0f} MB before "
+                  f"the first episode, peak {res['rss_peak']:.0f} MB: {per:.1f} MB a live world", flush=True)
             record("bench_concurrency.py", f"memory per live world at --concurrency 64, renderer {r}", per, "MB",
                    higher_is_better=False)
     finally:

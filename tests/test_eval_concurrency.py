@@ -84,19 +84,20 @@ def test_eight_requests_are_in_flight_at_once(tmp_path, capsys, key):
 
 
 def test_requests_are_in_flight_while_worlds_step(tmp_path, capsys, key):
-    """16 one-shot episodes in PyBullet worlds (the world pool reuses the suite's rooms): while their models
-    answer (1 s), the other episodes' worlds are built and rendered, so several requests are in flight at once.
-    (How many depends on the CPU an episode needs against the answer's second: docs/evaluation.md.)"""
+    """24 one-shot episodes in PyBullet worlds, --concurrency 4: while the models answer (0.6 s), other episodes'
+    worlds are built and rendered, so 4 requests are in flight at once; at most 8 episodes are alive, and the suite's
+    rooms (4 tasks a room) are reused by the world pool as episodes end. (How many requests stay in flight depends
+    on the CPU an episode needs against the answer's second: docs/evaluation.md.)"""
     pytest.importorskip("pybullet")
-    srv = FakeServer(latency=1.0)
+    srv = FakeServer(latency=0.6)
     try:
-        code, js, _ = _eval(capsys, "--suite", "nav:16", "--size", "32", "--renderer", "tiny", "--concurrency", "8",
+        code, js, _ = _eval(capsys, "--suite", "nav:24", "--size", "32", "--renderer", "tiny", "--concurrency", "4",
                             "--out", str(tmp_path / "run"), *_api(srv.url))
     finally:
         srv.close()
     f = js["figures"]
-    assert code == 0 and js["new"] == 16 and srv.peak_in_flight >= 4 and f["peak_in_flight"] == srv.peak_in_flight
-    assert 1 <= f["peak_worlds"] <= 16 and f["worlds_reused"] + f["worlds_made"] == 16 and f["worlds_reused"] >= 4
+    assert code == 0 and js["new"] == 24 and srv.peak_in_flight == 4 == f["peak_in_flight"]
+    assert f["peak_live"] <= 8 and f["worlds_reused"] + f["worlds_made"] == 24 and f["worlds_reused"] >= 4
 
 
 def test_api_agents_default_to_sixteen_and_baselines_to_one(tmp_path, capsys, key, server):
@@ -304,8 +305,8 @@ def test_max_tpm_reserves_tokens_and_waits_for_them():
 # ----- cost budget, SIGKILL ---------------------------------------------------------------------------------------
 def test_max_cost_stops_the_run_cleanly_and_a_resume_goes_on(tmp_path, capsys, key, server):
     """Each answer costs 321 prompt tokens at 1000 USD per million: $0.321. --max-cost 1 stops after the fourth
-    (and whatever was in progress then), exit 3 with one line; the same budget again runs nothing; a larger one
-    finishes the run, every episode recorded once."""
+    (and whatever answer was in flight then), exit 3 with one line; the same budget again runs nothing; a larger
+    one finishes the run, every episode recorded once."""
     tf = _image_task_file(tmp_path / "t", 10)
     out = tmp_path / "r"
     argv = ["--tasks", str(tf), "--env", "none", "--concurrency", "2", "--out", str(out),
@@ -323,6 +324,11 @@ def test_max_cost_stops_the_run_cleanly_and_a_resume_goes_on(tmp_path, capsys, k
     assert code == 0 and js["stopped"] is None
     keys = [r["key"] for r in _lines(out)]
     assert len(keys) == 10 == len(set(keys))
+    # one at a time: exactly the episodes that reached the budget ($0.321, $0.642 >= 0.5)
+    one = tmp_path / "one"
+    code, js, _ = _eval(capsys, "--tasks", str(tf), "--env", "none", "--concurrency", "1", "--max-cost", "0.5",
+                        "--out", str(one), *_api(server.url, "price_in=1000", "price_out=0"))
+    assert code == 3 and len(_lines(one)) == 2 and js["stopped"] == "max_cost"
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")

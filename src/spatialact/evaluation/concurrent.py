@@ -6,9 +6,9 @@ calls in flight: it steps the worlds on the thread that runs it (the world's thr
 thread that made it, and PyBullet's clients are not shared between threads), hands each agent call to a *lane* — a
 thread of its own, one per live episode, so an episode's ``reset`` and every ``act`` run on the same thread (an
 async agent keeps its event loop) — and, while the models answer, steps the episodes whose answers came back
-(first) and starts new ones while fewer than N wait for their agent. So up to 2N episodes are alive: N waiting for
-their models, the others being stepped. Episodes end in whatever order their answers come; the caller writes each
-as it ends (one writer).
+(first) and starts new ones. Up to 2N episodes are alive: N with a call in flight, the others stepping their worlds
+or holding their next call until a place frees. Episodes end in whatever order their answers come; the caller
+writes each as it ends (one writer).
 
 A privileged tool that reads the simulator from a lane (``observation["simulator"]``) reaches it through
 :class:`OwnerProxy`: every attribute read and method call is run on the world's thread, between two episode steps.
@@ -110,24 +110,24 @@ class Interleaver:
     """Episodes on the thread that iterates :meth:`run`, their agents' calls on lanes, ``concurrency`` calls in
     flight at most (see the module doc).
 
-    A new episode starts while fewer than ``concurrency`` + ``ready`` (a quarter of ``concurrency``, at least 2)
-    of the live ones wait for their agent (in flight, or held until a place frees), so the requests in flight stay
-    at ``concurrency`` while other episodes step their worlds; at
-    most ``2 x concurrency`` episodes are alive (``max_live``), and ``caps`` bounds them per kind: ``{kind: the
-    most live episodes of that kind}`` (``"world"``, ``"game"``; a kind not named, and None, are not bounded
-    further). ``act`` calls in flight are bounded by :meth:`allowed` (the probe). Answers that came back are
-    stepped before a new episode is started. ``stop``: an object with ``is_set()``; once set, no episode starts and
-    the live ones finish. Figures, read by a progress bar from any thread: ``busy`` (agent calls in progress),
-    ``peak_busy``, ``live`` (episodes alive), ``peak_live`` and ``peak_kinds`` (the most live episodes of each
-    kind). ``idle(group)``: whether a finished world of that group waits to be reused (the world pool's
-    :meth:`~spatialact.evaluation.episode.WorldPool.has`)."""
+    Up to ``2 x concurrency`` episodes are alive (``max_live``) — ``concurrency`` with a call in flight, the others
+    stepping their worlds or holding their next call until a place frees (in order) — so the requests in flight
+    stay at ``concurrency`` while worlds are stepped, and the turns of closed-loop episodes go round evenly;
+    ``caps`` bounds them per kind: ``{kind: the most live episodes of that kind}`` (``"world"``, ``"game"``; a kind
+    not named, and None, are not bounded further). ``act`` calls in flight are bounded by :meth:`allowed` (the
+    probe). Answers that came back are stepped before a new episode is started. ``stop``: an object with
+    ``is_set()``; once set, no episode starts and no further ``act`` is sent: an episode about to ask its agent
+    is closed unwritten (it runs again on a resume), one whose call is in flight goes on to its end or its next
+    call. Figures, read by a progress bar from any
+    thread: ``busy`` (agent calls in progress), ``peak_busy``, ``live`` (episodes alive), ``peak_live`` and
+    ``peak_kinds`` (the most live episodes of each kind). ``idle(group)``: whether a finished world of that group
+    waits to be reused (the world pool's :meth:`~spatialact.evaluation.episode.WorldPool.has`)."""
 
     def __init__(self, concurrency: int, caps: dict | None = None, stop=None, idle: Callable | None = None):
         self.concurrency = max(1, int(concurrency))
         self.idle = idle or (lambda group: False)  # whether the world pool holds an idle world of a group
         self.groups: Counter = Counter()  # live episodes per group (their worlds' scene)
         self.max_live = 2 * self.concurrency
-        self.ready = max(2, self.concurrency // 4)  # acts kept ready beyond N: a place that frees is taken at once
         self.caps = dict(caps or {})
         self.stop = stop
         self.inbox: queue.SimpleQueue = queue.SimpleQueue()
@@ -167,10 +167,8 @@ class Interleaver:
         return kind is None or kind not in self.caps or self.kinds[kind] < self.caps[kind]
 
     def _wanted(self, live: set) -> bool:
-        """Whether to start another episode now: the run goes on, fewer than ``concurrency`` + ``ready`` live
-        episodes wait for their agent (in flight or held), and fewer than ``max_live`` are alive."""
-        return (not self._stopping() and self.busy + len(self._held) < self.concurrency + self.ready
-                and len(live) < self.max_live)
+        """Whether to start another episode now: the run goes on and fewer than ``max_live`` are alive."""
+        return not self._stopping() and len(live) < self.max_live
 
     def _pick(self, window: deque) -> int | None:
         """The pending job to start: in order, the first whose kind has room and that needs no new world (no group,
@@ -218,6 +216,8 @@ class Interleaver:
                     self._handle(msg, live, free, done)
                 while done:
                     yield done.popleft()
+                while self._held and self._stopping():
+                    self._drop(self._held.popleft()[0], live, free)
                 while more and len(window) < 2 * self.concurrency:
                     item = next(it, _END)
                     if item is _END:
@@ -286,6 +286,9 @@ class Interleaver:
         except BaseException:
             self._retire(ep, live, free)
             raise
+        if call.observation is not None and self._stopping():  # the run stops: no further request
+            self._drop(ep, live, free)
+            return
         sim = call.observation.get("simulator") if isinstance(call.observation, dict) else None
         if sim is not None:  # a privileged tool reads the world from the lane: through this thread
             obs = dict(call.observation, simulator=OwnerProxy(sim, self.on_owner))
@@ -301,6 +304,14 @@ class Interleaver:
         self.busy += 1
         self.peak_busy = max(self.peak_busy, self.busy)
         ep.lane.q.put((ep, call))
+
+    def _drop(self, ep: _Episode, live: set, free: list) -> None:
+        """Close an episode unwritten (the run stops before its next call): its world is closed with it."""
+        self._retire(ep, live, free)
+        try:
+            ep.gen.close()
+        except Exception:  # noqa: BLE001 - a world that fails to close: nothing more to do
+            pass
 
     def _retire(self, ep: _Episode, live: set, free: list) -> None:
         live.discard(ep)

@@ -675,7 +675,8 @@ def episode_steps(task: Task, agent, cfg: EpisodeConfig, repeat: int = 0,
 
 def _closed_loop(task, agent, cfg, env, observation, info, turns, frames, blocked):
     """Observe, act one step (each turn an :class:`AgentCall` yielded), repeat. Returns (executed sequence, last
-    parse, repairs, visited poses, last info); ``blocked`` gets one flag per executed step (the world stopped it short)."""
+    parse, repairs, visited poses, last info); ``blocked`` gets one flag per executed step (the world stopped it
+    short)."""
     if env is None:
         raise ValueError(f"task {task.id!r} has no scene: closed-loop mode needs a simulator")
     start_rgb = observation["rgb"]

@@ -482,7 +482,8 @@ def _stop_pool(pool: ProcessPoolExecutor, finished: bool) -> None:
 def _local(jobs: list[tuple[dict, AgentSpec, EpisodeConfig, int]], workers: int, plan: dict | None = None,
            progress=None) -> Iterator[tuple[dict, dict, dict | None]]:
     """One episode at a time per process: here (``workers`` 1, through a request gate of this run's own when
-    ``plan`` has one) or in a pool of spawned worker processes (each with its gate)."""
+    ``plan`` has one) or in a pool of spawned worker processes (each with its gate). ``progress.stop`` set: no
+    episode starts after it."""
     if workers <= 1:
         from ..agents.wire import RequestGate, use_gate
 
@@ -493,6 +494,8 @@ def _local(jobs: list[tuple[dict, AgentSpec, EpisodeConfig, int]], workers: int,
             progress.local = lambda: _figures_of(gate, None) if gate is not None else None
         with use_gate(gate):
             for job in jobs:
+                if progress is not None and progress.stop.is_set():
+                    return
                 record, frames, _ = _run_one(*job)
                 yield record, frames, None
         return
@@ -513,7 +516,7 @@ def _local(jobs: list[tuple[dict, AgentSpec, EpisodeConfig, int]], workers: int,
             done, running = wait(running, return_when=FIRST_COMPLETED)
             for fut in done:
                 yield fut.result()
-                nxt = next(it, None)
+                nxt = None if progress is not None and progress.stop.is_set() else next(it, None)
                 if nxt is not None:
                     running.add(pool.submit(_run_one, *nxt, plan))
         finished = True
