@@ -109,7 +109,10 @@ def read_entry(path: str | os.PathLike, limit: int = MAX_ENTRY_BYTES) -> bytes |
 def write_entry(path: str | os.PathLike, data: bytes, limit: int = MAX_ENTRY_BYTES) -> bool:
     """Write the cache entry ``path`` atomically (a fresh temporary file in its folder, renamed over it; missing
     folders made, private to the user); False, nothing written, when it cannot be (a file where a folder should be,
-    no space, no permission) or when ``data`` is longer than ``limit`` (it would be read as a miss)."""
+    no space, no permission) or when ``data`` is longer than ``limit`` (it would be read as a miss). The temporary
+    file's name is drawn by ``tempfile.mkstemp`` (random, created exclusively), never made of the process id alone:
+    the threads of ``eval --concurrency`` and worker processes that write the same entry at once each write their
+    own file, and the last rename wins with a whole entry."""
     path = Path(path)
     if len(data) > limit:
         return False
