@@ -54,9 +54,10 @@ MAX_CONCURRENCY = 256
 #: ``--concurrency`` when not given, for the agents that talk to an endpoint (``spatialact.agents.API_AGENTS``);
 #: every other agent (baselines, local models, plug-ins) runs one episode at a time.
 API_CONCURRENCY = 16
-#: Memory a live world takes in a process, in MB, by renderer (benchmarks/bench_concurrency.py measures it: 64
-#: worlds alive in one process, RSS growth per world): an estimate a little above the measure.
-WORLD_MB = {"tiny": 50, "gl": 80, "egl": 80, "auto": 80}
+#: Memory a live world takes in a process, in MB, by renderer: an estimate at or above the measure
+#: (benchmarks/bench_concurrency.py, --concurrency 64: the run's RSS growth over its peak of live worlds, 49 MB
+#: tiny and 93 MB gl on llvmpipe, idle pooled worlds counted against it; 46 MB and 70-78 MB with 16 worlds).
+WORLD_MB = {"tiny": 50, "gl": 95, "egl": 95, "auto": 95}
 #: ... and a live game level (its world, frames and the game engine process it holds), in MB.
 GAME_MB = 200
 #: The memory one process's live worlds may take, in MB (and at most half of the memory available when the run
