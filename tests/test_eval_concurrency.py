@@ -436,6 +436,38 @@ def test_a_tool_reads_the_simulator_on_the_worlds_thread():
     assert inter.peak_busy <= 4
 
 
+def test_the_probe_asks_one_at_a_time_in_the_episodes_order():
+    """The first episode's reset is the slowest; still, until two answers came back the acts go one at a time in
+    the order the episodes started; then up to the concurrency at once."""
+    from spatialact.evaluation.concurrent import Interleaver
+    from spatialact.evaluation.episode import AgentCall
+
+    lock = threading.Lock()
+    order, now, peak = [], [0], [0]
+
+    class Turn:
+        error = None
+
+    def act(i):
+        with lock:
+            order.append(i)
+            now[0] += 1
+            peak[0] = max(peak[0], now[0])
+        time.sleep(0.05)
+        with lock:
+            now[0] -= 1
+        return Turn()
+
+    def episode(i):
+        yield AgentCall(time.sleep, (0.2 if i == 0 else 0.0,))  # the reset
+        yield AgentCall(act, (i,), observation={})
+        return i
+
+    inter = Interleaver(4)
+    assert sorted(inter.run([(None, i) for i in range(8)], episode)) == list(range(8))
+    assert order[:2] == [0, 1] and sorted(order) == list(range(8)) and peak[0] == 4
+
+
 def test_live_worlds_are_bounded_by_their_cap():
     from spatialact.evaluation.concurrent import Interleaver
     from spatialact.evaluation.episode import AgentCall

@@ -96,10 +96,10 @@ class _Lane:
 
 
 class _Episode:
-    __slots__ = ("gen", "lane", "kind", "group", "acting")
+    __slots__ = ("gen", "lane", "kind", "group", "acting", "seq")
 
-    def __init__(self, gen, lane: _Lane, kind, group=None):
-        self.gen, self.lane, self.kind, self.group = gen, lane, kind, group
+    def __init__(self, gen, lane: _Lane, kind, group=None, seq: int = 0):
+        self.gen, self.lane, self.kind, self.group, self.seq = gen, lane, kind, group, seq
         self.acting = False  # its call in progress is an ``act`` (the probe counts those, and their answers)
 
 
@@ -137,7 +137,9 @@ class Interleaver:
         self.busy = self.peak_busy = self.live = self.peak_live = 0
         self.answers = 0  # agent turns that came back without an error (the probe's count)
         self.acts = 0  # act calls in flight
-        self._held: deque = deque()  # (episode, call) of acts waiting for the probe, in order
+        self._held: list = []  # (episode, call) of acts waiting for a place, in the order they came
+        self._unasked: set = set()  # start numbers of the live episodes that have not asked their agent yet
+        self._started = 0
         self.kinds: Counter = Counter()
         self.peak_kinds: Counter = Counter()
 
@@ -217,7 +219,7 @@ class Interleaver:
                 while done:
                     yield done.popleft()
                 while self._held and self._stopping():
-                    self._drop(self._held.popleft()[0], live, free)
+                    self._drop(self._held.pop(0)[0], live, free)
                 while more and len(window) < 2 * self.concurrency:
                     item = next(it, _END)
                     if item is _END:
@@ -231,7 +233,9 @@ class Interleaver:
                     if not free:
                         lanes.append(_Lane(self.inbox, f"spatialact-lane-{len(lanes)}"))
                         free.append(lanes[-1])
-                    ep = _Episode(start(job), free.pop(), kind, group)
+                    self._started += 1
+                    ep = _Episode(start(job), free.pop(), kind, group, self._started)
+                    self._unasked.add(ep.seq)
                     live.add(ep)
                     self.kinds[kind] += 1
                     self.groups[group] += group is not None
@@ -262,8 +266,7 @@ class Interleaver:
         if ep.acting:
             self.acts -= 1
             self.answers += ok and getattr(value, "error", None) is None
-            while self._held and self.acts < self.allowed():
-                self._dispatch(*self._held.popleft())
+            self._release()
         if ok:
             self._advance(ep, live, free, done, value=value)
         else:
@@ -293,10 +296,24 @@ class Interleaver:
         if sim is not None:  # a privileged tool reads the world from the lane: through this thread
             obs = dict(call.observation, simulator=OwnerProxy(sim, self.on_owner))
             call = AgentCall(call.fn, (obs,) + tuple(call.args[1:]), call.kwargs, obs)
-        if call.observation is not None and (self.acts >= min(self.allowed(), self.concurrency) or self._held):
-            self._held.append((ep, call))  # the probe: in order, once an act in flight came back
+        if call.observation is None:  # a reset: at once
+            self._dispatch(ep, call)
             return
-        self._dispatch(ep, call)
+        self._unasked.discard(ep.seq)
+        self._held.append((ep, call))
+        self._release()
+
+    def _release(self) -> None:
+        """Send the held acts there is a place for: during the probe one at a time and in the order their episodes
+        started (an act waits while an earlier episode has not asked yet: its reset may come back later), then in
+        the order they came."""
+        while self._held and self.acts < min(self.allowed(), self.concurrency) and not self._stopping():
+            i = 0
+            if self.allowed() < self.concurrency:
+                i = min(range(len(self._held)), key=lambda k: self._held[k][0].seq)
+                if self._unasked and min(self._unasked) < self._held[i][0].seq:
+                    return
+            self._dispatch(*self._held.pop(i))
 
     def _dispatch(self, ep: _Episode, call: AgentCall) -> None:
         ep.acting = call.observation is not None
@@ -316,6 +333,9 @@ class Interleaver:
     def _retire(self, ep: _Episode, live: set, free: list) -> None:
         live.discard(ep)
         free.append(ep.lane)
+        if ep.seq in self._unasked:  # it ended without asking: a later episode's act may go now
+            self._unasked.discard(ep.seq)
+            self._release()
         self.kinds[ep.kind] -= 1
         if ep.group is not None:
             self.groups[ep.group] -= 1
@@ -332,6 +352,7 @@ class Interleaver:
                 pass
         live.clear()
         self._held.clear()
+        self._unasked.clear()
         while True:
             try:
                 msg = self.inbox.get_nowait()
