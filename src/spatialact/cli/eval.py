@@ -34,9 +34,9 @@ rerunning the same command retries those episodes (an answer that did not parse 
 connection failures in a row at the start stop the run. Exit status: 0 all episodes have results, 1 some
 failed, 2 bad input or a refused run directory, 3 stopped at --max-cost (resumable).
 
---concurrency N keeps N episodes going at once in one process (default 16 for openai, react and plan-execute, 1 for
-the others): their worlds are stepped while their models answer; requests pass an adaptive limit (lower while the
-endpoint rate-limits, fails or slows down) within --max-rpm / --max-tpm, and honour Retry-After. The progress bar
+--concurrency N keeps up to N model requests in flight in one process (default 16 for openai, react and
+plan-execute, 1 for the others): worlds are stepped while the models answer; requests pass an adaptive limit (lower
+while the endpoint rate-limits, fails or slows down) within --max-rpm / --max-tpm, and honour Retry-After. The progress bar
 and the summary show requests in flight, the current concurrency, retries, tokens and cost.
 
 Examples:
@@ -137,11 +137,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
-def add_concurrency_arguments(p: argparse.ArgumentParser, what: str = "episodes in progress") -> None:
+def add_concurrency_arguments(p: argparse.ArgumentParser, what: str = "model requests in flight") -> None:
     """``--concurrency N``, ``--max-rpm N``, ``--max-tpm N`` (eval and questions score; docs/evaluation.md, "Many
     requests in flight")."""
     p.add_argument("--concurrency", type=concurrency_arg, default=None, metavar="N",
-                   help=f"{what} at once in one process (default 16 for an agent that talks to an "
+                   help=f"the most {what} at once in one process (default 16 for an agent that talks to an "
                         "endpoint: openai, react, plan-execute; 1 for the others): while one waits for its model "
                         "the others go on; requests pass an adaptive limit that drops while the endpoint "
                         "rate-limits (429), fails or slows down and rises again when it is healthy; with "
