@@ -31,7 +31,8 @@ def runs(tmp_path_factory):
     d = tmp_path_factory.mktemp("runs")
     tasks = builtin_suite("default:2", seed=0)
     # A random walk of 40 closed-loop steps of up to 10 units a step: it ends metres from goals ~0.1–0.5 m away.
-    walk = EpisodeConfig(mode="closed-loop", renderer="tiny", width=32, height=32, max_steps=40)
+    # Walls would stop it in the room (CameraNav's camera sphere): the walk runs without them, as a kinematic camera.
+    walk = EpisodeConfig(mode="closed-loop", renderer="tiny", width=32, height=32, max_steps=40, collisions=False)
     run_eval(tasks, AgentSpec("random", {"p_move": 1.0, "max_count": 10}), walk, d / "walk",
              task_source="suite:default:2", progress=False)
     run_eval(tasks, AgentSpec("oracle"), walk, d / "oracle", task_source="suite:default:2", progress=False)
