@@ -92,7 +92,9 @@ def _errors_only(err: str) -> str:
 def _score(profile: str, out_file: str):
     def check(root, out, err):
         lines = _lines(out)
-        assert lines[0].startswith(f"profile {profile}, weights 0.333,0.333,0.333")
+        # skill leads (the 16 answers whose task is known), then the paper's raw score over all 17 lines
+        assert lines[0].startswith("skill (0: doing nothing") and f"profile {profile}, weights 0.333,0.333,0.333" in lines[0]
+        assert re.search(r"^overall\s+16\s+-?[01]\.\d{4}\s", out, re.M)
         assert re.search(r"^overall\s+17\s+0\.\d{4}\s", out, re.M)
         assert "lines 17, scored 17, ok 15; parse_error 1" in out and "unknown_task 1" in out and "missing 1" in out
         assert len((root / out_file).read_text().splitlines()) == 17
@@ -126,8 +128,9 @@ def _eval(root, out, err):
     from spatialact.evaluation import read_records
 
     lines = _lines(out)
-    assert lines[0] == "oracle · closed-loop · file:scratch/droid.jsonl"
-    assert re.search(r"^all\s+10\s+0\.\d{4}\s+1\.0000\s", out, re.M)
+    assert lines[0] == "oracle · closed-loop · file:scratch/droid.jsonl · skill: 0 doing nothing, 1 the ground truth"
+    # skill [interval], score, then success 1.000 (closed-loop s0 is 0: skill equals the step score)
+    assert re.search(r"^all\s+10\s+0\.\d{3} \[[0-9., ]+\]\s+0\.\d{3}\s+1\.000\s", out, re.M), out
     recs = read_records(root / "scratch" / "runs" / "droid")
     assert len(recs) == 10 and all(r["success"] is True and r["simulated"] is True for r in recs)
 
