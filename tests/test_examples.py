@@ -211,6 +211,25 @@ def test_camera_walk_is_what_the_script_writes():
 
 
 @pytest.mark.slow
+def _same_table(stored, made, atol: float = 1e-6) -> None:
+    """The same columns and values; floats to ``atol`` (the joint postures come from PyBullet's inverse kinematics,
+    whose last bits differ between processors: 3.2914e-06 against 3.2919e-06 was seen for one angle)."""
+    import pyarrow as pa
+
+    assert stored.schema.equals(made.schema) and stored.num_rows == made.num_rows
+    for name in stored.column_names:
+        a, b = stored.column(name).combine_chunks(), made.column(name).combine_chunks()
+        t = a.type
+        while pa.types.is_list(t) or pa.types.is_fixed_size_list(t):
+            t = t.value_type
+        if pa.types.is_floating(t):
+            x = np.array(a.to_pylist(), dtype=np.float64)
+            y = np.array(b.to_pylist(), dtype=np.float64)
+            assert x.shape == y.shape and np.allclose(x, y, rtol=0, atol=atol), name
+        else:
+            assert a.equals(b), name
+
+
 def test_droid_sample_is_what_the_script_writes():
     import pandas as pd
     import pyarrow as pa
@@ -220,7 +239,7 @@ def test_droid_sample_is_what_the_script_writes():
     ep = ms.droid_episode()
     root = EXAMPLES / "droid"
     data = ms.droid_data(ep)
-    assert pq.read_table(root / "data" / "chunk-000" / "file-000.parquet").equals(data)
+    _same_table(pq.read_table(root / "data" / "chunk-000" / "file-000.parquet"), data)
     for rel, content in ms.droid_meta(ep["n"], data).items():
         if isinstance(content, dict):
             assert json.loads((root / rel).read_text()) == content, rel
