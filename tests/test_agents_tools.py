@@ -282,6 +282,7 @@ def test_a_scripted_server_reaches_the_oracles_score_on_the_default_suite(server
     capsys.readouterr()
     argv = ["eval", *common, "--agent", "react", "--agent-arg", "model=test-vlm", "--agent-arg",
             f"base_url={server.url}", "--agent-arg", "api_key_env=SPATIALACT_TEST_KEY", "--agent-arg", "price_in=1",
+            "--concurrency", "1",  # the script answers the tasks in order: one request in flight
             "--out", str(tmp_path / "react")]
     assert main(argv) == 0
     assert json.loads(capsys.readouterr().out)["new"] == 10
