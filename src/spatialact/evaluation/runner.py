@@ -467,17 +467,7 @@ def _stop_pool(pool: ProcessPoolExecutor, finished: bool) -> None:
     # processes; _processes has been there since Python 3.2.)
     procs = list((getattr(pool, "_processes", None) or {}).values())
     pool.shutdown(wait=False, cancel_futures=True)
-    for p in procs:
-        try:
-            if p.is_alive():
-                p.kill()
-        except (OSError, ValueError, AttributeError):
-            pass
-    for p in procs:
-        try:
-            p.join(timeout=5)
-        except (OSError, ValueError, AttributeError, AssertionError):
-            pass
+    _kill(procs)
 
 
 def _local(jobs: list[tuple[dict, AgentSpec, EpisodeConfig, int]], workers: int, plan: dict | None = None,
