@@ -509,3 +509,35 @@ def test_questions_are_asked_many_at_once(tmp_path, capsys, key):
     n = js["new"]
     assert n >= 8 and js["concurrency"] == 6 and srv.peak_in_flight >= 4
     assert len({r["key"] for r in _lines(tmp_path / "run")}) == n == len(srv.requests)
+
+
+def test_a_stop_set_by_the_reader_sends_no_further_request():
+    """The reader stops the run on the sixth ended episode (as a cost budget does): its answer may have come back
+    together with others, yet no act is sent after it — at most the concurrency's other calls were in flight, so
+    at most 6 + 3 acts were ever sent, and every ended episode is handed out."""
+    from spatialact.evaluation.concurrent import Interleaver
+    from spatialact.evaluation.episode import AgentCall
+
+    class Turn:
+        error = None
+
+    sent = []
+
+    def act(i):
+        sent.append(i)
+        return Turn()
+
+    def episode(i):
+        yield AgentCall(act, (i,), observation={})
+        return i
+
+    for _ in range(20):  # answers that come back at once are the case: instant ones, many times
+        sent.clear()
+        stop = threading.Event()
+        inter = Interleaver(4, stop=stop)
+        got = []
+        for i in inter.run([(None, i) for i in range(40)], episode):
+            got.append(i)
+            if len(got) == 6:
+                stop.set()
+        assert 6 <= len(got) <= 9 and len(sent) <= 9 and sorted(got) == sorted(sent)

@@ -19,6 +19,11 @@ that cannot be reached, or that refuses every request, is asked one request at a
 connection failures in a row stop a run: its first three episodes'), and the first episodes ask in their order.
 It costs two round trips at the start.
 
+A stop (``eval --max-cost``: the reader sets it when a record takes the run's cost over its budget) is seen before
+any further request: every episode that ended is handed to the reader before the next answer is taken in, and held
+calls are sent only after that, so once the reader stops the run nothing more is sent — the run ends with at most
+the N - 1 other calls that were in flight then.
+
 Live episodes are bounded per kind (:func:`~spatialact.evaluation.episode.world_kind`): ``caps`` gives how many
 simulated worlds, and how many game levels (each holds a game engine process), may be alive at once; an episode
 whose kind is full waits, in order, until one of its kind ends. Lanes are daemon threads: a run that stops while a
@@ -211,15 +216,16 @@ class Interleaver:
         try:
             while True:
                 while True:  # the answers that came back first: they free places
+                    while done:  # each ended episode is handed out before the next answer is taken in
+                        yield done.popleft()
                     try:
                         msg = self.inbox.get_nowait()
                     except queue.Empty:
                         break
                     self._handle(msg, live, free, done)
-                while done:
-                    yield done.popleft()
                 while self._held and self._stopping():
                     self._drop(self._held.pop(0)[0], live, free)
+                self._release()  # only now: whoever reads the ended episodes may have stopped the run
                 while more and len(window) < 2 * self.concurrency:
                     item = next(it, _END)
                     if item is _END:
@@ -266,7 +272,6 @@ class Interleaver:
         if ep.acting:
             self.acts -= 1
             self.answers += ok and getattr(value, "error", None) is None
-            self._release()
         if ok:
             self._advance(ep, live, free, done, value=value)
         else:
@@ -301,7 +306,6 @@ class Interleaver:
             return
         self._unasked.discard(ep.seq)
         self._held.append((ep, call))
-        self._release()
 
     def _release(self) -> None:
         """Send the held acts there is a place for: during the probe one at a time and in the order their episodes
@@ -333,9 +337,7 @@ class Interleaver:
     def _retire(self, ep: _Episode, live: set, free: list) -> None:
         live.discard(ep)
         free.append(ep.lane)
-        if ep.seq in self._unasked:  # it ended without asking: a later episode's act may go now
-            self._unasked.discard(ep.seq)
-            self._release()
+        self._unasked.discard(ep.seq)  # it ended without asking: a later episode's act may go now
         self.kinds[ep.kind] -= 1
         if ep.group is not None:
             self.groups[ep.group] -= 1
