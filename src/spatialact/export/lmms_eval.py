@@ -35,6 +35,8 @@ from pathlib import Path
 import numpy as np
 
 from .lmms_task import IMAGE_COLUMNS
+from .views import first_observation, replace_images
+from .views import shows_files as _shows_files
 
 __all__ = ["export_lmms_eval", "export_source", "render_settings", "ExportSource", "ExportError", "track_of", "group_name", "TRACK_ORDER",
            "CARD_FILE", "one_shot_views", "shows_files"]
@@ -87,49 +89,20 @@ def group_name(label: str) -> str:
 # --------------------------------------------------------------------------------------------------------------
 # One item: the views, the prompt, the row
 # --------------------------------------------------------------------------------------------------------------
-def _read(task, field: str, path: str) -> np.ndarray:
-    from ..image_files import ImageFileError, read_image_rgb
-
-    try:
-        return read_image_rgb(path)
-    except ImageFileError as e:
-        raise ExportError(f"task {task.id!r}: {field} {e}") from None
-
-
 def shows_files(task) -> bool:
     """Whether a one-shot episode of ``task`` shows its own image files (it names both, or it has no scene to
-    render in) rather than views rendered in its scene: eval's choice."""
-    return bool(task.start_image and task.goal_image) or task.scene is None
+    render in) rather than views rendered in its scene: eval's choice (:func:`spatialact.export.views.shows_files`)."""
+    return _shows_files(task, "one-shot")
 
 
 def one_shot_views(task, width: int, height: int, renderer: str, render_quality: str) -> dict:
-    """The first observation of a one-shot eval episode of ``task`` (what a model agent sees): the task's image
-    files when it names both (or has no scene), else the views rendered in its scene (``width`` × ``height``
-    pixels, ``renderer`` at ``render_quality``) at the reset of seed 0. Unusable files or a task with neither are
-    an ExportError naming the task and field."""
-    ex = task.example or {}
-    if task.kind == "nav" and task.answer_format == "flat" and ex.get("start_image"):
-        _read(task, "example.start_image", ex["start_image"])  # as eval checks it before a run
-    if shows_files(task):
-        missing = [k for k in ("start_image", "goal_image") if not getattr(task, k)]
-        if missing:
-            raise ExportError(f"task {task.id!r} has no {' or '.join(missing)} and no scene to render the views from")
-        start = _read(task, "start_image", task.start_image)
-        return {"mode": "one-shot", "step_index": 0, "rgb": start, "start_rgb": start,
-                "goal_rgb": _read(task, "goal_image", task.goal_image)}
-    try:
-        from ..envs import make_env
-    except ImportError as e:
-        raise ExportError(f"task {task.id!r} must be rendered, which needs the simulator: {e} "
-                          f"(pip install 'spatialact[sim]')") from None
-    env = make_env(task.kind, task=task, width=width, height=height, renderer=renderer, render_quality=render_quality)
-    try:
-        o, _ = env.reset(seed=0, options={"task": task})
-        start = np.asarray(o["rgb"])
-        return {"mode": "one-shot", "step_index": 0, "rgb": start, "start_rgb": start,
-                "goal_rgb": np.asarray(o["goal_rgb"])}
-    finally:
-        env.close()
+    """The first observation of a one-shot eval episode of ``task`` (what a model agent sees,
+    :func:`spatialact.export.views.first_observation` without depth): the task's image files when it names both
+    (or has no scene), else the views rendered in its scene (``width`` × ``height`` pixels, ``renderer`` at
+    ``render_quality``) at the reset of seed 0. Unusable files or a task with neither are an ExportError naming
+    the task and field."""
+    return first_observation(task, "one-shot", width, height, renderer, render_quality, depth=False,
+                             error=ExportError)
 
 
 def _prompt_parts(task, obs: dict) -> tuple[list, dict]:
@@ -138,19 +111,7 @@ def _prompt_parts(task, obs: dict) -> tuple[list, dict]:
     from ..agents.prompts import build_prompt, png_bytes
 
     messages, images = build_prompt(task, obs, "one-shot")
-    k, out = 0, []
-    for m in messages:
-        if isinstance(m["content"], str):
-            out.append({"role": m["role"], "content": m["content"]})
-            continue
-        parts = []
-        for p in m["content"]:
-            if p["type"] == "image_url":
-                parts.append({"type": "image", "image": images[k].role})
-                k += 1
-            else:
-                parts.append({"type": "text", "text": p["text"]})
-        out.append({"role": m["role"], "content": parts})
+    out = replace_images(messages, lambda k: {"type": "image", "image": images[k].role})
     roles = [im.role for im in images]
     if len(set(roles)) != len(roles) or not set(roles) <= set(IMAGE_COLUMNS):
         raise ExportError(f"task {task.id!r}: a prompt with images {roles} has no column layout")
