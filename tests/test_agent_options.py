@@ -52,7 +52,7 @@ def test_types_and_defaults_are_the_constructors():
     assert (by["p_move"].type, by["p_move"].default) == ("float", sig["p_move"].default) == ("float", 0.5)
     react = {o.name: o for o in agent_options("react")}
     assert react["max_tokens"].default == inspect.signature(ReActAgent.__init__).parameters["max_tokens"].default
-    assert react["timeout"].default == 60.0 and react["model"].required and not react["timeout"].required
+    assert react["timeout"].default == 600.0 and react["model"].required and not react["timeout"].required
 
 
 def test_parse_meanings_reads_inheritance_and_own_lines():
@@ -122,7 +122,7 @@ def test_the_agents_listing_shows_every_option_type_default_and_meaning(capsys):
     js = json.loads(capsys.readouterr().out)
     assert list(js) == ["openai"] and [o["name"] for o in js["openai"]] == [o.name for o in agent_options("openai")]
     timeout = next(o for o in js["openai"] if o["name"] == "timeout")
-    assert timeout["type"] == "float" and timeout["default"] == 60.0 and not timeout["required"]
+    assert timeout["type"] == "float" and timeout["default"] == 600.0 and not timeout["required"]
     assert set(AGENT_ALIASES.values()) <= set(AGENT_NAMES)
 
 

@@ -27,8 +27,8 @@ from pathlib import Path
 
 from .base import AgentConfigError, AgentTurn, observation_step
 from .prompts import PROMPT_VERSION, PromptedAgent, prompt_version
-from .wire import (MAX_REPLY_BYTES, MAX_RETRY_AFTER_S, MAX_TEXT_BYTES, GateClosed, ReplyGuard, cap_text, current_gate,
-                   retry_after, salvage_content, sane_usage)
+from .wire import (DEFAULT_TIMEOUT_S, MAX_REPLY_BYTES, MAX_RETRY_AFTER_S, MAX_TEXT_BYTES, GateClosed, ReplyGuard,
+                   cap_text, current_gate, retry_after, salvage_content, sane_usage)
 
 __all__ = ["OpenAIAgent", "ResponseCache", "request_key", "Completion", "CREDENTIAL_HEADERS", "check_extra_headers"]
 
@@ -352,7 +352,7 @@ class OpenAIAgent(PromptedAgent):
     name = "openai"
 
     def __init__(self, model: str | None = None, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY",
-                 api_key_file: str | os.PathLike | None = None, timeout: float = 60.0, max_retries: int = 3,
+                 api_key_file: str | os.PathLike | None = None, timeout: float = DEFAULT_TIMEOUT_S, max_retries: int = 3,
                  backoff: float = 1.0, max_backoff: float = 30.0, retry_on_timeout: bool = False,
                  cache_dir: str | os.PathLike | None = None, max_tokens: int | None = 1024,
                  params: dict | None = None, price_in: float | None = None, price_out: float | None = None,

@@ -62,7 +62,8 @@ Meanings:
   ``revision`` — the Hub revision (branch, tag or commit) to load;
   ``trust_remote_code`` — run the model repository's own Python code;
   ``local_files_only`` — never download: use the local Hugging Face cache only;
-  ``cues`` — cue prompting, as for openai.
+  ``cues`` — cue prompting, as for openai;
+  ``batch_size`` — the most turns of episodes in flight answered by one generate call (1…1024).
 """
 
 from __future__ import annotations

@@ -41,7 +41,13 @@ from contextlib import contextmanager
 
 __all__ = ["MAX_REPLY_BYTES", "MAX_TEXT_BYTES", "MAX_USAGE_TOKENS", "ReplyGuard", "DeadlineExceeded", "cap_text",
            "salvage_content", "sane_usage", "retry_after", "MAX_RETRY_AFTER_S", "RequestGate", "GateClosed", "Ticket",
-           "OUTCOMES", "current_gate", "use_gate", "install_gate"]
+           "OUTCOMES", "current_gate", "use_gate", "install_gate", "DEFAULT_TIMEOUT_S"]
+
+#: The API agents' default ``timeout``: seconds one request may take in all (connect, send, wait, every read), the
+#: total deadline :class:`ReplyGuard` enforces. 600 s, the default of lmms-eval's async OpenAI-compatible chat model: a
+#: large model on a busy server, or a reasoning model, can take minutes for one image-laden answer, and a request
+#: cut at its deadline is paid for and asked again.
+DEFAULT_TIMEOUT_S = 600.0
 
 #: The most bytes of one reply read from the wire, and the most its decoded body may hold (a gzip reply of 200 KB
 #: that inflates to 200 MB is cut here while it is decoded). 1 MiB of text escaped as ``\\uXXXX`` is 6 MiB of JSON.

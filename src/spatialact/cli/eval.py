@@ -135,6 +135,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, help="run directory")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print what the run would cost and run nothing, write nothing, send nothing: the episodes "
+                        "(less those already done in --out), the model calls (closed-loop: an upper bound, "
+                        "max(--max-steps, ground-truth steps) turns an episode), the prompt tokens of its text and "
+                        "images, the completion tokens at the agent's max_tokens, and the price at its price_in / "
+                        "price_out (docs/evaluation.md, Before a run)")
 
 
 def add_concurrency_arguments(p: argparse.ArgumentParser, what: str = "model requests in flight") -> None:
@@ -442,6 +448,9 @@ def run(args: argparse.Namespace) -> int:
         cfg = replace(cfg, width=game_size(cfg.width)[0], height=game_size(cfg.width)[1])
     suite = {} if frozen is None else {"suite": args.suite, "suite_sha256": frozen.get("sha256"),
                                        "suite_pins": frozen.get("pins") or {}}
+    if args.dry_run:  # nothing is written and nothing is sent: not even the endpoint check
+        return _dry_run(args, agent, cfg, tasks, source, sha, suite)
+    _check_endpoint(args, agent, cfg, tasks, source, sha, suite)
     from spatialact.outputs import folder_for_work
 
     # by the output rule (a dangling link as --out makes the folder it names); a refusal inside the run's checks
@@ -469,6 +478,185 @@ def _run(args, agent, cfg, tasks, source, sha, task_file, suite) -> int:
     except PermissionError as e:
         raise CLIError(f"{e.filename or args.out}: {e.strerror or e}") from None
     return _report(args, agent, source, summary, records)
+
+
+def _pending(args, agent, cfg, tasks, source, sha, suite):
+    """``spatialact.evaluation.runner.pending_episodes`` of this command (read-only)."""
+    from spatialact.evaluation.runner import pending_episodes
+
+    return pending_episodes(tasks, agent, cfg, args.out, task_source=source, task_hash=sha, limit=args.limit,
+                            variants=VARIANTS if args.flip else None, repeats=args.repeats,
+                            retry_errors=args.retry_errors, **suite)
+
+
+def _check_endpoint(args, agent, cfg, tasks, source, sha, suite) -> None:
+    """An API agent's endpoint must accept a TCP connection before the run directory is made
+    (``spatialact.evaluation.runner.endpoint_problem``, within ``ENDPOINT_CHECK_S``); else one line, exit 2, and
+    nothing written. Not asked when ``--out`` is a run with nothing left to run (its summary needs no server)."""
+    from spatialact.evaluation.results import is_run_dir
+    from spatialact.evaluation.runner import endpoint_problem, endpoint_url
+
+    from .main import CLIError
+
+    url = endpoint_url(agent)
+    if url is None:
+        return
+    if is_run_dir(args.out):
+        try:
+            left = _pending(args, agent, cfg, tasks, source, sha, suite)
+        except (OSError, ValueError):
+            left = None  # the run itself says what is wrong with the directory
+        if left is not None and left.refusal is None and not left.todo:
+            return
+    why = endpoint_problem(url)
+    if why is not None:
+        raise CLIError(f"cannot reach {url} ({why}): is the server running, is base_url right? nothing was written")
+
+
+def _dry_run(args, agent, cfg, tasks, source, sha, suite) -> int:
+    """``--dry-run``: the figures of ``spatialact.evaluation.estimate`` for the episodes this command would run,
+    printed (a table, or ``--json``); nothing is written, nothing is sent. A run directory that would be refused is
+    refused the same way (exit 2)."""
+    from .main import CLIError
+
+    left = _pending(args, agent, cfg, tasks, source, sha, suite)
+    if left.refusal is not None:
+        raise CLIError(left.refusal)
+    js = dry_run_figures(agent, cfg, left, n_tasks=len(tasks[:args.limit] if args.limit is not None else tasks),
+                         variants=2 if args.flip else 1, repeats=args.repeats)
+    if args.json:
+        print_json(js)
+    else:
+        print(format_dry_run(js, source))
+    return 0
+
+
+def _image_size(path, fallback: tuple[int, int]) -> tuple[int, int]:
+    """(width, height) in pixels of the image file ``path``, read from its header; ``fallback`` when it cannot be
+    read (the run's own check names the file)."""
+    if path:
+        from PIL import Image
+
+        try:
+            with Image.open(path) as im:
+                return int(im.size[0]), int(im.size[1])
+        except (OSError, ValueError):
+            pass
+    return fallback
+
+
+def _prompt_shape(task, cfg):
+    """The ``estimate.PromptShape`` of an episode of ``task`` under ``cfg``: its views at the run's image size when
+    the simulator renders them, else at its start image's size; its example picture at the file's size."""
+    from spatialact.evaluation.episode import execution_limit, observation_supplies
+    from spatialact.evaluation.estimate import prompt_shape
+
+    size = (int(cfg.width), int(cfg.height))
+    views = _image_size(task.start_image, size) if observation_supplies(task, cfg) == {"pose"} else size
+    ex = (task.example or {}).get("start_image")
+    return prompt_shape(task, cfg.mode, views, _image_size(ex, size) if ex else None, execution_limit(task, cfg))
+
+
+def _agent_figures(agent, built) -> dict:
+    """What the estimate needs to know of the built agent: requests per turn (None: it calls no model; 0: unknown,
+    a plug-in), max_tokens, prices (USD per million tokens) and notes."""
+    from spatialact.agents import API_AGENTS
+    from spatialact.agents.prompts import PromptedAgent
+
+    notes = []
+    if agent.name in BASELINE_AGENTS or agent.name == "geometric":
+        return {"requests_per_turn": None, "max_tokens": None, "price_in": None, "price_out": None, "notes": notes}
+    if not isinstance(built, PromptedAgent):
+        notes.append(f"agent {agent.name!r} is a plug-in: its model calls and tokens are not known before a run")
+        return {"requests_per_turn": 0, "max_tokens": None, "price_in": None, "price_out": None, "notes": notes}
+    per = 1
+    paradigm = getattr(built, "paradigm", None)
+    if paradigm is not None:
+        per = int(built.max_calls) + 1 if paradigm == "react" else 2
+        notes.append(f"{agent.name}: up to {per} requests a turn, each counted with the turn's prompt; tool "
+                     "definitions, tool calls and their results come on top")
+    if getattr(built, "cues", ()):
+        notes.append(f"cue prompting ({','.join(built.cues)}): its text and pictures are not counted")
+    params = (built.describe().get("params") or {}) if hasattr(built, "describe") else {}
+    max_tokens = params.get("max_tokens", getattr(built, "max_new_tokens", None))
+    api = agent.name in API_AGENTS
+    if not api:
+        notes.append(f"{agent.name} runs on this machine: tokens counted as an OpenAI-style endpoint would; no price")
+    return {"requests_per_turn": per, "max_tokens": max_tokens, "price_in": getattr(built, "price_in", None),
+            "price_out": getattr(built, "price_out", None), "notes": notes, "api": api}
+
+
+def dry_run_figures(agent, cfg, left, n_tasks: int, variants: int = 1, repeats: int = 1) -> dict:
+    """The ``--dry-run`` summary (JSON-able) of the episodes ``left`` (``runner.PendingEpisodes``) with ``agent``
+    (an ``AgentSpec``) under ``cfg``: episodes, model calls, prompt and completion tokens, cost in USD (None:
+    unknown, with ``cost_note`` saying why), and the figures they came from."""
+    from spatialact.evaluation.estimate import run_estimate
+    from spatialact.evaluation.runner import endpoint_url
+
+    a = _agent_figures(agent, agent.validate())
+    per = a["requests_per_turn"]
+    if not per:  # None: no model; 0: a plug-in, unknown
+        est = run_estimate([None] * len(left.todo), cfg.mode, per)
+    else:
+        seen: dict = {}
+        for task, _variant, _repeat in left.todo:
+            if task.id not in seen:
+                seen[task.id] = _prompt_shape(task, cfg)
+        est = run_estimate([seen[t.id] for t, _, _ in left.todo], cfg.mode, per, a["max_tokens"], a["price_in"],
+                           a["price_out"])
+    note = None
+    if est.cost_usd is None:
+        if per == 0:
+            note = "unknown: a plug-in agent"
+        elif not a.get("api"):
+            note = "none: a local model"
+        elif est.completion_tokens is None:
+            note = "unknown: the agent sets no max_tokens (give --agent-arg max_tokens=N)"
+        else:
+            note = "unknown: give --agent-arg price_in=USD --agent-arg price_out=USD (per million tokens)"
+    return {"dry_run": True, "agent": agent.name, "endpoint": endpoint_url(agent), "mode": cfg.mode,
+            "tasks": int(n_tasks), "variants": int(variants), "repeats": int(repeats), "episodes_total": left.total,
+            "episodes_done": left.done, **est.to_dict(), "calls_bound": cfg.mode == "closed-loop",
+            "requests_per_turn": per, "max_tokens": a["max_tokens"], "price_in": a["price_in"],
+            "price_out": a["price_out"], "detail": "high", "cost_note": note, "notes": a["notes"]}
+
+
+def format_dry_run(js: dict, source: str) -> str:
+    """The ``--dry-run`` summary as printed: one line a figure."""
+    def n(v):
+        return "unknown" if v is None else f"{v:,}"
+
+    up = "at most " if js["calls_bound"] else ""
+    per = js["requests_per_turn"]
+    if per is None:
+        calls = "0 (the agent calls no model)"
+    elif js["calls"] is None:
+        calls = "unknown"
+    elif js["mode"] == "closed-loop":
+        calls = f"{up}{n(js['calls'])} (max(--max-steps, ground-truth steps) turns an episode, {per} a turn)"
+    else:
+        calls = f"{n(js['calls'])} ({per} an episode)"
+    comp = n(js["completion_tokens"])
+    if js["completion_tokens"] is not None and js["max_tokens"] is not None and per:
+        comp = f"at most {comp} (max_tokens {js['max_tokens']} a call)"
+    if js["cost_usd"] is not None:
+        cost = f"{up}${js['cost_usd']:.4f} (price_in {js['price_in']:g}, price_out {js['price_out']:g} USD per " \
+               f"million tokens)"
+    else:
+        cost = js["cost_note"]
+    prompt = n(js["prompt_tokens"])
+    if js["prompt_tokens"] and per:
+        prompt = f"{up}{prompt} (text at 4 characters a token; images at OpenAI's high-detail tiles)"
+    lines = [f"spatialact eval --dry-run: {js['agent']} · {js['mode']} · {source} · nothing run, nothing written",
+             f"  episodes           {js['episodes']:,} to run ({js['tasks']} tasks × {js['variants']} variant"
+             f"{'s' * (js['variants'] != 1)} × {js['repeats']} repeat{'s' * (js['repeats'] != 1)} = "
+             f"{js['episodes_total']:,}; {js['episodes_done']:,} already done)",
+             f"  model calls        {calls}",
+             f"  prompt tokens      {prompt}",
+             f"  completion tokens  {comp}",
+             f"  cost               {cost}"]
+    lines += [f"  note: {x}" for x in js["notes"]]
+    return "\n".join(lines)
 
 
 def _episode_config(args: argparse.Namespace):

@@ -37,9 +37,15 @@ __all__ = ["AgentSpec", "RunSummary", "run_eval", "run_config", "TaskNotRunnable
            "failure_line", "CONNECTION_FAILURES_TO_STOP", "choose_workers", "usable_cpus", "MAX_WORKERS",
            "EPISODES_PER_WORKER", "MAX_REPEATS", "collision_note", "pin_differences", "pins_note", "MAX_CONCURRENCY",
            "API_CONCURRENCY", "default_concurrency", "live_caps", "WORLD_MB", "GAME_MB", "WORLD_MEMORY_MB",
-           "MAX_LIVE_GAMES", "MAX_POOLED_WORLDS"]
+           "MAX_LIVE_GAMES", "MAX_POOLED_WORLDS", "ENDPOINT_CHECK_S", "DEFAULT_BASE_URL", "endpoint_url",
+           "endpoint_problem", "PendingEpisodes", "pending_episodes"]
 
 BACKENDS = RUN_BACKENDS
+#: Seconds the check before a run waits for a TCP connection to an API agent's endpoint (:func:`endpoint_problem`).
+ENDPOINT_CHECK_S = 5.0
+#: The endpoint of an API agent given no ``base_url`` (and no ``OPENAI_BASE_URL`` in the environment): the
+#: ``openai`` client's own default.
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # Connection failures in a row, before any episode got through, that stop a run.
 CONNECTION_FAILURES_TO_STOP = 3
 #: The most worker processes a run may ask for (each runs a simulator: about 0.2-0.5 GB of memory).
@@ -131,12 +137,14 @@ class AgentSpec:
         return make_agent(self.name, seed=0, **self.kwargs)
 
     def endpoint(self) -> str | None:
-        """The URL the agent talks to (None for agents that talk to nothing)."""
+        """The URL the agent talks to, as a message names it (None for agents that talk to nothing)."""
         from ..agents import API_AGENTS
 
         if self.name not in API_AGENTS:
             return None
-        return str(self.kwargs.get("base_url") or "https://api.openai.com/v1 (the default base_url)")
+        if self.kwargs.get("base_url"):
+            return str(self.kwargs["base_url"])
+        return f"{endpoint_url(self)} (the default base_url)"
 
     def to_dict(self) -> dict:
         """The agent as a run records it (``config.json``): header *names* of ``params.extra_headers``, never
@@ -144,6 +152,68 @@ class AgentSpec:
         from ..agents import recorded_agent
 
         return recorded_agent(self.name, self.kwargs)
+
+
+def endpoint_url(agent: AgentSpec) -> str | None:
+    """The base URL an API agent's requests go to: its ``base_url``, else ``OPENAI_BASE_URL`` from the environment
+    (as the ``openai`` client reads it), else :data:`DEFAULT_BASE_URL`; None for an agent that talks to nothing."""
+    from ..agents import API_AGENTS
+
+    if agent.name not in API_AGENTS:
+        return None
+    return str(agent.kwargs.get("base_url") or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL)
+
+
+def _proxy_for(scheme: str, host: str) -> str | None:
+    """The proxy URL the HTTP client would go through for ``scheme://host`` (``HTTPS_PROXY`` / ``HTTP_PROXY`` /
+    ``ALL_PROXY``, unless ``NO_PROXY`` covers the host), or None."""
+    import urllib.request
+
+    proxies = urllib.request.getproxies_environment()
+    proxy = proxies.get(scheme) or proxies.get("all")
+    if not proxy or urllib.request.proxy_bypass_environment(host, proxies):
+        return None
+    return proxy if "://" in proxy else f"http://{proxy}"
+
+
+def endpoint_problem(url: str, timeout: float = ENDPOINT_CHECK_S) -> str | None:
+    """Why the endpoint ``url`` cannot be reached (``"connection refused"``, ``"host name not found"``, ``"no
+    answer within 5 s"``, …), or None when a TCP connection to its host and port (the URL's, or 443 / 80 by
+    scheme) opens within ``timeout`` seconds; the connection is closed at once. Through the proxy the HTTP client
+    would use, when the environment names one for that URL. Nothing is sent: no request, no key, no cost. A server
+    that accepts connections but answers badly is found by the run itself."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(str(url))
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return "its port is not a number"
+    if not host:
+        return "it names no host"
+    port = port or (443 if parts.scheme == "https" else 80)
+    via = ""
+    proxy = _proxy_for(parts.scheme or "http", host)
+    if proxy is not None:
+        p = urlsplit(proxy)
+        try:
+            host, port = p.hostname or host, p.port or (443 if p.scheme == "https" else 80)
+        except ValueError:
+            return f"its proxy {proxy[:80]!r} has a port that is not a number"
+        via = f" (through the proxy {host}:{port})"
+    try:
+        conn = socket.create_connection((host, port), timeout=timeout)
+    except socket.gaierror:
+        return f"host name {host!r} not found{via}"
+    except ConnectionRefusedError:
+        return f"connection refused{via}"
+    except (socket.timeout, TimeoutError):
+        return f"no answer within {timeout:g} s{via}"
+    except OSError as e:
+        return f"{(e.strerror or str(e) or type(e).__name__).lower()}{via}"
+    conn.close()
+    return None
 
 
 @dataclass(frozen=True)
@@ -705,10 +775,12 @@ def _check_run_arguments(agent, cfg: EpisodeConfig, backend: str, workers, varia
 
 
 def _run_configuration(tasks, agent: AgentSpec, cfg: EpisodeConfig, desc: dict, task_source: str, task_hash,
-                       variants: tuple, repeats: int, suite, suite_sha256, suite_pins) -> tuple[dict, list[str]]:
-    """(the run's configuration, the warnings found before the run: :func:`collision_note`, :func:`pins_note`)."""
+                       variants: tuple, repeats: int, suite, suite_sha256, suite_pins,
+                       sweep: bool = True) -> tuple[dict, list[str]]:
+    """(the run's configuration, the warnings found before the run: :func:`collision_note` — when ``sweep`` —,
+    :func:`pins_note`)."""
     # a frozen suite's tasks were swept when it was built (and its file is checked against its SHA-256): not again
-    note = collision_note(tasks, cfg) if suite is None else None
+    note = collision_note(tasks, cfg) if suite is None and sweep else None
     config = run_config(agent, cfg, task_source, task_hash)
     version = (desc.get("params") or {}).get("prompt_version")
     notes = [note] if note else []
@@ -762,6 +834,72 @@ def _check_concurrency(agent: AgentSpec, concurrency, max_rpm, max_tpm, max_cost
         raise ValueError("--max-cost needs the agent's prices, or every cost is 0: --agent-arg price_in=USD "
                          "--agent-arg price_out=USD (per million prompt / completion tokens)")
     return int(concurrency)
+
+
+def _episode_keys(tasks: list[Task], label: str, cfg: EpisodeConfig, variants: tuple, repeats: int) -> dict:
+    """``{(task id, variant, repeat): episode key}`` of a run, in run order (repeat, task, variant)."""
+    return {(t.id, v, k): episode_key(t.id, label, env_name(t, cfg), cfg.mode, cfg.seed, v, k)
+            for k in range(repeats) for t in tasks for v in variants}
+
+
+def _todo(tasks: list[Task], keys: dict, done: set, variants: tuple, repeats: int) -> list[tuple]:
+    """The (task, variant, repeat) of every episode whose key is not ``done``, in run order."""
+    return [(t, v, k) for k in range(repeats) for t in tasks for v in variants if keys[t.id, v, k] not in done]
+
+
+@dataclass(frozen=True)
+class PendingEpisodes:
+    """What a run would do now (:func:`pending_episodes`): ``todo``, the (task, variant, repeat) of each episode to
+    run, in run order; ``total`` episodes in the run (tasks × variants × repeats); ``done``, those already in the
+    run directory that a resume skips; ``refusal``, the one line a resume would be refused with (the directory was
+    made with another configuration; then ``done`` is 0), else None."""
+
+    todo: tuple
+    total: int
+    done: int
+    refusal: str | None = None
+
+
+def pending_episodes(tasks: Iterable[Task], agent: AgentSpec, cfg: EpisodeConfig, run_dir: str | os.PathLike, *,
+                     task_source: str, task_hash: str | None = None, limit: int | None = None,
+                     variants: Sequence[str] | None = None, repeats: int = 1, retry_errors: bool = False,
+                     suite: str | None = None, suite_sha256: str | None = None,
+                     suite_pins: dict | None = None) -> PendingEpisodes:
+    """The episodes :func:`run_eval` with the same arguments would run now, read without writing anything: every
+    (task, variant, repeat) of the first ``limit`` tasks, less those whose latest record in ``run_dir`` (when it is
+    a run directory) is a result — an ``api_error`` is run again, and with ``retry_errors`` every failure — as a
+    resume does. The agent is built once (no request is made) for the name its records carry. A run directory whose
+    stored configuration differs (outside the keys that may change) gives the refusal line instead of skipping."""
+    import json
+
+    from ..records import record_key
+    from .results import config_diff, config_refusal, is_run_dir, read_config, read_records
+
+    variants = _check_run_arguments(agent, cfg, "local", 1, variants, repeats)
+    tasks = list(tasks)
+    if limit is not None:
+        tasks = tasks[: max(0, int(limit))]
+    built = agent.validate()
+    desc = built.describe() if hasattr(built, "describe") else {"agent": agent.name}
+    keys = _episode_keys(tasks, desc.get("agent") or agent.name, cfg, variants, repeats)
+    done: set = set()
+    records = read_records(run_dir) if is_run_dir(run_dir) else []
+    if records:
+        stored = read_config(run_dir)
+        old = stored.get("config", {})
+        new, _ = _run_configuration(tasks, agent, cfg, desc, task_source, task_hash, variants, repeats, suite,
+                                    suite_sha256, suite_pins, sweep=False)
+        new = json.loads(json.dumps(new, default=str))
+        if "collisions" in new and "collisions" not in old and "mode" in old:
+            old = dict(old, collisions=False)  # a run made before walls ran without them (as RunStore reads it)
+        diff = config_diff(old, new)
+        if diff:
+            return PendingEpisodes(tuple(_todo(tasks, keys, set(), variants, repeats)), len(keys), 0,
+                                   config_refusal(run_dir, diff, old, new, stored.get("provenance")))
+        done = {record_key(r) for r in records
+                if not (retry_errors and is_failure(r)) and r.get("reason") not in RETRIED_ON_RESUME}
+    todo = _todo(tasks, keys, done, variants, repeats)
+    return PendingEpisodes(tuple(todo), len(keys), len(keys) - len(todo))
 
 
 def run_eval(tasks: Iterable[Task], agent: AgentSpec, cfg: EpisodeConfig, run_dir: str | os.PathLike, *,
@@ -846,9 +984,8 @@ def run_eval(tasks: Iterable[Task], agent: AgentSpec, cfg: EpisodeConfig, run_di
             done = store.done_keys(include_errors=False)
         else:
             done = store.done_keys(retry_reasons=RETRIED_ON_RESUME)
-        keys = {(t.id, v, k): episode_key(t.id, label, env_name(t, cfg), cfg.mode, cfg.seed, v, k)
-                for k in range(repeats) for t in tasks for v in variants}
-        todo = [(t, v, k) for k in range(repeats) for t in tasks for v in variants if keys[t.id, v, k] not in done]
+        keys = _episode_keys(tasks, label, cfg, variants, repeats)
+        todo = _todo(tasks, keys, done, variants, repeats)
         jobs = [(t.to_record(), agent, cfgs[v], k) for t, v, k in todo]
         total = len(keys)
         n_workers = choose_workers(workers, len(jobs))
