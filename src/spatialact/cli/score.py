@@ -23,6 +23,15 @@ are only counted, unless --missing-as-zero. An answers file in which no line nam
 lines only, or written for another task file) is no result: refused (exit 2) with nothing written, an existing
 --out left as it was.
 
+A provider's batch output is read too (docs/scoring.md, "Scoring a provider's batch output"): the OpenAI Batch API's
+output file of the requests `spatialact prompt --format openai-batch` wrote ({"id", "custom_id", "response":
+{"status_code", "body"}, "error"} lines), told by its first line (or --answers-format openai-batch; always for '-').
+Each answered line's choices[0].message.content is the answer to the task its custom_id names (the episode key
+task|openai|none|one-shot|seed); a line with an error, a status other than 200 or no message text is a failed
+episode: no score, counted and listed under "batch" in the summary (the scores keep the file's line numbers), and
+the command exits 1, as eval does; token counts are summed. A custom_id naming no task of TASKS is refused in one
+line naming the file and the line (exit 2).
+
 Large files are read in chunks (--chunk answers at a time), so memory stays bounded whatever the file size;
 --workers N scores the answers in N processes (the output is the same for any N). The pipeline is
 spatialact.scorers.score_file; this command only adds the options and the table.
@@ -31,6 +40,7 @@ Examples:
   spatialact score answers.jsonl tasks.jsonl
   spatialact score answers.jsonl tasks.jsonl --profile paper+rot --weights 0.5,0.3,0.2 --json
   spatialact score samples_spatialtreebench.jsonl tasks.jsonl --profile lmms-eval --out scores.jsonl
+  spatialact score batch_output.jsonl batch.tasks.jsonl
 """
 
 from __future__ import annotations
@@ -73,7 +83,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         f"{MAX_WORKERS}, and never more than the pieces of 2,048 answer lines to score)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("--answers-format", choices=ANSWERS_FORMATS, default="auto",
+                   help="auto (default): told by the first line of ANSWERS (answers for '-'); answers: {task_id, "
+                        "response} lines or lmms-eval samples; openai-batch: a provider's batch output file "
+                        "(custom_id = episode key, as `spatialact prompt --format openai-batch` writes it)")
 
+
+#: What ANSWERS may hold (--answers-format).
+ANSWERS_FORMATS = ("auto", "answers", "openai-batch")
 
 _SNIFF_BYTES = 1 << 20  # of the first non-blank line read to tell a task file from an answers file
 
@@ -107,7 +124,9 @@ def _first_record(path: str) -> dict | None:
 
 def file_kind(path: str) -> str | None:
     """``"tasks"`` when the first line of ``path`` is a task (``gt``, ``start_pose``, ``goal_pose``), ``"answers"``
-    when it is an answer (``task_id`` and ``response``) or an lmms-eval sample (``doc_id``), else None."""
+    when it is an answer (``task_id`` and ``response``) or an lmms-eval sample (``doc_id``), ``"openai-batch"`` for
+    a provider's batch output and ``"openai-batch-input"`` for a batch input file
+    (:func:`spatialact.export.openai_batch.record_kind`), else None."""
     rec = _first_record(path)
     if rec is None:
         return None
@@ -115,7 +134,9 @@ def file_kind(path: str) -> str | None:
         return "tasks"
     if ("task_id" in rec and "response" in rec) or "doc_id" in rec:
         return "answers"
-    return None
+    from spatialact.export.openai_batch import record_kind
+
+    return record_kind(rec)
 
 
 def check_argument_order(answers: str, tasks: str) -> str | None:
@@ -127,8 +148,12 @@ def check_argument_order(answers: str, tasks: str) -> str | None:
                 f"ANSWERS TASKS: spatialact score {tasks} {answers}")
     if a == "tasks":
         return f"{answers} is a task file, not an answers file: the order is ANSWERS TASKS"
-    if t == "answers":
+    if t in ("answers", "openai-batch"):
         return f"{tasks} is an answers file, not a task file: the order is ANSWERS TASKS"
+    if a == "openai-batch-input" or t == "openai-batch-input":
+        name = answers if a == "openai-batch-input" else tasks
+        return (f"{name} is an OpenAI batch input file (the requests), not an answers or task file: upload it to "
+                f"the Batch API and score the output file the provider returns")
     return None
 
 
@@ -202,6 +227,56 @@ def missing_folders(path) -> list:
     return missing
 
 
+def answers_format(args: argparse.Namespace) -> str:
+    """What ANSWERS holds: --answers-format, or for ``auto`` what its first line is (``openai-batch`` for a
+    provider's batch output; standard input is read as answers)."""
+    if args.answers_format != "auto":
+        return args.answers_format
+    return "openai-batch" if args.answers != "-" and file_kind(args.answers) == "openai-batch" else "answers"
+
+
+def read_batch(args: argparse.Namespace):
+    """(the provider's batch output read as answers, the tasks to score them against): TASKS loaded (validated),
+    less the tasks whose every request failed (a failed episode is no score, not a missing answer).
+    One-line CLIError for an unknown custom id (file and line) or a batch in which no request was answered."""
+    import sys
+
+    from spatialact.export.openai_batch import BatchError, read_batch_output
+    from spatialact.jsonline import open_input
+    from spatialact.tasks import load_tasks
+
+    from .main import CLIError
+
+    tasks = load_tasks(args.tasks)
+    ids = {t.id for t in tasks}
+    f = sys.stdin.buffer if args.answers == "-" else open_input(args.answers, "answers file", CLIError)
+    try:
+        batch = read_batch_output(f, ids, args.answers)
+    except BatchError as e:
+        raise CLIError(str(e)) from None
+    finally:
+        if f is not sys.stdin.buffer:
+            f.close()
+    if not batch.answered:
+        first = f"; first, line {batch.failures[0]['line']}: {batch.failures[0]['error']}" if batch.failures else ""
+        raise CLIError(f"{args.answers}: no request of the batch was answered ({batch.n_lines} line(s), "
+                       f"{batch.n_failed} failed{first}): nothing to score")
+    failed_only = batch.failed_tasks - batch.answered_tasks
+    return batch, [t for t in tasks if t.id not in failed_only]
+
+
+def fold_batch(summary: dict, batch, args: argparse.Namespace) -> None:
+    """The batch's figures in the summary (``batch``: lines, answered, failed, failures, models, usage); the counts
+    read as for the file itself (its failed lines are not blank; its tasks are the task file's, failed ones not
+    missing)."""
+    summary["answers"], summary["tasks"] = args.answers, args.tasks
+    b = summary["batch"] = batch.summary()
+    c = summary["counts"]
+    c["blank"] = c.get("blank", 0) - batch.n_failed
+    c["failed"] = batch.n_failed
+    c["tasks"] = c.get("tasks", 0) + b["failed_tasks"]
+
+
 def _run(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
@@ -211,7 +286,6 @@ def _run(args: argparse.Namespace) -> int:
     from spatialact.scorers.offline import score_file
 
     from .main import CLIError, check_out
-    from .table import format_table
 
     from spatialact.jsonline import check_input
 
@@ -240,10 +314,14 @@ def _run(args: argparse.Namespace) -> int:
         raise CLIError(f"--out {out} would overwrite an input file")
     # score_file writes its own temporary and renames it over the name it is given: it is given a fresh name that
     # the output rule then puts in place (a link followed, a character device written through, never replaced)
+    answers, tasks, batch = args.answers, args.tasks, None
+    if answers_format(args) == "openai-batch":
+        batch, tasks = read_batch(args)
+        answers = iter(batch.lines)
     missing = missing_folders(out)
     try:
         with output_path(out, option) as written:
-            summary = score_file(args.answers, args.tasks, profile=args.profile, weights=weights,
+            summary = score_file(answers, tasks, profile=args.profile, weights=weights,
                                  workers=args.workers, out=written, tree=tree, per_step=args.per_step,
                                  missing_as_zero=args.missing_as_zero, n_boot=args.n_boot, seed=args.seed,
                                  chunk=args.chunk, max_groups=args.max_groups or None,
@@ -256,9 +334,24 @@ def _run(args: argparse.Namespace) -> int:
                 break
         raise
     summary["out"] = str(out)
+    if batch is not None:
+        fold_batch(summary, batch, args)
+    status = 1 if batch is not None and batch.n_failed else 0  # failed episodes: exit 1, as eval
     if args.json:
         print_json(summary, ensure_ascii=False, indent=1)
-        return 0
+        return status
+    print_summary(args, summary)
+    if status:
+        b = summary["batch"]
+        print(f"spatialact score: {b['failed']} request(s) of the batch failed (no score): first, line "
+              f"{b['failures'][0]['line']} (task {b['failures'][0]['task_id']}): {b['failures'][0]['error']}",
+              file=sys.stderr)
+    return status
+
+
+def print_summary(args: argparse.Namespace, summary: dict) -> None:
+    """The summary as tables and lines (what the command prints without --json)."""
+    from .table import format_table
 
     def rows(d):
         return [[name, s["n"], s["mean"], s["ci_low"], s["ci_high"]] for name, s in d.items()]
@@ -293,5 +386,13 @@ def _run(args: argparse.Namespace) -> int:
     if h["score"] is not None:
         print(f"hierarchy {h['tree']}: {h['score']:.4f} (coverage {h['coverage']:.3f}; "
               f"missing leaves as 0: {h['score_missing_as_zero']:.4f})")
+    if "batch" in summary:
+        b = summary["batch"]
+        u = b["usage"]
+        print(f"openai batch: lines {b['lines']}, answered {b['answered']}, failed {b['failed']} (no score; "
+              f"{b['failed_tasks']} task(s) without an answer)" + (f", cut to the text cap {b['truncated']}"
+                                                                     if b["truncated"] else "")
+              + f"; tokens: prompt {u['prompt_tokens']:,}, completion {u['completion_tokens']:,}"
+              + (f" ({u['unknown']} line(s) with counts not believable: not summed)" if u["unknown"] else "")
+              + (f"; model {', '.join(b['models'])}" if b["models"] else ""))
     print(f"per-answer scores: {summary['out']}")
-    return 0
