@@ -43,7 +43,8 @@ def _episode_order(r) -> list[str]:
     """The fields an episode or failure record must have, in the order they are written."""
     tools = list(TOOL_FIELDS) if "tools" in r else []
     optional = [k for k in ("gl_renderer", "blocked", "images_match") if k in r]
-    return list(EPISODE_FIELDS) + tools + optional + ["frames", "provenance"]
+    # the results store writes the run's identity right after the key
+    return [EPISODE_FIELDS[0], "run_id", *EPISODE_FIELDS[1:]] + tools + optional + ["frames", "provenance"]
 
 
 # ----- records the code writes ---------------------------------------------------------------------------------
@@ -277,7 +278,8 @@ def test_question_runs_write_question_records_the_schema_accepts(question_runs, 
     for r in recs:
         extra = list(records.NUMERIC_FIELDS) if r["format"] == "numeric" else []
         i = QUESTION_FIELDS.index("reason") + 1
-        assert list(r) == list(QUESTION_FIELDS[:i]) + extra + list(QUESTION_FIELDS[i:]) + ["provenance"]
+        assert list(r) == (["key", "run_id"] + list(QUESTION_FIELDS[1:i]) + extra + list(QUESTION_FIELDS[i:])
+                           + ["provenance"])
         assert r["key"] == question_key(r["question_id"], r["agent"], r["seed"], r["rotation"]) == record_key(
             {k: v for k, v in r.items() if k != "key"})
 
@@ -337,6 +339,9 @@ EPISODE_BREAKS = [
     ("images_match", _set(["images_match"], "yes")),
     ("provenance.suite_sha256", _set(["provenance", "suite_sha256"], "abc")),
     ("provenance.suite", _drop_in(["provenance"], "suite")),
+    ("run_id", _set(["run_id"], "")),
+    ("run_id", _set(["run_id"], "ab cd")),
+    ("run_id", _set(["run_id"], 7)),
 ]
 FAILURE_BREAKS = [
     ("score", _set(["score"], 0.5)),
@@ -358,6 +363,7 @@ QUESTION_BREAKS = [
     ("score", _set(["score"], 2.0)),
     ("cached", _set(["cached"], 1)),
     ("question_id", _drop("question_id")),
+    ("run_id", _set(["run_id"], "x\ny")),
 ]
 
 
@@ -403,6 +409,20 @@ def test_question_rules_across_fields(what, question_runs, reference):
     problems = validate_result(rec)
     assert any(f"field '{field}'" in p for p in problems), problems
     assert not reference.is_valid(rec)
+
+
+def test_run_id_is_optional_so_records_of_runs_made_before_it_validate(baseline_runs, api_run, question_runs,
+                                                                        reference):
+    """The store writes run_id into every record; a run made before runs had one wrote none, and its records are
+    still accepted (the field is optional, not required)."""
+    recs = [*(r for rs in baseline_runs.values() for r in rs), *api_run.values(),
+            *(r for rs in question_runs.values() for r in rs)]
+    assert all(isinstance(r["run_id"], str) and len(r["run_id"]) == 32 for r in recs)
+    for r in recs:
+        old = {k: v for k, v in r.items() if k != "run_id"}
+        assert validate_result(old) == [] and reference.is_valid(old), r["key"]
+    d = results_schema()["$defs"]
+    assert "run_id" not in d["episode_common"]["required"] and "run_id" not in d["question"]["required"]
 
 
 def test_not_an_object_is_one_line():

@@ -231,3 +231,66 @@ def test_missing_run_dir_messages(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(FileNotFoundError, match="not a run directory"):
         load_run(tmp_path / "empty")
+
+
+# ----- the run's identity ---------------------------------------------------------------------------------------
+def test_the_store_writes_its_run_id_after_the_key_replacing_any_other(tmp_path):
+    """A record that comes with another run's id (or none, or no key) is written with this run's, right after its
+    key; the other fields keep their order."""
+    with RunStore(tmp_path / "run", CFG) as s:
+        rid = s.run_id
+        assert len(rid) == 32 and int(rid, 16) >= 0 and rid == R.read_run_id(tmp_path / "run")
+        s.append(dict(_rec(0), run_id="0" * 32))
+        no_key = {k: v for k, v in _rec(1).items() if k != "key"}
+        s.append(no_key)
+    lines = [json.loads(x) for x in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    assert [r["run_id"] for r in lines] == [rid, rid]
+    assert list(lines[0]) == ["key", "run_id", *[k for k in _rec(0) if k != "key"]]
+    assert list(lines[1]) == ["key", "run_id", *no_key]
+    assert RunStore(tmp_path / "other", CFG).run_id != rid  # random: another run, another id
+
+
+def test_a_run_stored_before_run_ids_resumes_without_them(tmp_path):
+    """config.json without run_id and records without it (what the store wrote before): resumed, it stays so, and a
+    record that carries an id is another run's. Empty, it gets one."""
+    run = tmp_path / "run"
+    with RunStore(run, CFG) as s:
+        s.append(_rec(0))
+    stored = json.loads((run / "config.json").read_text())
+    del stored["run_id"]
+    (run / "config.json").write_text(json.dumps(stored))
+    path = run / "results.jsonl"
+    path.write_text(json.dumps({k: v for k, v in json.loads(path.read_text()).items() if k != "run_id"}) + "\n")
+    with RunStore(run, CFG) as s:
+        assert s.run_id is None and len(s) == 1
+        s.append(dict(_rec(1), run_id="f" * 32))  # the run's own record: written without an id
+    assert not any("run_id" in json.loads(x) for x in path.read_text().splitlines())
+    assert "run_id" not in json.loads((run / "config.json").read_text()) and len(read_records(run)) == 2
+    with open(path, "a") as f:
+        f.write(R._dumps(dict(_rec(2), run_id="f" * 32)) + "\n")
+    with pytest.raises(RunStoreError, match=r"line 3 is a record of another run \(run_id ffffffffffff…; this run "
+                                            r"was made before runs had one"):
+        RunStore(run, CFG)
+    with pytest.raises(RunStoreError, match="line 3 is a record of another run"):
+        read_records(run)
+    empty = tmp_path / "empty"
+    RunStore(empty, CFG).close()
+    stored = json.loads((empty / "config.json").read_text())
+    del stored["run_id"]
+    (empty / "config.json").write_text(json.dumps(stored))
+    with RunStore(empty, CFG) as s:  # nothing in it yet: it takes an id now
+        assert s.run_id and json.loads((empty / "config.json").read_text())["run_id"] == s.run_id
+
+
+def test_a_foreign_record_is_named_by_file_and_line_and_its_id_shown_escaped(tmp_path):
+    run = tmp_path / "run"
+    with RunStore(run, CFG) as s:
+        s.append(_rec(0))
+        rid = s.run_id
+    with open(run / "results.jsonl", "a") as f:
+        f.write(R._dumps(dict(_rec(1), key="k1", run_id="\x1b[31mred\n" * 50)) + "\n")
+    with pytest.raises(RunStoreError) as e:
+        read_records(run)
+    msg = str(e.value)
+    assert msg.startswith(f"{run / 'results.jsonl'}: line 2 is a record of another run (run_id \"\\u001b[31mred")
+    assert "\n" not in msg and "\x1b" not in msg and f"≠ this run's {rid[:12]}…" in msg and len(msg) < 400

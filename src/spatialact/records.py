@@ -22,7 +22,11 @@ question records: a reply longer than the caps, whose beginning is the response)
 ``usage`` (token counts that were not believable: unknown, not zero). Episodes in a world with walls (the game, a
 room with collisions on) carry an optional ``blocked``: one flag per executed step, true where a wall stopped the step
 short; episodes of a task whose ``meta.image_sha256`` pins its images (a frozen suite) carry an optional
-``images_match``: whether the start and goal images rendered now have those hashes.
+``images_match``: whether the start and goal images rendered now have those hashes. Every record the results store
+appends (episode, failure and question alike) carries ``run_id`` right after ``key``: the identity of the run
+directory it was written in (``spatialact.evaluation.results``: a record whose ``run_id`` is not its run's is
+refused when the run is opened or read); records of runs made before runs had one have none, and the schema admits
+both.
 
 Version 2 added ``repeat`` (after ``variant``), ``s0`` (after ``score``) and ``parse_error`` (after ``reason``) to
 every episode and failure record, and ``suite`` / ``suite_sha256`` to the provenance.
@@ -67,7 +71,8 @@ SCORE_FIELDS = ("score", "s0", *STEP_SCORE_FIELDS, "per_step", "net_translation_
 CLOSED_LOOP_FIELDS = ("final_position_error", "final_rotation_error", "success", "path_length", "d0", "spl",
                       "n_steps")
 #: Every episode or failure record's fields as :func:`~spatialact.evaluation.episode.run_episode` writes them, in
-#: order (``gl_renderer``, ``frames`` and ``provenance`` follow, and the tool fields for a tool-using agent).
+#: order (``gl_renderer``, ``frames`` and ``provenance`` follow, and the tool fields for a tool-using agent; the
+#: results store puts ``run_id`` right after ``key``).
 EPISODE_FIELDS = ("key", "task_id", "kind", "source", "tags", "agent", "model", "env", "mode", "seed", "variant",
                   "repeat", *SCORE_FIELDS, "repairs", "response", "pred", "gt", "gt_poses", "pred_poses", "start_pose",
                   "goal_pose", *CLOSED_LOOP_FIELDS, "n_executed", "truncated", "simulated", "latency_s", "usage",
@@ -81,7 +86,7 @@ QUESTION_RECORD, QUESTION_ENV, QUESTION_MODE = "question", "questions", "questio
 #: The extra fields of an answer to a numeric question (after ``reason``).
 NUMERIC_FIELDS = ("rel_error", "delta2", "mra")
 #: A question record's fields in the order written (numeric questions add :data:`NUMERIC_FIELDS` after ``reason``;
-#: ``provenance`` follows).
+#: ``provenance`` follows; the results store puts ``run_id`` right after ``key``).
 QUESTION_FIELDS = ("key", "record", "task_id", "question_id", "type", "format", "source", "agent", "model", "env",
                    "mode", "seed", "variant", "rotation", "n_rotations", "score", "correct", "pred", "answer",
                    "reason", "response", "error", "error_kind", "usage", "latency_s", "request_key", "cached",

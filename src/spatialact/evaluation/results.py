@@ -3,7 +3,7 @@
 Layout::
 
     RUN/
-      config.json        the run's configuration and the provenance of its first start
+      config.json        the run's identity (run_id), its configuration and the provenance of its first start
       results.jsonl      one JSON record per finished episode, appended, flushed and fsynced
       frames/<key>/      start.png, goal.png, final.png … of each episode (names sanitised)
       results.parquet    written by export_parquet()
@@ -14,6 +14,14 @@ Resume is keyed by ``(task, agent, env, mode, seed[, variant])`` (:func:`~spatia
 differ, except the keys that only say how the run is carried out (:data:`MUTABLE_KEYS`); a run directory that
 holds no record yet takes the new configuration. A last line cut short by a killed process is detected, reported and cut off
 on resume (the episode runs again); any other unreadable line is an error naming the file and line.
+
+Run identity: a run directory made by this store has a ``run_id`` (:func:`new_run_id`, 32 random hexadecimal
+digits), kept in ``config.json`` for as long as the run is resumed, and every record the store appends carries it
+(``run_id``, right after ``key``). Opening a run and reading its records (:func:`read_records`, so ``report``,
+``load_run`` and the export) refuse, naming the file and the line, a record whose ``run_id`` is not the run's, or
+that has none in a run that has one: a record pasted in from another run directory is never counted. A run whose
+``config.json`` has no ``run_id`` (written before runs had one) is read and resumed as before; only a record that
+carries a ``run_id`` is foreign there.
 
 Poses in records are 4×4 C2W matrices (metres; world +Z up; camera OpenCV axes) as nested lists.
 """
@@ -29,6 +37,7 @@ import platform
 import re
 import stat
 import subprocess
+import uuid
 import warnings
 from pathlib import Path
 from typing import Any, Iterable
@@ -40,7 +49,7 @@ from ..records import episode_key, is_failure, record_key
 
 __all__ = ["RunStore", "RunConfigError", "RunStoreError", "MUTABLE_KEYS", "RESULTS_FILE", "CONFIG_FILE",
            "load_run", "read_records", "export_parquet", "read_parquet", "provenance", "episode_key",
-           "record_key", "safe_name", "config_diff", "find_runs", "is_run_dir"]
+           "record_key", "safe_name", "config_diff", "find_runs", "is_run_dir", "new_run_id", "read_run_id"]
 
 RESULTS_FILE = "results.jsonl"
 CONFIG_FILE = "config.json"
@@ -51,6 +60,12 @@ MUTABLE_KEYS = frozenset({"limit", "workers", "backend", "progress", "out", "jso
 # Keys that say where a run keeps things, not what it computes: not compared at any depth (the agent's response
 # cache: the run directory's own by default, so `--out runs/x` and `--out /abs/runs/x` are the same run).
 _WHERE_KEYS = frozenset({"cache_dir"})
+#: What a run id may be (the store writes 32 lower-case hexadecimal digits; a hand-made id of these characters is
+#: taken as it is). Matched whole, in linear time.
+_RUN_ID = re.compile(r"[0-9A-Za-z_.-]{1,128}")
+# _scan's run_id when no record is checked (the run's identity is not known yet), and when the run's identity is
+# its first record's (a run directory without config.json).
+_UNCHECKED, _FIRST = object(), object()
 
 
 class RunStoreError(RuntimeError):
@@ -256,11 +271,53 @@ def _check_regular(path: Path) -> None:
                             "are regular files")
 
 
-def _scan(path: Path) -> tuple[list[dict], int, str | None]:
+def new_run_id() -> str:
+    """A new run's identity: 32 random hexadecimal digits (``uuid4().hex``; random, not derived from the
+    configuration, so two runs made with the same command in two directories are told apart)."""
+    return uuid.uuid4().hex
+
+
+def _show_id(v: Any) -> str:
+    """A run id as a refusal names it: a well-formed one by its first 12 characters, anything else as (at most 24
+    characters of) its JSON, control characters escaped."""
+    if isinstance(v, str) and _RUN_ID.fullmatch(v):
+        return v if len(v) <= 12 else v[:12] + "…"
+    return json.dumps(v, ensure_ascii=True)[:24]
+
+
+def _foreign(rec: dict, run_id: str | None) -> str | None:
+    """Why ``rec`` is not a record of the run whose id is ``run_id`` (None: a run made before runs had one), or
+    None when it is."""
+    if "run_id" not in rec:
+        if run_id is None:
+            return None
+        return (f"has no run_id, and this run's records carry one ({_show_id(run_id)}): a record of another run "
+                "or of a run made before runs had one")
+    got = rec["run_id"]
+    if run_id is None:
+        return (f"is a record of another run (run_id {_show_id(got)}; this run was made before runs had one and "
+                "its records carry none)")
+    if got != run_id:
+        return f"is a record of another run (run_id {_show_id(got)} ≠ this run's {_show_id(run_id)})"
+    return None
+
+
+def _check_record(path: Path, lineno: int, rec: dict, run_id: Any) -> None:
+    if run_id is _UNCHECKED:
+        return
+    why = _foreign(rec, run_id)
+    if why is not None:
+        raise RunStoreError(f"{path}: line {lineno} {why}; remove that line, or start a new run (another output "
+                            "directory)")
+
+
+def _scan(path: Path, run_id: Any = _UNCHECKED) -> tuple[list[dict], int, str | None]:
     """Records of a results file, the byte length of its intact part, and a note on a cut-off last line.
 
     A line that does not parse is tolerated only as the very last one and only when the file does not end with a
-    newline there (the signature of a write cut short); anything else raises RunStoreError.
+    newline there (the signature of a write cut short); anything else raises RunStoreError. With ``run_id`` (the
+    run's id, None for a run made before runs had one; ``_FIRST``: the first record's), a record of another run
+    raises RunStoreError naming the file and the line (:func:`_foreign`).
     """
     if not path.exists():
         return [], 0, None
@@ -285,6 +342,9 @@ def _scan(path: Path) -> tuple[list[dict], int, str | None]:
                             f"probably killed while writing it): dropped, that episode runs again")
                     break
                 raise RunStoreError(f"{path}: line {lineno} is not a JSON record ({e}); fix or remove it") from None
+            if run_id is _FIRST:
+                run_id = _first_run_id([rec])
+            _check_record(path, lineno, rec, run_id)
             if last:
                 # A complete JSON object whose newline never made it: keep it, and let the writer add the newline.
                 records.append(rec)
@@ -315,17 +375,53 @@ def _dedupe(records: list[dict]) -> list[dict]:
 
 
 def read_records(run_dir: str | os.PathLike, dedupe: bool = True) -> list[dict]:
-    """The records of a run (read-only: a cut-off last line is skipped with a warning, not removed)."""
+    """The records of a run (read-only: a cut-off last line is skipped with a warning, not removed). A record of
+    another run (its ``run_id`` not the run's, :func:`read_run_id`) raises :class:`RunStoreError` naming the file
+    and the line."""
     run_dir = Path(run_dir)
     path = run_dir / RESULTS_FILE
     if not run_dir.is_dir():
         raise FileNotFoundError(f"{run_dir}: no such run directory")
     if not path.exists():
         raise FileNotFoundError(f"{run_dir}: not a run directory (no {RESULTS_FILE})")
-    records, _, note = _scan(path)
+    records, _, note = _scan(path, read_run_id(run_dir) if (run_dir / CONFIG_FILE).exists() else _FIRST)
     if note:
         warnings.warn(note, RuntimeWarning, stacklevel=2)
     return _dedupe(records) if dedupe else records
+
+
+def _stored_run_id(path: Path, stored: Any) -> str | None:
+    """The ``run_id`` of a parsed ``config.json`` (None when it has none); RunStoreError when it is malformed."""
+    if not isinstance(stored, dict) or stored.get("run_id") is None:
+        return None
+    rid = stored["run_id"]
+    if not (isinstance(rid, str) and _RUN_ID.fullmatch(rid)):
+        raise RunStoreError(f"{path}: run_id must be 1 to 128 letters, digits, '_', '.' or '-' (spatialact writes "
+                            f"32 hexadecimal digits), got {_show_id(rid)}")
+    return rid
+
+
+def _first_run_id(records: list[dict]) -> str | None:
+    """The identity of a run directory without ``config.json``: its first record's ``run_id`` (None when it has
+    none or a malformed one)."""
+    rid = records[0].get("run_id") if records else None
+    return rid if isinstance(rid, str) and _RUN_ID.fullmatch(rid) else None
+
+
+def read_run_id(run_dir: str | os.PathLike) -> str | None:
+    """The identity of a run: the ``run_id`` of its ``config.json``; None for a run made before runs had one. A run
+    directory without ``config.json`` takes its first record's. RunStoreError (one line naming the file) for a
+    ``config.json`` that is unreadable, no regular file, or whose ``run_id`` is malformed."""
+    run_dir = Path(run_dir)
+    p = run_dir / CONFIG_FILE
+    if not p.exists():
+        return _first_run_id(_scan(run_dir / RESULTS_FILE)[0])
+    _check_regular(p)
+    try:
+        stored = json.loads(p.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise RunStoreError(f"{p}: unreadable ({e})") from None
+    return _stored_run_id(p, stored)
 
 
 def read_config(run_dir: str | os.PathLike) -> dict:
@@ -454,6 +550,11 @@ class RunStore:
     naming the keys. A second RunStore on the same directory (in any process) raises :class:`RunStoreError`.
     ``append(record)`` writes one line, flushes and fsyncs (``fsync=False`` only for benchmarks).
     ``dropped`` holds the note about a cut-off last line removed on opening, else None.
+
+    ``run_id``: the run's identity (:func:`new_run_id` when the directory is made; the stored one on resume; None
+    for a run made before runs had one, which stays so). ``append`` writes it into every record, after ``key``;
+    opening refuses a run whose ``results.jsonl`` holds a record of another run (:class:`RunStoreError` naming the
+    file and the line).
     """
 
     def __init__(self, run_dir: str | os.PathLike, config: dict, provenance: dict | None = None,
@@ -468,11 +569,12 @@ class RunStore:
             self.run_dir.mkdir(parents=True, exist_ok=True)
         except (FileExistsError, NotADirectoryError):
             raise RunStoreError(f"{self.run_dir}: cannot be a run directory: a part of the path is a file") from None
+        self.run_id: str | None = None
         self._lock = self._acquire_lock()
         try:
             self._check_config()
             self.path = self.run_dir / RESULTS_FILE
-            records, good, note = _scan(self.path)
+            records, good, note = _scan(self.path, self.run_id)
             self.dropped = note
             if self.path.exists() and good < self.path.stat().st_size:
                 with open(self.path, "r+b") as f:
@@ -542,6 +644,7 @@ class RunStore:
             self._lock = None
 
     def _check_config(self) -> None:
+        """Compare the configuration with the stored one (or store it) and set ``self.run_id``."""
         path = self.run_dir / CONFIG_FILE
         if path.exists():
             _check_regular(path)
@@ -549,6 +652,9 @@ class RunStore:
                 stored = json.loads(path.read_text(encoding="utf-8"))
             except ValueError as e:
                 raise RunStoreError(f"{path}: unreadable ({e})") from None
+            if not isinstance(stored, dict):
+                raise RunStoreError(f"{path}: unreadable (not a JSON object)")
+            self.run_id = _stored_run_id(path, stored)
             old = stored.get("config", {})
             if "collisions" in self.config and "collisions" not in old and "mode" in old:
                 # an episode run made before walls stopped the camera ran without them
@@ -557,19 +663,29 @@ class RunStore:
             if diff and not self._has_records():
                 # Nothing ran under the stored configuration (a first attempt that stopped before its first
                 # episode): the new one replaces it, so a corrected command is never blocked by a mistyped one.
-                self._write_json(path, {"config": self.config, "provenance": self.provenance})
+                self.run_id = self.run_id or new_run_id()
+                self._write_json(path, {"run_id": self.run_id, "config": self.config, "provenance": self.provenance})
                 self.stored_provenance = self.provenance
                 return
             if diff:
                 raise RunConfigError(config_refusal(self.run_dir, diff, old, self.config, stored.get("provenance")))
-            if old != self.config:  # only mutable keys changed: remember the latest values
-                stored["config"] = self.config
+            changed = old != self.config  # only mutable keys changed: remember the latest values
+            stored["config"] = self.config
+            if self.run_id is None and not self._has_records():  # stored before runs had an id, still empty
+                self.run_id = new_run_id()
+                stored = {"run_id": self.run_id, **{k: v for k, v in stored.items() if k != "run_id"}}
+                changed = True
+            if changed:
                 self._write_json(path, stored)
             self.stored_provenance = stored.get("provenance", {})
             if not self.provenance:  # resumed without new provenance: records carry the stored one
                 self.provenance = dict(self.stored_provenance)
         else:
-            self._write_json(path, {"config": self.config, "provenance": self.provenance})
+            # A new run, or (rarely) a results file whose config.json is gone: it keeps its first record's id
+            records, _, _ = _scan(self.run_dir / RESULTS_FILE)
+            self.run_id = _first_run_id(records) if records else new_run_id()
+            head = {"run_id": self.run_id} if self.run_id else {}
+            self._write_json(path, {**head, "config": self.config, "provenance": self.provenance})
             self.stored_provenance = self.provenance
 
     def _has_records(self) -> bool:
@@ -620,13 +736,15 @@ class RunStore:
         """Append one episode record (one line; flushed and fsynced) and return its key.
 
         A record without ``key`` gets one from (task_id, agent, env, mode, seed); a record without
-        ``provenance`` gets the store's.
+        ``provenance`` gets the store's. The record is written with ``key`` first, then the run's ``run_id`` (any
+        ``run_id`` it came with is replaced; a run made before runs had one writes none), then its other fields
+        in their order.
         """
         if self._fh is None:
             raise RunStoreError(f"{self.run_dir}: the store is closed")
-        rec = dict(record)
-        key = _key_of(rec)
-        rec["key"] = key
+        key = _key_of(record)
+        rec = {"key": key, **({"run_id": self.run_id} if self.run_id else {}),
+               **{k: v for k, v in record.items() if k not in ("key", "run_id")}}
         if not rec.get("provenance"):
             rec["provenance"] = self.provenance
         line = _dumps(rec)
