@@ -104,3 +104,24 @@ def test_prompt_renders_with_the_gl_renderer(tmp_path, capsys):
     assert np.abs(ims["gl"] - ims["tiny"]).mean() > 2  # another renderer drew it
     a, b = ims["gl"].mean(2).ravel(), ims["tiny"].mean(2).ravel()
     assert np.corrcoef(a, b)[0, 1] > 0.5, np.corrcoef(a, b)[0, 1]  # the same view
+
+
+def test_prompt_size_takes_wxh_and_a_suite(tmp_path, capsys):
+    """--size WxH as eval takes it (a rendered view of W x H pixels); --suite as eval takes it."""
+    out = tmp_path / "o"
+    rc = main(["prompt", "nav-0-0000", "--suite", "default:1", "--size", "40x24", "--renderer", "tiny", "--out",
+               str(out), "--json"])
+    assert rc == 0, capsys.readouterr().err
+    assert np.asarray(Image.open(out / "image_1_start.png")).shape == (24, 40, 3)
+    with pytest.raises(SystemExit) as e:
+        main(["prompt", "nav-0-0000", "--suite", "default:1", "--size", "40y24"])
+    assert e.value.code == 2
+    assert "is not an image size: N (N x N pixels) or WxH" in capsys.readouterr().err
+
+
+def test_prompt_text_refuses_batch_options(task_file, tmp_path, capsys):
+    path, _, _ = task_file
+    assert main(["prompt", "--tasks", str(path)]) == 2
+    assert "name a TASK_ID" in capsys.readouterr().err
+    assert main(["prompt", "nav:001", "--tasks", str(path), "--agent-arg", "model=m"]) == 2
+    assert "--agent-arg goes with --format openai-batch" in capsys.readouterr().err
