@@ -3,9 +3,10 @@
 One owner for what a camera is: :class:`CameraSpec` (image size and intrinsics in pixels, clip planes in metres),
 :func:`intrinsics_matrix` (the field-of-view form's K), :func:`look_at` (a C2W pose aimed at a point),
 :func:`gl_view` / :func:`view_matrix` (world → OpenGL camera) and :func:`gl_projection` / :func:`projection_matrix`
-(OpenGL perspective of the intrinsics), and :data:`TINY_SHIFT_PX` (TinyRenderer's half-pixel offset). The PyBullet
-renderers (:mod:`spatialact.envs.rendering`) and the gl renderer (:mod:`spatialact.envs.gl`) both import them from
-here.
+(OpenGL perspective of the intrinsics), :data:`TINY_SHIFT_PX` (TinyRenderer's half-pixel offset), and the pinhole
+projection of world points to pixels and back (:func:`project_points`, :func:`unproject_pixels`: the one place for
+that formula). The PyBullet renderers (:mod:`spatialact.envs.rendering`), the gl renderer (:mod:`spatialact.envs.gl`)
+and the question generators (:mod:`spatialact.questions`) import them from here.
 
 Frames: poses are camera-to-world (C2W) (4, 4) float64, metres, world +Z up, camera axes OpenCV's (+X right, +Y
 down, +Z forward); pixels are (u, v) = (column, row) with pixel centres at integer coordinates. OpenGL's camera
@@ -22,12 +23,15 @@ import numpy as np
 from .. import geometry
 
 __all__ = ["CameraSpec", "intrinsics_matrix", "look_at", "gl_view", "view_matrix", "gl_projection",
-           "projection_matrix", "TINY_SHIFT_PX"]
+           "projection_matrix", "TINY_SHIFT_PX", "MIN_DEPTH_M", "project_points", "unproject_pixels"]
 
 # TinyRenderer samples each pixel half a pixel away from where OpenGL (EGL) samples it, in x and (flipped) in y;
 # this shift of its frustum puts both on the same principal point ((W − 1)/2, (H − 1)/2) of intrinsics_matrix, so
 # depth unprojected with `intrinsics` lands on the surface rgb shows with either renderer.
 TINY_SHIFT_PX = (-0.5, 0.5)
+# A point at most this far in front of the camera plane (metres along the optical axis), or behind it, does not
+# project: its pixel is NaN.
+MIN_DEPTH_M = 1e-6
 
 
 @dataclass(frozen=True)
@@ -95,13 +99,45 @@ class CameraSpec:
                                           (self.cy + 0.5) * sy - 0.5, self.near, self.far)
 
     def project(self, T_c2w: np.ndarray, points_world: np.ndarray) -> np.ndarray:
-        """Pixel coordinates (N, 2) (x right, y down, pixel centres at integers) of world points seen from C2W
-        ``T_c2w``; points behind the camera give NaN."""
-        P = np.atleast_2d(np.asarray(points_world, dtype=np.float64))
-        W2C = geometry.invert_pose(np.asarray(T_c2w, dtype=np.float64))
-        pc = P @ W2C[:3, :3].T + W2C[:3, 3]
-        z = np.where(pc[:, 2] > 1e-9, pc[:, 2], np.nan)
-        return np.stack([self.fx * pc[:, 0] / z + self.cx, self.fy * pc[:, 1] / z + self.cy], axis=1)
+        """Pixel coordinates (N, 2) (x right, y down, pixel centres at integers) of world points (N, 3) or (3,)
+        (metres) seen from C2W ``T_c2w`` (metres, OpenCV camera axes): :func:`project_points`; points at most
+        :data:`MIN_DEPTH_M` in front of the camera, or behind it, give NaN."""
+        u, v, _ = project_points(T_c2w, self, np.atleast_2d(np.asarray(points_world, dtype=np.float64)))
+        return np.stack([u, v], axis=1)
+
+
+def project_points(T_c2w, cam, points_world):
+    """The pinhole projection: world points to pixels of the camera at C2W pose ``T_c2w``.
+
+    Frames and units: ``T_c2w`` (4, 4) camera-to-world, metres, world +Z up, camera axes OpenCV's (+X right, +Y down,
+    +Z forward; docs/conventions.md); ``cam`` anything with pinhole intrinsics ``fx``, ``fy``, ``cx``, ``cy`` in pixels
+    (a :class:`CameraSpec`; pixels need not be square: fx and fy are used apart); ``points_world`` (..., 3) metres in
+    the world frame, any leading shape (one point: shape (3,)). The point in the camera frame is
+    ``(X, Y, Z) = Rᵀ (p − t)`` of ``T_c2w = [R | t]``; its pixel ``u = fx·X/Z + cx`` (column, to the right),
+    ``v = fy·Y/Z + cy`` (row, down), pixel centres at integer coordinates.
+
+    Returns ``(u, v, z)``, each of the points' leading shape (float64 scalars for one point): pixels, NaN where
+    ``Z ≤ MIN_DEPTH_M`` (behind or on the camera plane), and ``z = Z``, the z-depth along the optical axis in metres
+    (given for every point). ``Rᵀ (p − t)`` is computed as ``(p − t) @ R``: a point projects to the same bits alone
+    or among others.
+    """
+    T = np.asarray(T_c2w, dtype=np.float64)
+    pc = (np.asarray(points_world, dtype=np.float64) - T[:3, 3]) @ T[:3, :3]
+    z = pc[..., 2]
+    zf = np.where(z > MIN_DEPTH_M, z, np.nan)
+    return cam.fx * pc[..., 0] / zf + cam.cx, cam.fy * pc[..., 1] / zf + cam.cy, z
+
+
+def unproject_pixels(T_c2w, cam, x, y, z):
+    """The inverse of :func:`project_points`: world points (..., 3) in metres of pixels (``x`` column, ``y`` row,
+    pixel centres at integers) at z-depth ``z`` (metres along the optical axis) of the camera at C2W ``T_c2w``
+    ((4, 4), metres, OpenCV camera axes) with pinhole intrinsics ``cam.fx, fy, cx, cy`` (pixels; fx and fy apart).
+    ``x``, ``y``, ``z`` broadcast together (numbers give one point, shape (3,)). The camera-frame point is
+    ``((x − cx)/fx·z, (y − cy)/fy·z, z)``, the world point ``R p + t``, computed as ``p @ Rᵀ + t``."""
+    x, y, z = (np.asarray(a, dtype=np.float64) for a in (x, y, z))
+    pc = np.stack(np.broadcast_arrays((x - cam.cx) / cam.fx * z, (y - cam.cy) / cam.fy * z, z), axis=-1)
+    T = np.asarray(T_c2w, dtype=np.float64)
+    return pc @ T[:3, :3].T + T[:3, 3]
 
 
 def intrinsics_matrix(width: int, height: int, fov_deg: float) -> np.ndarray:

@@ -3,9 +3,10 @@ their values, the texts that state frames and conventions, and the question reco
 
 Frames and units: poses are camera-to-world (C2W) (4, 4) float64, metres, world +Z up, camera axes OpenCV's (+X
 right, +Y down, +Z forward); cameras are pinhole intrinsics in pixels (``fx``, ``fy``, ``cx``, ``cy``: pixels need
-not be square; :func:`project` and :func:`unproject` use ``fx`` and ``fy`` separately); pixels are (x, y) = (column,
-row) with pixel centres at integer coordinates; depth is z-depth (along the optical axis) in metres; rotations in
-words are docs/conventions.md's pan, tilt, roll in degrees (:data:`ROTATION_TEXT`).
+not be square: the pinhole projection and its inverse, ``spatialact.envs.camera.project_points`` and
+``unproject_pixels``, use ``fx`` and ``fy`` separately); pixels are (x, y) = (column, row) with pixel centres at
+integer coordinates; depth is z-depth (along the optical axis) in metres; rotations in words are
+docs/conventions.md's pan, tilt, roll in degrees (:data:`ROTATION_TEXT`).
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
+from ..envs.camera import unproject_pixels
 from .record import SCHEMA_VERSION, option_letters
 
 __all__ = ["Draft", "MIN_OVERLAP", "FRAME_TEXT", "ROTATION_TEXT", "RED", "BLUE", "YELLOW", "FMT_SHORT",
-           "camera_intrinsics", "smooth_mask", "unproject", "project", "draw_marks", "pick_pixels", "pose_text",
+           "camera_intrinsics", "smooth_mask", "draw_marks", "pick_pixels", "pose_text",
            "pose_far", "shuffle_options", "relative_pose_draft", "far_poses", "depth_draft", "four_points_apart",
            "relative_depth_draft", "spread_values", "marked_point", "write_png", "question_record", "plain_json"]
 
@@ -52,19 +54,6 @@ def smooth_mask(depth: np.ndarray, far: float, margin: int, rel: float = 0.03, k
     if m:
         ok[:m], ok[-m:], ok[:, :m], ok[:, -m:] = False, False, False, False
     return ok
-
-
-def unproject(T, cam, x: float, y: float, z: float) -> np.ndarray:
-    pc = np.array([(x - cam.cx) / cam.fx * z, (y - cam.cy) / cam.fy * z, z])
-    return np.asarray(T)[:3, :3] @ pc + np.asarray(T)[:3, 3]
-
-
-def project(T, cam, X) -> tuple[float, float, float]:
-    T = np.asarray(T)
-    pc = T[:3, :3].T @ (np.asarray(X) - T[:3, 3])
-    if pc[2] <= 1e-6:
-        return math.nan, math.nan, float(pc[2])
-    return float(cam.fx * pc[0] / pc[2] + cam.cx), float(cam.fy * pc[1] / pc[2] + cam.cy), float(pc[2])
 
 
 def draw_marks(rgb: np.ndarray, marks) -> np.ndarray:
@@ -246,8 +235,8 @@ class Draft:
 
 def marked_point(T, cam, depth, label: str, view: int, x: int, y: int, obj: str | None = None) -> dict:
     z = float(depth[y, x])
-    p = {"label": label, "view": view, "pixel": [int(x), int(y)], "world": unproject(T, cam, x, y, z).tolist(),
-         "depth": z}
+    p = {"label": label, "view": view, "pixel": [int(x), int(y)],
+         "world": unproject_pixels(T, cam, x, y, z).tolist(), "depth": z}
     if obj is not None:
         p["object"] = obj
     return p

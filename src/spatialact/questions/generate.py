@@ -35,11 +35,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .drafts import (BLUE, FMT_SHORT, FRAME_TEXT, MIN_OVERLAP, RED, ROTATION_TEXT, YELLOW, Draft, depth_draft,
-                     draw_marks, far_poses, four_points_apart, marked_point, pick_pixels, pose_text, project,
-                     question_record, relative_depth_draft, relative_pose_draft, shuffle_options, smooth_mask,
-                     spread_values)
-from .record import QUESTION_TYPES, TYPE_FORMATS, option_letters, save_questions
+from .drafts import (BLUE, FMT_SHORT, FRAME_TEXT, MIN_OVERLAP, RED, ROTATION_TEXT, Draft, draw_marks, marked_point,
+                     pick_pixels, pose_text, question_record, shuffle_options, smooth_mask, spread_values)
+from .record import QUESTION_TYPES, TYPE_FORMATS, save_questions
+from .shared import SHARED_GENERATORS, FovShot, Views, field_of_view_deg
 
 __all__ = ["build_questions", "BuildResult", "SceneViews", "procedural_scenes", "trajectory_scenes",
            "generate_in_scene", "pose_text", "sequence_text", "FRAME_TEXT", "ROTATION_TEXT",
@@ -47,17 +46,23 @@ __all__ = ["build_questions", "BuildResult", "SceneViews", "procedural_scenes", 
 
 QUESTIONS_PER_SCENE = 6   # procedural: one room for about this many questions
 TASKS_PER_SCENE = 4       # procedural tasks (start → goal) per room: their poses are the room's views
+PAIR_TRIES = 60           # draws of a pair of views (a relative-pose question; tracking draws 40)
+CACHED_RENDERS = 8        # rendered views (image and depth) a scene keeps while questions are generated
 _STRUCTURAL = ("floor", "ceiling", "wall", "door", "window", "painting", "rug")
 
 
 
 @dataclass
-class SceneViews:
+class SceneViews(Views):
     """What questions are generated from: a world to render (a :class:`~spatialact.envs.rendering.BulletWorld`), its
     camera (:class:`~spatialact.envs.rendering.CameraSpec`), camera poses inside it (C2W), the replayed ground truths
     ``flows`` ((start pose, ActionSequence), the camera being the moving body), the object bodies (body id → object
     name; walls, floor and the like excluded), where a camera may be (``bounds`` (3, 2) world box, or None) and the
-    furniture boxes ``obstacles`` [(lo, hi)]."""
+    furniture boxes ``obstacles`` [(lo, hi)].
+
+    As :class:`~spatialact.questions.shared.Views` (the five types recordings give too): view ``k`` is ``views[k]``
+    seen by ``camera``, its image and exact depth rendered (the last :data:`CACHED_RENDERS` kept); a marker goes only
+    into a clear view (:func:`_clear`); a field-of-view question renders a view with a camera of its own."""
 
     world: object
     spec: dict | None
@@ -68,6 +73,78 @@ class SceneViews:
     objects: dict = field(default_factory=dict)
     bounds: np.ndarray | None = None
     obstacles: list = field(default_factory=list)
+    _renders: dict = field(default_factory=dict, repr=False)
+
+    depth_step = None   # rendered depth is exact
+    fov_tries = 30      # draws of a view and a camera for a field-of-view question
+
+    @property
+    def n_views(self) -> int:
+        return len(self.views)
+
+    @property
+    def far_m(self) -> float:
+        return float(self.camera.far)
+
+    def pose(self, k: int) -> np.ndarray:
+        return self.views[k]
+
+    def camera_of(self, k: int):
+        return self.camera
+
+    def _rendered(self, k: int):
+        if k not in self._renders:
+            self._renders[k] = _render(self, self.views[k])
+        value = self._renders.pop(k)
+        self._renders[k] = value
+        while len(self._renders) > CACHED_RENDERS:
+            self._renders.pop(next(iter(self._renders)))
+        return value
+
+    def rgb(self, k: int) -> np.ndarray:
+        return self._rendered(k)[0]
+
+    def depth(self, k: int) -> np.ndarray:
+        return self._rendered(k)[1]
+
+    def usable(self, k: int) -> bool:
+        return _clear(self, self.views[k])
+
+    def pairs(self, rng, tries: int | None = None):
+        return _view_pairs(self, rng, tries=PAIR_TRIES if tries is None else tries)
+
+    def relative_poses(self, rng, a: int, b: int):
+        """The relative poses of the other ordered view pairs of the scene (the reversed pair among them), in the order
+        of one permutation of them."""
+        from .. import geometry
+
+        n = len(self.views)
+        pairs = [(i, j) for i in range(n) for j in range(n) if i != j and (i, j) != (a, b)]
+        order = rng.permutation(len(pairs))
+        return (geometry.relative_pose(self.views[i], self.views[j]) for i, j in (pairs[int(k)] for k in order))
+
+    def pair_text(self, a: int, b: int) -> str:
+        return "Image 1 and Image 2 were taken by the same camera in the same scene."
+
+    def view_meta(self, ks) -> dict:
+        """A pair of rendered views is named by its indices (``pair``); a single view is not named."""
+        return {"pair": [int(k) for k in ks]} if len(ks) == 2 else {}
+
+    def fov_shot(self, rng) -> FovShot | None:
+        """A random view rendered with a camera of random intrinsics: the scene camera's width, an aspect ratio of
+        1, 4:3, 3:2 or 16:9, a vertical field of view in [35°, 95°], square pixels, centred; None when its horizontal
+        field of view is outside [20°, 150°] or the view is not clear."""
+        from ..envs.rendering import CameraSpec
+
+        W = int(self.camera.width)
+        T = self.views[int(rng.integers(len(self.views)))]
+        aspect = float(rng.choice([1.0, 4 / 3, 3 / 2, 16 / 9]))
+        H = max(8, int(round(W / aspect)))
+        cam = CameraSpec(W, H, float(rng.uniform(35.0, 95.0)))
+        if not 20.0 <= field_of_view_deg(cam, "horizontal") <= 150.0 or not _clear(self, T):
+            return None
+        return FovShot(T, cam, _render(self, T, cam)[0], "horizontal", "was taken by a pinhole camera with square "
+                       "pixels and the principal point at the image centre", {"vertical_fov_deg": cam.fov_deg})
 
 
 @dataclass
@@ -240,31 +317,6 @@ def _view_pairs(scene: SceneViews, rng, min_t: float = 0.1, min_r: float = math.
         yield i, j
 
 
-def gen_relative_pose(scene: SceneViews, rng, fmt: str) -> Draft | None:
-    from .. import geometry
-
-    for i, j in _view_pairs(scene, rng):
-        A, B = scene.views[i], scene.views[j]
-        rel = geometry.relative_pose(A, B)
-        # distractors: relative poses of other pairs of views of this scene (the reversed pair among them)
-        n = len(scene.views)
-        pairs = [(a, b) for a in range(n) for b in range(n) if a != b and (a, b) != (i, j)]
-        order = rng.permutation(len(pairs))
-        want = 3 if fmt == "multiple_choice" else 1
-        got = far_poses((geometry.relative_pose(scene.views[a], scene.views[b])
-                         for a, b in (pairs[int(k)] for k in order)), rel, want)
-        if len(got) < want:
-            continue
-        rgb = [_render(scene, T)[0] for T in (A, B)]
-        views = [(A, scene.camera, None), (B, scene.camera, None)]
-        images = [(rgb[0], 0, "view 1"), (rgb[1], 1, "view 2")]
-        intro = ("Image 1 and Image 2 were taken by the same camera in the same scene. " + FRAME_TEXT + " "
-                 + ROTATION_TEXT + " The relative pose of camera 2 is its position in camera 1's frame (metres) "
-                 "and its rotation from camera 1's orientation.")
-        return relative_pose_draft(rng, fmt, intro, rel, got, views, images, {"pair": [i, j]})
-    return None
-
-
 def _primitives():
     from ..action_space import MOTION_PRIMITIVES
 
@@ -308,34 +360,6 @@ def gen_primitive(scene: SceneViews, rng, fmt: str) -> Draft | None:
                       views=[(T, scene.camera, None), (T2, scene.camera, None)],
                       images=[(rgb[0], 0, "before"), (rgb[1], 1, "after")], sequence=seq.to_dict(),
                       meta={"primitive": prims[p].value, "count": n, "unit": units})
-    return None
-
-
-def gen_fov(scene: SceneViews, rng, fmt: str) -> Draft | None:
-    from ..envs.rendering import CameraSpec
-
-    W = int(scene.camera.width)
-    for _ in range(30):
-        T = scene.views[int(rng.integers(len(scene.views)))]
-        aspect = float(rng.choice([1.0, 4 / 3, 3 / 2, 16 / 9]))
-        H = max(8, int(round(W / aspect)))
-        vfov = float(rng.uniform(35.0, 95.0))
-        cam = CameraSpec(W, H, vfov)
-        hfov = math.degrees(2.0 * math.atan(W / (2.0 * cam.fx)))
-        if not 20.0 <= hfov <= 150.0 or not _clear(scene, T):
-            continue
-        rgb = _render(scene, T, cam)[0]
-        q = ("Image 1 was taken by a pinhole camera with square pixels and the principal point at the image centre. "
-             f"The image is {W} x {H} pixels. What is the camera's horizontal field of view, in degrees?")
-        base = dict(views=[(T, cam, None)], images=[(rgb, 0, "view")], meta={"vertical_fov_deg": cam.fov_deg})
-        if fmt == "numeric":
-            return Draft(question=q, format=fmt, answer=hfov, unit="deg", **base)
-        fmt_v = lambda v: f"{v:.1f}°"  # noqa: E731
-        d = spread_values(rng, hfov, (0.55, 0.68, 0.8, 1.25, 1.45, 1.7), 10.0, 170.0, fmt_v)
-        if d is None:
-            continue
-        opts, vals, letter = shuffle_options(rng, [fmt_v(v) for v in [hfov] + d], [hfov] + d, 0)
-        return Draft(question=q, format=fmt, answer=letter, options=opts, option_values=vals, **base)
     return None
 
 
@@ -385,24 +409,6 @@ def _object_views(scene: SceneViews, rng, n: int = 12):
 
 
 
-def gen_depth(scene: SceneViews, rng, fmt: str) -> Draft | None:
-    for T, rgb, depth, _, mask in _marked_views(scene, rng):
-        px = pick_pixels(rng, mask)
-        if px is not None:
-            break
-    else:
-        return None
-    return depth_draft(fmt, T, scene.camera, depth, rgb, *px[0])
-
-
-def gen_relative_depth(scene: SceneViews, rng, fmt: str) -> Draft | None:
-    for T, rgb, depth, _, mask in _marked_views(scene, rng):
-        found = four_points_apart(rng, mask, depth)
-        if found is not None:
-            return relative_depth_draft(rng, fmt, T, scene.camera, depth, rgb, *found)
-    return None
-
-
 def gen_distance(scene: SceneViews, rng, fmt: str) -> Draft | None:
     if not scene.objects:
         return None
@@ -441,49 +447,6 @@ def gen_distance(scene: SceneViews, rng, fmt: str) -> Draft | None:
             continue
         opts, vals, letter = shuffle_options(rng, [fmt_v(v) for v in [dist] + d], [dist] + d, 0)
         return Draft(question=q, format=fmt, answer=letter, options=opts, option_values=vals, **base)
-    return None
-
-
-def gen_tracking(scene: SceneViews, rng, fmt: str) -> Draft | None:
-    cam = scene.camera
-    for i, j in _view_pairs(scene, rng, tries=40):
-        A, B = scene.views[i], scene.views[j]
-        rgb_a, d_a, _ = _render(scene, A)
-        rgb_b, d_b, _ = _render(scene, B)
-        m_a = smooth_mask(d_a, cam.far, max(4, int(0.08 * cam.width)))
-        m_b = smooth_mask(d_b, cam.far, max(4, int(0.08 * cam.width)))
-        for _ in range(10):
-            px = pick_pixels(rng, m_a)
-            if px is None:
-                break
-            x, y = px[0]
-            P = marked_point(A, cam, d_a, "red", 0, x, y)
-            u, v, z = project(B, cam, P["world"])
-            if not (math.isfinite(u) and math.isfinite(v)):
-                continue
-            ui, vi = int(round(u)), int(round(v))
-            if not (0 <= ui < cam.width and 0 <= vi < cam.height) or not m_b[vi, ui]:
-                continue
-            if abs(float(d_b[vi, ui]) - z) > 0.03 * z + 0.01:  # hidden behind something in view 2
-                continue
-            others = pick_pixels(rng, m_b, 3, min_dist=max(16.0, 0.12 * cam.width), avoid=[(u, v)])
-            if others is None:
-                continue
-            cands = [(u, v)] + [(float(a), float(b)) for a, b in others]
-            order = rng.permutation(4)
-            shown = [cands[k] for k in order]
-            k_true = int(np.flatnonzero(order == 0)[0])
-            img_a = draw_marks(rgb_a, [(x, y, RED, None)])
-            img_b = draw_marks(rgb_b, [(round(a), round(b), YELLOW, str(n + 1)) for n, (a, b) in enumerate(shown)])
-            points = [P] + [{"label": str(n + 1), "view": 1, "pixel": [float(a), float(b)]}
-                            for n, (a, b) in enumerate(shown)]
-            q = (f"Image 1 shows a red marker at pixel ({x}, {y}). Image 2 shows the same scene from another "
-                 "viewpoint, with four candidate points labelled 1 to 4. Which candidate point in Image 2 is the same "
-                 "3-D point as the red marker in Image 1?")
-            return Draft(question=q, format=fmt, answer=option_letters(4)[k_true],
-                          options=[f"Point {n + 1}" for n in range(4)], option_values=[list(c) for c in shown],
-                          views=[(A, cam, d_a), (B, cam, d_b)], images=[(img_a, 0, "view 1"), (img_b, 1, "view 2")],
-                          points=points, meta={"pair": [i, j]})
     return None
 
 
@@ -567,9 +530,9 @@ def gen_task_flow(scene: SceneViews, rng, fmt: str) -> Draft | None:
     return None
 
 
-GENERATORS = {"relative_pose": gen_relative_pose, "primitive": gen_primitive, "fov": gen_fov, "depth": gen_depth,
-              "relative_depth": gen_relative_depth, "distance": gen_distance, "tracking": gen_tracking,
-              "task_flow": gen_task_flow}
+# the five types recordings give too have one generator each (spatialact.questions.shared); the rest are rendered only
+GENERATORS = {**SHARED_GENERATORS, "primitive": gen_primitive, "distance": gen_distance, "task_flow": gen_task_flow}
+GENERATORS = {t: GENERATORS[t] for t in QUESTION_TYPES}
 assert set(GENERATORS) == set(QUESTION_TYPES)
 
 

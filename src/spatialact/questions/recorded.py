@@ -2,8 +2,8 @@
 episode or an EgoDex episode, nothing re-rendered.
 
 * ``game`` (``spatialact game record``): the player's camera, C2W poses as recorded, intrinsics with pixels that are
-  not square (fy = 1.2·fx: :func:`~spatialact.questions.drafts.project` and ``unproject`` use fx and fy apart, a
-  field of view is asked along one axis with its own focal length), frames from ``rgb.mp4`` and the 8-bit depth
+  not square (fy = 1.2·fx: :func:`~spatialact.envs.camera.project_points` and ``unproject_pixels`` use fx and fy
+  apart, a field of view is asked along one axis with its own focal length), frames from ``rgb.mp4`` and the 8-bit depth
   buffer in metres, quantised in steps of ``meta.depth.quantisation_m`` (about 0.22 m): a depth question is asked
   only where its answer margin exceeds that step (:data:`DEPTH_TOLERANCE`);
 * ``droid``: every recorded camera with a video and extrinsics (the wrist camera, both exterior cameras; or the one
@@ -13,8 +13,10 @@ episode or an EgoDex episode, nothing re-rendered.
 * ``egodex``: the head camera (``transforms/camera``), its recorded intrinsics (``camera/intrinsic``, pixels of the
   1920×1080 video) and frames from the episode's ``.mp4``.
 
-Views are frames at :data:`VIEWS_PER_SECOND` (of every camera), at most :data:`MAX_VIEWS`. A type the recording
-cannot give (:func:`recording_types`) is refused in one line naming what it lacks. Poses everywhere: C2W (4, 4)
+Views are frames at :data:`VIEWS_PER_SECOND` (of every camera), at most :data:`MAX_VIEWS`. A :class:`Recording` is the
+:class:`~spatialact.questions.shared.Views` of the five types it can give, whose generators (one per type, shared with
+rendered scenes) live in :mod:`spatialact.questions.shared`. A type the recording cannot give
+(:func:`recording_types`) is refused in one line naming what it lacks. Poses everywhere: C2W (4, 4)
 float64, metres, world +Z up, camera axes OpenCV's (+X right, +Y down, +Z forward); pixels (x, y) with centres at
 integers; depth is z-depth in metres.
 """
@@ -26,20 +28,20 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .drafts import (FRAME_TEXT, MIN_OVERLAP, RED, ROTATION_TEXT, YELLOW, Draft, depth_draft, draw_marks, far_poses,
-                     four_points_apart, marked_point, pick_pixels, project, relative_depth_draft, relative_pose_draft,
-                     shuffle_options, smooth_mask, spread_values, unproject)
-from .record import QUESTION_TYPES, TYPE_FORMATS, option_letters
+from ..envs.camera import MIN_DEPTH_M, project_points, unproject_pixels
+from .drafts import MIN_OVERLAP, Draft
+from .record import QUESTION_TYPES, TYPE_FORMATS
+from .shared import DEPTH_TOLERANCE, SHARED_GENERATORS, FovShot, Views, field_of_view_deg
 
 __all__ = ["RECORDED_SOURCES", "VIEWS_PER_SECOND", "MAX_VIEWS", "SHARED_VIEW_DISTANCE_M", "DEPTH_TOLERANCE",
            "RecordedView", "Recording", "is_recording", "recording_from", "recording_types",
-           "generate_in_recording"]
+           "generate_in_recording", "field_of_view_deg"]
 
 RECORDED_SOURCES = ("game", "droid", "egodex")
 VIEWS_PER_SECOND = 2.0        # candidate views: two frames a second of every camera ...
 MAX_VIEWS = 240               # ... at most this many (evenly spaced over the recording)
 SHARED_VIEW_DISTANCE_M = 1.0  # without depth: the point this far along each optical axis must lie in the other image
-DEPTH_TOLERANCE = 0.05        # the finest tolerance a depth answer is scored at (MRA's θ = 0.95: 5 % of the truth)
+PAIR_TRIES = 80               # draws of a pair of views (a relative-pose question; tracking draws 40)
 DROID_CAMERAS = ("wrist_left", "exterior_1_left", "exterior_2_left")
 CACHED_FRAMES = 32            # decoded frames (and depth maps) kept while questions are generated
 
@@ -67,11 +69,12 @@ class RecordedView:
 
 
 @dataclass
-class Recording:
+class Recording(Views):
     """The views of one recording and what it has: ``depth_step`` (m, the quantisation of its depth maps; None: no
     depth recorded), ``far_m`` (depth at or beyond which a recorded depth says only "at least this far"),
     ``intrinsics_recorded`` (False: the views carry assumed intrinsics). ``source`` and ``spec`` go into every
-    question record (``source``, ``scene``)."""
+    question record (``source``, ``scene``). As :class:`~spatialact.questions.shared.Views`: view ``k`` is
+    ``views[k]`` (a :class:`RecordedView`), its image the recorded frame, its depth the recorded depth."""
 
     source: str
     spec: dict
@@ -100,6 +103,52 @@ class Recording:
             v = self.views[k]
             self._depth[k] = read_depth(self.trajectories[v.camera_name], [v.frame])[0]
         return _recent(self._depth, k)
+
+    # ----- the Views of the shared generators (spatialact.questions.shared) -----
+    @property
+    def n_views(self) -> int:
+        return len(self.views)
+
+    def pose(self, k: int) -> np.ndarray:
+        return self.views[k].pose
+
+    def camera_of(self, k: int):
+        return self.views[k].camera
+
+    def pairs(self, rng, tries: int | None = None):
+        return recorded_pairs(self, rng, PAIR_TRIES if tries is None else tries)
+
+    def relative_poses(self, rng, a: int, b: int):
+        """The relative poses of the other ordered view pairs, in the order of one permutation of all n² pairs."""
+        from .. import geometry
+
+        n = len(self.views)
+        others = (divmod(int(k), n) for k in rng.permutation(n * n))
+        return (geometry.relative_pose(self.views[i].pose, self.views[j].pose)
+                for i, j in others if i != j and (i, j) != (a, b))
+
+    def pair_text(self, a: int, b: int) -> str:
+        A, B = self.views[a], self.views[b]
+        who = ("by the same camera" if A.camera_name == B.camera_name
+               else f"by two cameras ({A.camera_name} and {B.camera_name})")
+        return f"Image 1 and Image 2 are frames recorded {who} in the same scene."
+
+    def view_meta(self, ks) -> dict:
+        return _view_meta(self, ks)
+
+    def depth_meta(self) -> dict:
+        return {"depth_quantisation_m": self.depth_step, "depth_far_m": self.far_m}
+
+    def fov_shot(self, rng) -> FovShot:
+        """A random view with its recorded intrinsics: the horizontal field of view (fx), or, where its pixels are
+        not square, horizontal or vertical (fy) with equal probability."""
+        k = int(rng.integers(len(self.views)))
+        V = self.views[k]
+        cam = V.camera
+        square = abs(cam.fy / cam.fx - 1.0) <= 0.005
+        axis = "horizontal" if square or rng.random() < 0.5 else "vertical"
+        return FovShot(V.pose, cam, self.rgb(k), axis, f"is a frame recorded by {_camera_text(cam)}",
+                       {**_view_meta(self, (k,)), "axis": axis})
 
 
 def _recent(cache: dict, k: int):
@@ -251,13 +300,9 @@ def _shared_by_depth(rec: Recording, a: int, b: int) -> float:
     if not ok.any():
         return 0.0
     xs, ys, z = xs[ok], ys[ok], z[ok]
-    pc = np.stack([(xs - cam_a.cx) / cam_a.fx * z, (ys - cam_a.cy) / cam_a.fy * z, z], axis=1)
-    Pw = pc @ A.pose[:3, :3].T + A.pose[:3, 3]
-    qc = (Pw - B.pose[:3, 3]) @ B.pose[:3, :3]
-    zb = qc[:, 2]
-    front = zb > 1e-6
-    u = np.where(front, cam_b.fx * qc[:, 0] / np.where(front, zb, 1) + cam_b.cx, -1)
-    v = np.where(front, cam_b.fy * qc[:, 1] / np.where(front, zb, 1) + cam_b.cy, -1)
+    u, v, zb = project_points(B.pose, cam_b, unproject_pixels(A.pose, cam_a, xs, ys, z))
+    front = zb > MIN_DEPTH_M  # in front of b's camera plane; u, v are NaN elsewhere
+    u, v = np.where(front, u, -1), np.where(front, v, -1)
     ui, vi = np.round(u).astype(int), np.round(v).astype(int)
     inside = front & (ui >= 0) & (ui < cam_b.width) & (vi >= 0) & (vi < cam_b.height)
     seen = np.zeros_like(inside)
@@ -271,7 +316,7 @@ def _shared_by_axis(A: RecordedView, B: RecordedView) -> bool:
     other image."""
     for P, Q in ((A, B), (B, A)):
         X = P.pose[:3, :3] @ np.array([0.0, 0.0, SHARED_VIEW_DISTANCE_M]) + P.pose[:3, 3]
-        u, v, z = project(Q.pose, Q.camera, X)
+        u, v, z = project_points(Q.pose, Q.camera, X)
         if not (z > 0 and 0 <= u < Q.camera.width and 0 <= v < Q.camera.height):
             return False
     return True
@@ -313,48 +358,6 @@ def _view_meta(rec: Recording, ks) -> dict:
     return meta
 
 
-def _depth_meta(rec: Recording) -> dict:
-    return {"depth_quantisation_m": rec.depth_step, "depth_far_m": rec.far_m}
-
-
-# ----- generators -------------------------------------------------------------------------------------------------
-def rec_relative_pose(rec: Recording, rng, fmt: str) -> Draft | None:
-    """The pose of view 2's camera in view 1's frame, ``inv(T1) @ T2`` of the recorded poses; distractors: the
-    relative poses of other recorded view pairs."""
-    from .. import geometry
-
-    n = len(rec.views)
-    for a, b in recorded_pairs(rec, rng):
-        A, B = rec.views[a], rec.views[b]
-        rel = geometry.relative_pose(A.pose, B.pose)
-        want = 3 if fmt == "multiple_choice" else 1
-        others = (divmod(int(k), n) for k in rng.permutation(n * n))
-        got = far_poses((geometry.relative_pose(rec.views[i].pose, rec.views[j].pose)
-                         for i, j in others if i != j and (i, j) != (a, b)), rel, want)
-        if len(got) < want:
-            continue
-        who = ("by the same camera" if A.camera_name == B.camera_name
-               else f"by two cameras ({A.camera_name} and {B.camera_name})")
-        intro = (f"Image 1 and Image 2 are frames recorded {who} in the same scene. " + FRAME_TEXT + " "
-                 + ROTATION_TEXT + " The relative pose of camera 2 is its position in camera 1's frame (metres) "
-                 "and its rotation from camera 1's orientation.")
-        views = [(A.pose, A.camera, None), (B.pose, B.camera, None)]
-        images = [(rec.rgb(a), 0, "view 1"), (rec.rgb(b), 1, "view 2")]
-        return relative_pose_draft(rng, fmt, intro, rel, got, views, images, _view_meta(rec, (a, b)))
-    return None
-
-
-def field_of_view_deg(cam, axis: str) -> float:
-    """The field of view (degrees) of a pinhole camera along ``axis`` (``horizontal``: from the left edge of the image
-    to its right edge through the principal point, with fx; ``vertical``: top to bottom, with fy); the image edges
-    are half a pixel beyond the outer pixel centres."""
-    if axis == "horizontal":
-        f, c, n = cam.fx, cam.cx, cam.width
-    else:
-        f, c, n = cam.fy, cam.cy, cam.height
-    return math.degrees(math.atan((c + 0.5) / f) + math.atan((n - 0.5 - c) / f))
-
-
 def _camera_text(cam) -> str:
     r = cam.fy / cam.fx
     pixels = ("square pixels" if abs(r - 1.0) <= 0.005 else
@@ -364,129 +367,6 @@ def _camera_text(cam) -> str:
     point = ("the principal point at the image centre" if centred else
              f"the principal point at pixel ({cam.cx:.1f}, {cam.cy:.1f})")
     return f"a pinhole camera with {pixels} and {point}"
-
-
-def rec_fov(rec: Recording, rng, fmt: str) -> Draft | None:
-    """The field of view of the recorded camera (recorded intrinsics): horizontal (fx), or, where its pixels are not
-    square, horizontal or vertical (fy) with equal probability."""
-    k = int(rng.integers(len(rec.views)))
-    V = rec.views[k]
-    cam = V.camera
-    square = abs(cam.fy / cam.fx - 1.0) <= 0.005
-    axis = "horizontal" if square or rng.random() < 0.5 else "vertical"
-    fov = field_of_view_deg(cam, axis)
-    q = (f"Image 1 is a frame recorded by {_camera_text(cam)}. The image is {cam.width} x {cam.height} pixels. "
-         f"What is the camera's {axis} field of view, in degrees?")
-    base = dict(views=[(V.pose, cam, None)], images=[(rec.rgb(k), 0, "view")],
-                meta={**_view_meta(rec, (k,)), "axis": axis})
-    if fmt == "numeric":
-        return Draft(question=q, format=fmt, answer=fov, unit="deg", **base)
-    fmt_v = lambda v: f"{v:.1f}°"  # noqa: E731
-    d = spread_values(rng, fov, (0.55, 0.68, 0.8, 1.25, 1.45, 1.7), 10.0, 170.0, fmt_v)
-    if d is None:
-        return None
-    opts, vals, letter = shuffle_options(rng, [fmt_v(v) for v in [fov] + d], [fov] + d, 0)
-    return Draft(question=q, format=fmt, answer=letter, options=opts, option_values=vals, **base)
-
-
-def _marked(rec: Recording, rng):
-    """Views in a random order with their frame, depth and the pixels where a marker stands on one surface (depth
-    locally smooth, below the far level, away from the border)."""
-    for k in rng.permutation(len(rec.views)):
-        k = int(k)
-        depth = rec.depth(k)
-        margin = max(4, int(0.06 * min(depth.shape)))
-        yield k, rec.rgb(k), depth, smooth_mask(depth, rec.far_m, margin)
-
-
-def rec_depth(rec: Recording, rng, fmt: str) -> Draft | None:
-    """The recorded z-depth at a marked pixel, asked only where the finest scoring tolerance exceeds the depth's
-    quantisation step: ``DEPTH_TOLERANCE × depth > quantisation``."""
-    for k, rgb, depth, mask in _marked(rec, rng):
-        px = pick_pixels(rng, mask & (DEPTH_TOLERANCE * depth > rec.depth_step))
-        if px is not None:
-            break
-    else:
-        return None
-    V = rec.views[k]
-    return depth_draft(fmt, V.pose, V.camera, depth, rgb, *px[0], meta={**_view_meta(rec, (k,)), **_depth_meta(rec)})
-
-
-def rec_relative_depth(rec: Recording, rng, fmt: str) -> Draft | None:
-    """Which of four marked points is closest / farthest: their recorded depths differ by more than a quantisation
-    step (and by 12 %), so the order holds for the true depths too."""
-    for k, rgb, depth, mask in _marked(rec, rng):
-        found = four_points_apart(rng, mask, depth, rec.depth_step)
-        if found is not None:
-            V = rec.views[k]
-            return relative_depth_draft(rng, fmt, V.pose, V.camera, depth, rgb, *found,
-                                        meta={**_view_meta(rec, (k,)), **_depth_meta(rec)})
-    return None
-
-
-def _tracked(rec: Recording, a: int, b: int, x: int, y: int, min_dist: float):
-    """Where view ``a``'s pixel (x, y) lands in view ``b`` — (u, v), or None when it is hidden there or when the
-    quantisation of its depth could move it by more than a quarter of ``min_dist`` (the spacing of the
-    candidates)."""
-    A, B = rec.views[a], rec.views[b]
-    z = float(rec.depth(a)[y, x])
-    u, v, zb = project(B.pose, B.camera, unproject(A.pose, A.camera, x, y, z))
-    if not (math.isfinite(u) and math.isfinite(v)):
-        return None
-    ui, vi = int(round(u)), int(round(v))
-    if not (0 <= ui < B.camera.width and 0 <= vi < B.camera.height):
-        return None
-    if abs(float(rec.depth(b)[vi, ui]) - zb) > rec.depth_step + 0.03 * zb:  # hidden, or not what b recorded
-        return None
-    for dz in (-rec.depth_step / 2, rec.depth_step / 2):
-        u2, v2, _ = project(B.pose, B.camera, unproject(A.pose, A.camera, x, y, max(z + dz, 1e-3)))
-        if not (math.isfinite(u2) and math.hypot(u2 - u, v2 - v) <= 0.25 * min_dist):
-            return None
-    return u, v
-
-
-def rec_tracking(rec: Recording, rng, fmt: str) -> Draft | None:
-    """Which of four candidates in image 2 is the point marked in image 1: unprojected with its recorded depth and
-    view 1's intrinsics (fx, fy apart), projected with view 2's."""
-    for a, b in recorded_pairs(rec, rng, tries=40):
-        A, B = rec.views[a], rec.views[b]
-        d_a, d_b = rec.depth(a), rec.depth(b)
-        m_a = smooth_mask(d_a, rec.far_m, max(4, int(0.08 * A.camera.width)))
-        m_b = smooth_mask(d_b, rec.far_m, max(4, int(0.08 * B.camera.width)))
-        min_dist = max(16.0, 0.12 * B.camera.width)
-        for _ in range(10):
-            px = pick_pixels(rng, m_a)
-            if px is None:
-                break
-            x, y = px[0]
-            uv = _tracked(rec, a, b, x, y, min_dist)
-            if uv is None or not m_b[int(round(uv[1])), int(round(uv[0]))]:
-                continue
-            others = pick_pixels(rng, m_b, 3, min_dist=min_dist, avoid=[uv])
-            if others is None:
-                continue
-            cands = [uv] + [(float(p), float(q)) for p, q in others]
-            order = rng.permutation(4)
-            shown = [cands[k] for k in order]
-            k_true = int(np.flatnonzero(order == 0)[0])
-            P = marked_point(A.pose, A.camera, d_a, "red", 0, x, y)
-            img_a = draw_marks(rec.rgb(a), [(x, y, RED, None)])
-            img_b = draw_marks(rec.rgb(b), [(round(p), round(q), YELLOW, str(n + 1)) for n, (p, q) in enumerate(shown)])
-            points = [P] + [{"label": str(n + 1), "view": 1, "pixel": [float(p), float(q)]}
-                            for n, (p, q) in enumerate(shown)]
-            q = (f"Image 1 shows a red marker at pixel ({x}, {y}). Image 2 shows the same scene from another "
-                 "viewpoint, with four candidate points labelled 1 to 4. Which candidate point in Image 2 is the same "
-                 "3-D point as the red marker in Image 1?")
-            return Draft(question=q, format=fmt, answer=option_letters(4)[k_true],
-                         options=[f"Point {n + 1}" for n in range(4)], option_values=[list(c) for c in shown],
-                         views=[(A.pose, A.camera, d_a), (B.pose, B.camera, d_b)],
-                         images=[(img_a, 0, "view 1"), (img_b, 1, "view 2")], points=points,
-                         meta={**_view_meta(rec, (a, b)), **_depth_meta(rec)})
-    return None
-
-
-RECORDED_GENERATORS = {"relative_pose": rec_relative_pose, "fov": rec_fov, "depth": rec_depth,
-                       "relative_depth": rec_relative_depth, "tracking": rec_tracking}
 
 
 def generate_in_recording(rec: Recording, typ: str, fmt: str, rng) -> Draft | None:
@@ -499,4 +379,4 @@ def generate_in_recording(rec: Recording, typ: str, fmt: str, rng) -> Draft | No
         raise ValueError(f"{rec.spec['path']}: no {typ} questions from a {rec.source} recording: {typ} {why}")
     if not rec.views:
         return None
-    return RECORDED_GENERATORS[typ](rec, rng, fmt)
+    return SHARED_GENERATORS[typ](rec, rng, fmt)
