@@ -17,20 +17,9 @@ The README is read when the test runs, so the test follows whatever commands it 
 
 from __future__ import annotations
 
-import hashlib
-import os
-import re
-import shlex
-import shutil
-import subprocess
-import sys
-import time
-from pathlib import Path
-
 import pytest
-from _chat_server import DEFAULT_ANSWER
-
-ROOT = Path(__file__).resolve().parents[1]
+from _doc_commands import ROOT, answer, clone, run_commands, shell_commands, to_loopback
+from _doc_commands import exemption as _exemption
 
 #: Commands not run: (pattern searched in the command, why).
 EXEMPT = [
@@ -45,93 +34,15 @@ EXEMPT = [
     (r"--agent[ =]hf\b", "downloads a model from the Hugging Face Hub"),
     (r"\bcuda\b|--gpu\b|nvidia-smi", "needs a GPU"),
 ]
-#: Agents that talk to a chat-completions endpoint.
-API_AGENTS = {"openai", "react", "plan-execute"}
-SHELLS = {"bash", "sh", "shell", "console"}
-STOP = '{"actions": ["STOP"], "step_nums": [1]}'
-
-
-def _answer(body) -> tuple:
-    """The loopback model: STOP once a closed-loop episode has taken a step, else one step forward."""
-    parts = []
-    for m in body.get("messages", []):
-        c = m.get("content")
-        parts += [c] if isinstance(c, str) else [p.get("text", "") for p in c or [] if isinstance(p, dict)]
-    text = "\n".join(p for p in parts if isinstance(p, str))
-    return ("ok", STOP if "Steps already taken" in text else DEFAULT_ANSWER)
 
 
 def readme_commands(text: str) -> list[str]:
-    """The commands of the README's shell blocks, in order: continuation lines (ending in a backslash) joined,
-    blank and comment-only lines left out."""
-    out, block, pending = [], None, ""
-    for line in text.splitlines():
-        s = line.strip()
-        if s.startswith("```"):
-            block = s[3:].strip().lower() if block is None else None
-            continue
-        if block not in SHELLS:
-            continue
-        if s.startswith("$ "):
-            s = s[2:]
-        if s.endswith("\\"):
-            pending += s[:-1] + " "
-            continue
-        cmd, pending = (pending + s).strip(), ""
-        if cmd and not cmd.startswith("#"):
-            out.append(cmd)
-    return out
+    """The commands of the README's shell blocks, in order (tests/_doc_commands.py, ``shell_commands``)."""
+    return shell_commands(text)
 
 
 def exemption(cmd: str) -> str | None:
-    for pattern, why in EXEMPT:
-        if re.search(pattern, cmd):
-            return why
-    return None
-
-
-def to_loopback(cmd: str, url: str) -> str:
-    """``cmd`` with an API agent's ``base_url`` set to ``url`` (added when the command leaves it out)."""
-    words = shlex.split(cmd, comments=True)
-    agent = None
-    for i, w in enumerate(words):
-        if w == "--agent" and i + 1 < len(words):
-            agent = words[i + 1]
-        elif w.startswith("--agent="):
-            agent = w.split("=", 1)[1]
-    if agent not in API_AGENTS:
-        return cmd
-    if any(w.startswith("base_url=") for w in words):
-        words = [f"base_url={url}" if w.startswith("base_url=") else w for w in words]
-    else:
-        words += ["--agent-arg", f"base_url={url}"]
-    return shlex.join(words)
-
-
-def _fingerprint(root: Path) -> dict[str, str]:
-    """Every file under ``root`` (but ``__pycache__``) and the SHA-256 of its bytes."""
-    out = {}
-    for p in root.rglob("*"):
-        if p.is_file() and "__pycache__" not in p.parts:
-            out[p.relative_to(root).as_posix()] = hashlib.sha256(p.read_bytes()).hexdigest()
-    return out
-
-
-def _clone(dest: Path) -> None:
-    """The repository's files as a clone holds them (``git ls-files``; the tree without .git/.venv otherwise)."""
-    try:
-        files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True,
-                               timeout=60).stdout.decode().split("\0")
-    except (OSError, subprocess.SubprocessError):
-        files = None
-    if not files or files == [""]:
-        shutil.copytree(ROOT, dest, ignore=shutil.ignore_patterns(".git", ".venv", "scratch", "runs", "__pycache__"))
-        return
-    for f in filter(None, files):
-        src = ROOT / f
-        if src.is_file():  # a file deleted in the working tree is not copied
-            (dest / f).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest / f)
+    return _exemption(cmd, EXEMPT)
 
 
 def test_readme_parsing_joins_continuations_and_finds_exemptions():
@@ -150,36 +61,14 @@ def test_readme_parsing_joins_continuations_and_finds_exemptions():
 @pytest.mark.slow
 def test_every_readme_command_runs_as_written(tmp_path, server):
     commands = readme_commands((ROOT / "README.md").read_text(encoding="utf-8"))
-    server.responder = _answer
+    server.responder = answer
     assert len(commands) >= 10, commands
     repo = tmp_path / "spatialact"
     repo.mkdir()
-    _clone(repo)
-    before = _fingerprint(repo)
-    env = dict(os.environ, PYTHONPATH=str(repo / "src"), OPENAI_API_KEY="sk-readme-test-not-a-key",
-               PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
-               MPLBACKEND="Agg")
-    env.pop("SPATIALACT_TEST_KEY", None)
-    failures, ran, timings = [], 0, []
-    for cmd in commands:
-        if exemption(cmd):
-            continue
-        run = to_loopback(cmd, server.url)
-        t0 = time.monotonic()
-        try:
-            r = subprocess.run(["bash", "-c", run], cwd=repo, env=env, capture_output=True, text=True, timeout=900)
-            rc, err = r.returncode, (r.stderr.strip() or r.stdout.strip()).splitlines()[-3:]
-        except subprocess.TimeoutExpired:
-            rc, err = "timeout (900 s)", []
-        timings.append(f"{time.monotonic() - t0:6.1f} s  {cmd[:100]}")
-        ran += 1
-        if rc != 0:
-            failures.append(f"{cmd}\n    exit {rc}: " + "\n    ".join(err))
-    print("\n".join(timings))
-    after = _fingerprint(repo)
-    changed = sorted(f for f in before if after.get(f) != before[f])
-    stray = sorted(f for f in set(after) - set(before) if not f.startswith("scratch/"))
-    assert ran >= 10
-    assert not failures, f"{len(failures)} of {ran} README commands failed:\n" + "\n".join(failures)
-    assert not changed, f"README commands changed files of the repository: {changed[:20]}"
-    assert not stray, f"README commands wrote outside scratch/: {stray[:20]}"
+    clone(repo)
+    out = run_commands(commands, repo, server.url, EXEMPT)
+    print("\n".join(out.timings))
+    assert out.ran >= 10
+    assert not out.failures, f"{len(out.failures)} of {out.ran} README commands failed:\n" + "\n".join(out.failures)
+    assert not out.changed, f"README commands changed files of the repository: {out.changed[:20]}"
+    assert not out.stray, f"README commands wrote outside scratch/: {out.stray[:20]}"
