@@ -90,6 +90,8 @@ def test_a_record_pasted_from_another_run_is_refused_on_resume_and_in_the_report
     code, err = _eval(capsys, task_file, a)  # resume: it would have counted t3 as done, 4 episodes of a's
     assert code == 2 and want in _one_line(err)
     assert (a / "results.jsonl").read_bytes() == before  # nothing run, nothing appended, nothing cut
+    code, err = _eval(capsys, task_file, a, "--dry-run")  # what is left to run: read, refused the same way
+    assert code == 2 and want in _one_line(err)
 
     code, err = _report(capsys, a, tmp_path / "rep")
     assert code == 2 and want in _one_line(err)

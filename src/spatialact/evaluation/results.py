@@ -68,8 +68,12 @@ _RUN_ID = re.compile(r"[0-9A-Za-z_.-]{1,128}")
 _UNCHECKED, _FIRST = object(), object()
 
 
-class RunStoreError(RuntimeError):
-    """A run directory that cannot be used as it is (unreadable line, second writer)."""
+class RunStoreError(RuntimeError, ValueError):
+    """A run directory that cannot be used as it is (unreadable line, a record of another run, second writer).
+
+    Also a ValueError: what is wrong is in the directory's contents, and every command turns a ValueError into one
+    line and exit 2 (``spatialact.cli.main``), so a path that reads a run without naming this class (``eval
+    --dry-run``'s look at what is left to run) refuses it in one line too, never with a traceback."""
 
 
 class RunConfigError(ValueError):
