@@ -5,6 +5,12 @@ headline figures (benchmarks/figures.py). When every benchmark ran (no NAME give
 docs/performance.md as one table with the date, the machine and the commit (``--doc PATH`` writes elsewhere, or
 after a subset; ``--no-doc`` writes nothing).
 
+Only its own part of the page is rewritten: the text between the marks :data:`BEGIN` and :data:`END` (the title,
+the run's date, machine and commit, the table); everything before and after them — the sections benchmarks run by
+hand write, each with what it printed — is kept as it was, byte for byte. A page without the marks (as written
+before them) has its part from the top to its first ``## `` heading replaced, the marks added; a page with one
+mark and not the other is refused (exit 2) before any benchmark runs.
+
 Usage: .venv/bin/python benchmarks/run_all.py [--quick] [--doc PATH | --no-doc] [NAME ...]
   NAME: e.g. scorers, score_e2e, envs, extraction (default: all). --quick is passed to the benchmarks that take
   it (small sizes, minutes instead of tens of minutes).
@@ -27,6 +33,9 @@ from figures import ENV  # noqa: E402
 
 
 LOAD_START = os.getloadavg()[0]
+#: The marks around the part of docs/performance.md this script owns (see the module doc).
+BEGIN = "<!-- begin: written by benchmarks/run_all.py; rerun it rather than editing by hand -->"
+END = "<!-- end: written by benchmarks/run_all.py; the sections below are kept when it reruns -->"
 
 
 def machine() -> str:
@@ -67,7 +76,28 @@ def fmt(x) -> str:
     return f"{x:.3g}"
 
 
+def splice(old: str | None, block: str) -> str:
+    """The page with ``block`` (the lines this script writes, without the marks) as its own part: ``old`` None
+    (no page yet) gives the block alone; a page with both marks has the text from :data:`BEGIN` to :data:`END`
+    replaced; one without them has its top, up to its first ``## `` heading (or all of it), replaced. The rest of
+    the page is kept unchanged. ValueError: only one mark, or END before BEGIN."""
+    own = f"{BEGIN}\n{block.strip()}\n{END}\n"
+    if old is None:
+        return own
+    b, e = old.find(BEGIN), old.find(END)
+    if b < 0 and e < 0:
+        cut = 0 if old.startswith("## ") else old.find("\n## ")
+        if cut < 0:
+            return own
+        return own + "\n" + old[cut:].lstrip("\n")
+    if b < 0 or e < 0 or e < b or old.count(BEGIN) > 1 or old.count(END) > 1:
+        raise ValueError("its marks are not one begin mark followed by one end mark")
+    rest = old[e + len(END):]
+    return old[:b] + own.rstrip("\n") + (rest if rest.startswith("\n") else "\n" + rest)
+
+
 def write_doc(path: Path, rows: list[dict], quick: bool, seconds: float) -> None:
+    """Rewrite this script's part of ``path`` (:func:`splice`) with ``rows`` (benchmarks/figures.py records)."""
     try:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True,
                                 timeout=20).stdout.strip()
@@ -77,8 +107,10 @@ def write_doc(path: Path, rows: list[dict], quick: bool, seconds: float) -> None
         "# Performance",
         "",
         "Every figure the project quotes, each beside its anchor — what a user would run instead, measured in the",
-        "same run on the same machine — written by `benchmarks/run_all.py` (do not edit by hand; rerun it). A ratio",
-        "above 1 means spatialact is faster. Ranges in the README are several such runs.",
+        "same run on the same machine. This part, down to the GPU note, is written by `benchmarks/run_all.py` (do not",
+        "edit it by hand; rerun it); the sections after it are written by benchmarks run by hand, each with what it",
+        "printed, and a rerun keeps them. A ratio above 1 means spatialact is faster. Ranges in the README are several",
+        "such runs.",
         "",
         f"- date: {time.strftime('%Y-%m-%d %H:%M %Z')}",
         f"- machine: {machine()}",
@@ -99,8 +131,9 @@ def write_doc(path: Path, rows: list[dict], quick: bool, seconds: float) -> None
                      f"{anchor_v} | {ratio} | {r.get('aim') or ''} |")
     lines += ["", "No GPU was lent to the sessions that measured this: the EGL-on-GPU, gl-on-GPU (aim ≥ 5,000 "
               "images/s at 128² batched) and torch-CUDA figures are unmeasured; `benchmarks/device_check.sh` is "
-              "the script that measures them on a GPU machine.", ""]
-    path.write_text("\n".join(lines), encoding="utf-8")
+              "the script that measures them on a GPU machine."]
+    old = path.read_text(encoding="utf-8") if path.exists() else None
+    path.write_text(splice(old, "\n".join(lines)), encoding="utf-8")
 
 
 def main() -> int:
@@ -124,6 +157,12 @@ def main() -> int:
         return 2
     if doc is None and not wanted and not no_doc:
         doc = here.parent / "docs" / "performance.md"
+    if doc is not None and not no_doc and doc.exists():
+        try:  # checked now, not after the benchmarks ran
+            splice(doc.read_text(encoding="utf-8"), "")
+        except (OSError, UnicodeDecodeError, ValueError) as e:
+            print(f"run_all: {doc}: cannot be rewritten: {e}", file=sys.stderr)
+            return 2
     status = 0
     t0 = time.time()
     with tempfile.TemporaryDirectory() as tmp:
