@@ -24,6 +24,10 @@ route). Types (``TYPE_FORMATS``):
 
 Options are shuffled with the seed (answer letters are balanced); the same seed, renderer and device give the same
 questions and images. Decisions are written down in docs/questions.md.
+
+The five types a recording gives too (relative pose, field of view, depth, relative depth, tracking) have one
+generator each in :mod:`spatialact.questions.shared`, over the views interface :class:`SceneViews` fills here; the
+primitive, distance and task-flow generators are rendered only and live here.
 """
 
 from __future__ import annotations
