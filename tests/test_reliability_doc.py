@@ -41,6 +41,7 @@ CATEGORIES = [
     ("Kill and resume", [("test_runner.py", "killed"), ("test_results.py", "killed"),
                          ("test_results.py", "truncated_last_line"), ("test_results.py", "second_writer"),
                          ("test_game_crash.py", None)]),
+    ("Foreign records", [("test_run_identity.py", None), ("test_results.py", "foreign")]),
     ("Limits, counted", [("test_score_limits.py", None), ("test_prompt_matches_eval.py", "bounded")]),
     ("Hostile answers", [("test_parse_worst_case.py", None), ("test_fuzz.py", None),
                          ("test_questions_minus.py", None), ("test_questions_score.py", "adversarial")]),
