@@ -222,3 +222,14 @@ def test_batch_output_on_standard_input(batch, tmp_path, capsys, monkeypatch):
     assert main(["score", "-", str(d / "tasks.jsonl"), "--answers-format", "openai-batch", "--out",
                  str(tmp_path / "s.jsonl"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["batch"]["answered"] == 6
+
+
+def test_frozen_suite_pins_are_the_defaults(tmp_path, capsys):
+    """A frozen suite's pinned size, renderer and quality are the batch's defaults, as in eval: the views are the
+    suite's pinned images (their SHA-256); another --size is not."""
+    for argv, checked, differ, side in (([], 2, 0, 384), (["--size", "64"], 2, 2, 64)):
+        assert main(["prompt", "--suite", "l4-v1-lite", "--format", "openai-batch", "--agent-arg", "model=m",
+                     "--limit", "2", "--out", str(tmp_path / "b.jsonl"), "--json", *argv]) == 0
+        info = json.loads(capsys.readouterr().out)
+        assert (info["images_checked"], info["images_differ"], info["width"], info["renderer"]) == \
+            (checked, differ, side, "tiny")

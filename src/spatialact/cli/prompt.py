@@ -276,6 +276,7 @@ def _run_batch(args: argparse.Namespace) -> int:
 
     from spatialact.agents.cues import cue_problem
     from spatialact.export.openai_batch import MAX_BATCH_REQUESTS, batch_line
+    from spatialact.export.views import images_match
     from spatialact.outputs import OutputError, OutputFile
 
     from .main import CLIError, check_out
@@ -291,7 +292,7 @@ def _run_batch(args: argparse.Namespace) -> int:
     agent = _batch_agent(args)
     chosen, tasks, frozen = _batch_tasks(args)
     width, height = _sides(args, tasks, frozen)
-    n = size = 0
+    n = size = pinned = differ = 0
     try:
         with OutputFile(out, "--out", stdout=True) as f:
             for task in chosen:
@@ -299,6 +300,8 @@ def _run_batch(args: argparse.Namespace) -> int:
                 why = cue_problem(task, agent.cues, {k for k in ("depth", "intrinsics") if obs.get(k) is not None})
                 if why:
                     raise CLIError(why)
+                match = images_match(task, obs)  # a frozen suite pins its views: eval records whether they match
+                pinned, differ = pinned + (match is not None), differ + (match is False)
                 line = batch_line(task, obs, agent, args.seed) + "\n"
                 f.write(line)
                 n += 1
@@ -314,11 +317,14 @@ def _run_batch(args: argparse.Namespace) -> int:
     info = {"out": str(out), "requests": n, "bytes": size, "model": agent.model, "mode": "one-shot",
             "width": width, "height": height, "renderer": args.renderer,
             "render_quality": args.render_quality or "default", "prompt_version": agent.prompt_version,
-            "tasks_out": args.tasks_out}
+            "tasks_out": args.tasks_out, "images_checked": pinned, "images_differ": differ}
     with contextlib.redirect_stdout(sys.stderr if str(out) == "-" else sys.stdout):  # '-': the batch is stdout
         if args.json:
             print_json(info)
         else:
             print(f"wrote {n} one-shot request(s) for model {agent.model} ({size / (1 << 20):.1f} MiB, "
                   f"{width}x{height} views) to {out}{note}")
+            if pinned:
+                print(f"images: {pinned - differ} of {pinned} requests carry the suite's pinned start and goal images"
+                      + (f"; {differ} differ (another renderer, size or machine: not comparable)" if differ else ""))
     return 0

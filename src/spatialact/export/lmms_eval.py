@@ -25,7 +25,6 @@ Deterministic: the same tasks and settings give the same files, byte for byte.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
@@ -35,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from .lmms_task import IMAGE_COLUMNS
-from .views import first_observation, replace_images
+from .views import first_observation, images_match, replace_images
 from .views import shows_files as _shows_files
 
 __all__ = ["export_lmms_eval", "export_source", "render_settings", "ExportSource", "ExportError", "track_of", "group_name", "TRACK_ORDER",
@@ -129,17 +128,6 @@ def _s0(task, profile: str) -> float:
     return null_score(task, "one-shot", profile)
 
 
-def _image_matches(task, obs: dict) -> bool | None:
-    """Whether the views are the ones the task records in ``meta["image_sha256"]`` ({"start", "goal"}: SHA-256 of
-    the raw uint8 RGB array bytes, C order, at the suite's pinned renderer, quality and size); None when it records
-    none."""
-    want = (task.meta or {}).get("image_sha256")
-    if not isinstance(want, dict):
-        return None
-    return all(want.get(role) == hashlib.sha256(np.ascontiguousarray(obs[key], dtype=np.uint8).tobytes()).hexdigest()
-               for role, key in (("start", "rgb"), ("goal", "goal_rgb")))
-
-
 def _row(task, obs: dict, profile: str) -> tuple[dict, bool | None]:
     from ..agents.base import answer_text
 
@@ -151,7 +139,7 @@ def _row(task, obs: dict, profile: str) -> tuple[dict, bool | None]:
            "target": answer_text(task.gt, task.answer_format)}
     for role, column in IMAGE_COLUMNS.items():
         row[column] = {"bytes": pngs[role], "path": f"{_slug(task.id) or 'task'}_{role}.png"} if role in pngs else None
-    return row, _image_matches(task, obs)
+    return row, images_match(task, obs)
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -12,7 +12,8 @@ naming the task, the field and the path); so is the example view a one-shot flat
 
 from __future__ import annotations
 
-__all__ = ["shows_files", "first_observation", "read_task_image", "check_example_image", "replace_images"]
+__all__ = ["shows_files", "first_observation", "read_task_image", "check_example_image", "replace_images",
+           "images_match"]
 
 
 def shows_files(task, mode: str = "one-shot") -> bool:
@@ -97,3 +98,18 @@ def replace_images(messages: list, placeholder) -> list:
                 parts.append(dict(part))
         out.append({"role": m["role"], "content": parts})
     return out
+
+
+def images_match(task, obs: dict) -> bool | None:
+    """Whether the views of ``obs`` are the ones ``task`` pins in ``meta["image_sha256"]`` (``{"start", "goal"}``:
+    SHA-256 of the raw uint8 RGB array bytes, C order, at a frozen suite's pinned renderer, quality and size; what
+    eval records as ``images_match``); None when the task pins none."""
+    import hashlib
+
+    import numpy as np
+
+    want = (task.meta or {}).get("image_sha256")
+    if not isinstance(want, dict):
+        return None
+    return all(want.get(role) == hashlib.sha256(np.ascontiguousarray(obs[key], dtype=np.uint8).tobytes()).hexdigest()
+               for role, key in (("start", "rgb"), ("goal", "goal_rgb")))
