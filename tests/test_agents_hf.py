@@ -1,6 +1,8 @@
 """The local Hugging Face agent on tiny random-weight models of real architectures (LLaVA, Idefics3; Qwen2-VL where
 torchvision is installed), built offline by tests/_tiny_vlm.py: the prompt and images it feeds the model, greedy
-decoding, a ParseResult per episode, determinism, and one-line refusals of what cannot load."""
+decoding, a ParseResult per episode, determinism, one-line refusals of what cannot load, and batched generation
+(the batcher's policy on a stand-in generate; a batch of 8 on the tiny models answers as 8 turns one at a time;
+`eval --concurrency 4` really batches)."""
 
 from __future__ import annotations
 
@@ -224,3 +226,175 @@ def test_device_and_dtype_for_the_machine():
     assert choose_dtype("bf16", "cpu") == torch.bfloat16 and choose_device("cpu") == "cpu"
     with pytest.raises(AgentConfigError, match="is not a torch device"):
         choose_device("gpu please")
+
+
+# ----- batched generation -------------------------------------------------------------------------------------------
+def _echo_batcher(window_s: float, log: list):
+    """A Batcher whose generate stands in for a model: each request's answer is its own text; ``log`` gets each
+    batch's texts."""
+    from spatialact.agents.hf_batch import Batcher, Generated
+
+    def run(requests):
+        log.append([r.text for r in requests])
+        if any(r.text == "boom" for r in requests):
+            raise RuntimeError("generate failed")
+        return [Generated(r.text, len(r.text), r.max_new_tokens, len(requests)) for r in requests]
+
+    return Batcher(run, window_s=window_s)
+
+
+def _at_once(batcher, requests: list, barrier: bool = True) -> list:
+    """Each request submitted from a thread of its own, all of them being prepared at the same time (a barrier in
+    prepare); what each caller got back (an answer or the exception), in order."""
+    import threading
+
+    gate = threading.Barrier(len(requests)) if barrier else None
+    got = [None] * len(requests)
+
+    def lane(i):
+        def prepare():
+            if gate is not None:
+                gate.wait(timeout=30)
+            return requests[i]
+
+        try:
+            got[i] = batcher.generate(prepare)
+        except Exception as e:  # noqa: BLE001
+            got[i] = e
+
+    threads = [threading.Thread(target=lane, args=(i,)) for i in range(len(requests))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    return got
+
+
+def test_the_batcher_gathers_what_is_in_flight_up_to_batch_size():
+    import time
+
+    from spatialact.agents.hf_batch import HFRequest
+
+    log: list = []
+    b = _echo_batcher(5.0, log)
+    # one caller at a time never waits for the window (5 s here) and gets a batch of one
+    t0 = time.perf_counter()
+    for i in range(3):
+        a = b.generate(lambda i=i: HFRequest(f"q{i}", [], 8, batch_size=4))
+        assert (a.text, a.batch, a.completion_tokens) == (f"q{i}", 1, 8)
+    assert time.perf_counter() - t0 < 2.0 and b.calls == 3 and b.peak == 1
+    # five callers at once with batch_size 2: batches of 2, 2 and the last one alone (after the window)
+    log.clear()
+    b = _echo_batcher(0.3, log)
+    got = _at_once(b, [HFRequest(f"r{i}", [], 8, batch_size=2) for i in range(5)])
+    assert [g.text for g in got] == [f"r{i}" for i in range(5)]  # each caller its own answer
+    assert sorted(len(x) for x in log) == [1, 2, 2] and b.sizes == {2: 2, 1: 1} and b.peak == 5
+    assert sorted(t for x in log for t in x) == [f"r{i}" for i in range(5)]  # each asked once
+    # eight at once with batch_size 8: one generate
+    log.clear()
+    got = _at_once(b, [HFRequest(f"s{i}", [], 8, batch_size=8) for i in range(8)])
+    assert len(log) == 1 and [g.batch for g in got] == [8] * 8 and [g.text for g in got] == [f"s{i}" for i in range(8)]
+
+
+def test_only_requests_with_the_same_settings_share_a_batch_and_errors_reach_each_caller():
+    from spatialact.agents.hf_batch import HFRequest
+
+    log: list = []
+    b = _echo_batcher(0.2, log)
+    reqs = [HFRequest(f"n{i}", [], 4 if i % 2 else 16, batch_size=8) for i in range(6)]
+    got = _at_once(b, reqs)
+    assert [g.completion_tokens for g in got] == [16, 4, 16, 4, 16, 4]
+    assert sorted(sorted(x) for x in log) == [["n0", "n2", "n4"], ["n1", "n3", "n5"]]
+    log.clear()
+    got = _at_once(b, [HFRequest("ok", [], 4, batch_size=8), HFRequest("boom", [], 4, batch_size=8)])
+    assert len(log) == 1 and all(isinstance(g, RuntimeError) and str(g) == "generate failed" for g in got)
+    # a prepare that fails is the caller's exception, and the batcher goes on serving
+    with pytest.raises(ValueError, match="no prompt"):
+        b.generate(lambda: (_ for _ in ()).throw(ValueError("no prompt")))
+    assert b.generate(lambda: HFRequest("after", [], 4)).text == "after"
+
+
+def _turn_cases(model: str) -> list:
+    """Eight (agent, observation) pairs whose prompts differ in length (nav and manip tasks in three answer
+    formats) and in image count (two agents with the correspondence cue: three images), each observation its own
+    pixels. Agents are built with batch_size=8."""
+    cases = []
+    layouts = [(k, f) for k in ("nav", "manip") for f in ("stepped", "flat", "vector")] + [("nav", "stepped"),
+                                                                                          ("manip", "vector")]
+    for i, (kind, fmt) in enumerate(layouts):
+        agent = make_agent("hf", model=model, max_new_tokens=12, batch_size=8, seed=3,
+                           cues="matches" if i >= 6 else None)
+        agent.reset(make_task(f"t{i}", kind=kind, answer_format=fmt))
+        rng = np.random.default_rng(100 + i)
+        obs = _obs() if i >= 6 else {  # _obs's two views have correspondences enough for the cue image
+            "rgb": rng.integers(0, 256, (40, 48, 3), dtype=np.uint8),
+            "goal_rgb": rng.integers(0, 256, (40, 48, 3), dtype=np.uint8), "pose": np.eye(4), "mode": "one-shot",
+            "step_index": 0}
+        cases.append((agent, obs))
+    return cases
+
+
+@pytest.mark.parametrize("arch", ["llava", "idefics3"])
+def test_a_greedy_batch_of_8_answers_as_8_turns_one_at_a_time(models, arch):
+    """Left padding, the attention mask and the position ids it gives: each row of one generate over 8 prompts of
+    different lengths and image counts decodes the tokens it decodes alone (float32, CPU), and records the same
+    usage."""
+    from spatialact.agents.hf_batch import HFRequest
+
+    cases = _turn_cases(models[arch])
+    alone = [agent.act(obs) for agent, obs in cases]  # one at a time: batches of one
+    assert all(t.info["batch"] == 1 for t in alone)
+    prepared = [agent.prepare(obs) for agent, obs in cases]
+    assert len({len(text) for text, _ in prepared}) >= 6 and {len(im) for _, im in prepared} == {2, 3}
+    batcher = cases[0][0].batcher
+    assert all(agent.batcher is batcher for agent, _ in cases)  # one model, one batcher, per process
+    calls = batcher.calls
+    got = _at_once(batcher, [HFRequest(text, im, 12, 8, 3) for text, im in prepared])
+    assert batcher.calls == calls + 1 and [g.batch for g in got] == [8] * 8
+    assert [g.text for g in got] == [t.text for t in alone]
+    assert [(g.prompt_tokens, g.completion_tokens) for g in got] == \
+        [(t.usage["prompt_tokens"], t.usage["completion_tokens"]) for t in alone]
+    # the rows differ (prompt lengths; LLaVA's texts too — the tiny Idefics3 answers these eight alike): an answer
+    # handed to the wrong caller would show
+    assert len({t.usage["prompt_tokens"] for t in alone}) >= 6
+    assert arch != "llava" or len({t.text for t in alone}) > 1
+    # the prompt lengths are the unpadded ones: what the processor makes of each prompt alone
+    for (agent, obs), t in zip(cases, alone):
+        assert t.usage["prompt_tokens"] == agent.build_inputs(obs)[0]["input_ids"].shape[1]
+
+
+def test_batch_size_is_checked_and_recorded(models):
+    with pytest.raises(AgentConfigError, match="batch_size must be a whole number from 1 to 1024"):
+        make_agent("hf", model=models["llava"], batch_size=0)
+    with pytest.raises(AgentConfigError, match="batch_size must be a whole number"):
+        make_agent("hf", model=models["llava"], batch_size=True)
+    assert make_agent("hf", model=models["llava"], batch_size=8).describe()["params"]["batch_size"] == 8
+    assert make_agent("hf", model=models["llava"]).describe()["params"]["batch_size"] == 1
+
+
+def test_eval_with_concurrency_batches_the_turns_of_episodes_in_flight(models, tmp_path):
+    """`eval --concurrency 4 --agent-arg batch_size=4`: the episodes' turns share generate calls (fewer calls than
+    turns, some batch above one), and every answer is the one the same episode gets at --concurrency 1."""
+    pytest.importorskip("pybullet")
+    from spatialact.cli.main import main
+
+    batcher = make_agent("hf", model=models["llava"], max_new_tokens=8).batcher  # the one the run's agents share
+
+    def run(out, *extra):
+        calls, sizes = batcher.calls, sum(batcher.sizes.values(), 0)
+        assert main(["eval", "--suite", "nav:8", "--size", "32", "--renderer", "tiny", "--agent", "hf",
+                     "--agent-arg", f"model={models['llava']}", "--agent-arg", "max_new_tokens=8", "--workers", "1",
+                     "--no-progress", "--json", "--out", str(out), *extra]) == 0
+        records = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+        return {r["task_id"]: r for r in records}, batcher.calls - calls
+
+    before = dict(batcher.sizes)
+    batched, calls = run(tmp_path / "b", "--concurrency", "4", "--agent-arg", "batch_size=4")
+    new_sizes = {k: v - before.get(k, 0) for k, v in batcher.sizes.items() if v - before.get(k, 0)}
+    assert len(batched) == 8 and calls < 8 and max(new_sizes) > 1, new_sizes
+    assert sum(k * v for k, v in new_sizes.items()) == 8  # every turn asked once
+    alone, calls1 = run(tmp_path / "a", "--concurrency", "1")
+    assert calls1 == 8
+    assert {k: (r["response"], r["usage"]) for k, r in batched.items()} == \
+        {k: (r["response"], r["usage"]) for k, r in alone.items()}
+    assert all(r["provenance"]["agent"]["params"]["batch_size"] == 4 for r in batched.values())

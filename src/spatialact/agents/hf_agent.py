@@ -7,15 +7,18 @@ LLaVA, Gemma 3, …), given by a Hub id or a local folder, with its own processo
    agent, cues included (``cues=matches,depth,size``) — becomes the model's chat messages: text parts as text,
    each image as an image placeholder, the images passed to the processor in order (PIL RGB). A chat template that
    refuses the system role gets the system text at the start of the user message instead;
-2. the chat template renders the conversation (with the generation prompt), the processor tokenises it with the
+2. the chat template renders the conversation (with the generation prompt); the processor tokenises it with the
    images, and ``generate`` decodes **greedily** (``do_sample=False``, one beam, at most ``max_new_tokens``;
-   torch seeded with the episode's seed);
+   torch seeded with the episode's seed) — together with the turns of other episodes in flight, up to
+   ``batch_size`` in one ``generate`` (:mod:`spatialact.agents.hf_batch`: left padding, the same answers as one at
+   a time);
 3. the new tokens are decoded without special tokens and parsed like any answer (``ok=False`` with a reason when
    they do not parse).
 
 Device and dtype are chosen for the machine unless given: CUDA (bfloat16 where the GPU supports it, else float16),
-else Apple MPS (float16), else the CPU (float32). A model is loaded once per process and shared by the agents
-built in it (the runner builds one agent per episode). Usage records the prompt and generated token counts; a
+else Apple MPS (float16), else the CPU (float32). A model is loaded once per process and shared, with its
+:class:`~spatialact.agents.hf_batch.Batcher`, by the agents built in it (the runner builds one agent per episode;
+``eval --concurrency N`` runs N episodes' turns at once, which the batcher gathers: ``batch_size=N``). Usage records the prompt and generated token counts; a
 local model costs nothing (``cost_usd`` 0). Loading problems (no such model, no network for a Hub id that is not
 in the local cache, a model that is not image-text-to-text, no chat template, a processor that needs a missing
 package) raise :class:`~spatialact.agents.base.AgentConfigError` when the agent is built, before a run writes
@@ -29,19 +32,24 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import threading
 import time
 
 import numpy as np
 
 from .base import AgentConfigError, AgentTurn, observation_step
+from .hf_batch import Batcher, HFRequest, encode, run_batch
 from .prompts import PromptedAgent, prompt_version
 
 __all__ = ["HFAgent", "choose_device", "choose_dtype", "hf_messages", "DTYPES"]
 
 DTYPES = {"float32": "float32", "fp32": "float32", "float16": "float16", "fp16": "float16", "half": "float16",
           "bfloat16": "bfloat16", "bf16": "bfloat16"}
-# (model, revision, trust_remote_code, local_files_only, device, dtype) -> (model, processor)
+# (model, revision, trust_remote_code, local_files_only, device, dtype) -> (model, processor, batcher)
 _LOADED: dict = {}
+_LOAD_LOCK = threading.Lock()  # one load of a model even when agents are built on several threads
+#: The most requests one ``generate`` may take (``batch_size``).
+MAX_BATCH_SIZE = 1024
 
 
 def choose_device(device: str = "auto") -> str:
@@ -164,9 +172,16 @@ def _offline_source(model: str, revision, local_files_only: bool) -> bool:
 
 
 def _load(model: str, revision, trust_remote_code: bool, local_files_only: bool, device: str, dtype):
+    """(model, processor, batcher) for these settings: loaded on first use, then shared by every agent of the
+    process (and its batcher with them)."""
     key = (model, revision, bool(trust_remote_code), bool(local_files_only), device, str(dtype))
-    if key in _LOADED:
+    with _LOAD_LOCK:
+        if key not in _LOADED:
+            _LOADED[key] = _load_new(model, revision, trust_remote_code, local_files_only, device, dtype)
         return _LOADED[key]
+
+
+def _load_new(model: str, revision, trust_remote_code: bool, local_files_only: bool, device: str, dtype):
     from transformers import AutoModelForImageTextToText, AutoProcessor
 
     kw = {"revision": revision, "trust_remote_code": bool(trust_remote_code),
@@ -191,8 +206,11 @@ def _load(model: str, revision, trust_remote_code: bool, local_files_only: bool,
                                f"use an instruction-tuned checkpoint")
     net.to(device)
     net.eval()
-    _LOADED[key] = (net, processor)
-    return net, processor
+    tok = getattr(processor, "tokenizer", None)
+    if tok is not None:  # batches pad on the left: every prompt ends where generation starts
+        tok.padding_side = "left"
+    batcher = Batcher(lambda requests: run_batch(net, processor, device, dtype, requests))
+    return net, processor, batcher
 
 
 class HFAgent(PromptedAgent):
@@ -202,19 +220,23 @@ class HFAgent(PromptedAgent):
     ``mps``. ``dtype``: ``auto`` | ``float32`` | ``float16`` | ``bfloat16``. ``max_new_tokens`` (default 512).
     ``revision``, ``trust_remote_code`` (default False), ``local_files_only`` (default False) go to
     ``from_pretrained``. ``cues`` as for the ``openai`` agent. ``seed`` seeds torch before each ``generate``.
+    ``batch_size`` (default 1): the most turns of episodes in flight answered by one ``generate``.
     """
 
     name = "hf"
 
     def __init__(self, model: str | None = None, device: str = "auto", dtype: str = "auto",
                  max_new_tokens: int = 512, revision: str | None = None, trust_remote_code: bool = False,
-                 local_files_only: bool = False, cues=None, seed: int = 0):
+                 local_files_only: bool = False, cues=None, batch_size: int = 1, seed: int = 0):
         if not model or not isinstance(model, str) or not model.strip():
             raise AgentConfigError("hf: a model is required (--agent-arg model=HUB_ID or model=/path/to/folder)")
         if len(model) > 1024 or any(not c.isprintable() for c in model):
             raise AgentConfigError(f"hf: model {model[:60]!r} is not a model id or folder")
         if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or not 1 <= max_new_tokens <= 32768:
             raise AgentConfigError(f"hf: max_new_tokens must be a whole number from 1 to 32768, got {max_new_tokens!r}")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= MAX_BATCH_SIZE:
+            raise AgentConfigError(f"hf: batch_size must be a whole number from 1 to {MAX_BATCH_SIZE}, got "
+                                   f"{batch_size!r:.40}")
         for flag, v in (("trust_remote_code", trust_remote_code), ("local_files_only", local_files_only)):
             if not isinstance(v, bool):
                 raise AgentConfigError(f"hf: {flag} must be true or false, got {v!r:.40}")
@@ -232,6 +254,7 @@ class HFAgent(PromptedAgent):
         self.device = choose_device(device)
         self.dtype = choose_dtype(dtype, self.device)
         self.max_new_tokens = int(max_new_tokens)
+        self.batch_size = int(batch_size)
         self.revision = revision
         self.trust_remote_code = trust_remote_code
         self.local_files_only = local_files_only
@@ -242,7 +265,7 @@ class HFAgent(PromptedAgent):
             if model.startswith(("/", "./", "../", "~")) or model.count("/") > 1:  # a path, not org/name
                 raise AgentConfigError(f"hf: {model!r}: no such model folder")
             local_files_only = _offline_source(model, revision, local_files_only)
-        self._net, self._processor = _load(path, revision, trust_remote_code, local_files_only, self.device,
+        self._net, self._processor, self._batcher = _load(path, revision, trust_remote_code, local_files_only, self.device,
                                            self.dtype)
         self.task = None
         self.mode = "one-shot"
@@ -255,6 +278,11 @@ class HFAgent(PromptedAgent):
         return self._processor
 
     @property
+    def batcher(self) -> Batcher:
+        """The :class:`~spatialact.agents.hf_batch.Batcher` of the loaded model (shared by the process's agents)."""
+        return self._batcher
+
+    @property
     def network(self):
         """The loaded ``transformers`` model (on :attr:`device`, in :attr:`dtype`, eval mode)."""
         return self._net
@@ -265,7 +293,8 @@ class HFAgent(PromptedAgent):
     def describe(self) -> dict:
         return {"agent": self.name, "model": self.model,
                 "params": {"device": self.device, "dtype": str(self.dtype).replace("torch.", ""),
-                           "max_new_tokens": self.max_new_tokens, "decoding": "greedy", "revision": self.revision,
+                           "max_new_tokens": self.max_new_tokens, "decoding": "greedy",
+                           "batch_size": self.batch_size, "revision": self.revision,
                            "trust_remote_code": self.trust_remote_code, "local_files_only": self.local_files_only,
                            "prompt_version": self.prompt_version, "cues": list(self.cues),
                            "transformers": self.transformers_version,
@@ -273,9 +302,8 @@ class HFAgent(PromptedAgent):
 
 
     # ----- one turn --------------------------------------------------------------------------------------------
-    def build_inputs(self, observation: dict):
-        """(processor inputs on the model's device, the rendered prompt text, the number of images)."""
-        import torch
+    def prepare(self, observation: dict) -> tuple[str, list]:
+        """(the rendered prompt text, the images as PIL RGB in prompt order) of this turn."""
         from PIL import Image
 
         messages, images = self.turn_prompt(observation)
@@ -289,38 +317,29 @@ class HFAgent(PromptedAgent):
             self.merged_system = True
             text = proc.apply_chat_template(hf_messages(messages, True), add_generation_prompt=True, tokenize=False)
         pil = [Image.fromarray(np.ascontiguousarray(np.asarray(im.rgb)[..., :3])) for im in images]
-        inputs = proc(text=[text], images=[pil] if pil else None, return_tensors="pt")
-        inputs = inputs.to(self.device)
-        for k, v in list(inputs.items()):
-            if isinstance(v, torch.Tensor) and torch.is_floating_point(v):
-                inputs[k] = v.to(self.dtype)
-        return inputs, text, len(pil)
+        return text, pil
+
+    def build_inputs(self, observation: dict):
+        """(processor inputs on the model's device, the rendered prompt text, the number of images) of this turn
+        alone (a batch of one)."""
+        text, pil = self.prepare(observation)
+        return encode(self._processor, [text], [pil], self.device, self.dtype), text, len(pil)
 
     def act(self, observation: dict) -> AgentTurn:
-        import torch
-
         t0 = time.perf_counter()
-        inputs, _, n_images = self.build_inputs(observation)
-        net = self._net
-        gen = getattr(net, "generation_config", None)
-        kw = {"do_sample": False, "num_beams": 1, "max_new_tokens": self.max_new_tokens}
-        if gen is not None:  # greedy: the checkpoint's sampling settings do not apply
-            kw.update(temperature=None, top_p=None, top_k=None)
-            if gen.pad_token_id is None and gen.eos_token_id is not None:
-                eos = gen.eos_token_id
-                kw["pad_token_id"] = eos[0] if isinstance(eos, (list, tuple)) else eos
-        torch.manual_seed(self.seed)
-        with torch.inference_mode():
-            out = net.generate(**inputs, **kw)
-        n_in = int(inputs["input_ids"].shape[1])
-        new = out[0, n_in:]
-        tok = getattr(self._processor, "tokenizer", self._processor)
-        text = tok.decode(new, skip_special_tokens=True)
-        parse = self.parse_turn(text, observation)
+        n_images = []
+
+        def request() -> HFRequest:
+            text, pil = self.prepare(observation)
+            n_images.append(len(pil))
+            return HFRequest(text, pil, self.max_new_tokens, self.batch_size, self.seed)
+
+        answer = self._batcher.generate(request)
+        parse = self.parse_turn(answer.text, observation)
         info = {"step_index": observation_step(observation), "device": self.device,
-                "dtype": str(self.dtype).replace("torch.", ""), "images": n_images}
+                "dtype": str(self.dtype).replace("torch.", ""), "images": n_images[0], "batch": answer.batch}
         if self.merged_system:
             info["system_merged_into_user"] = True
-        return AgentTurn(text=text, parse=parse, latency_s=time.perf_counter() - t0,
-                         usage={"prompt_tokens": n_in, "completion_tokens": int(new.shape[0])}, cost_usd=0.0,
-                         info=info)
+        return AgentTurn(text=answer.text, parse=parse, latency_s=time.perf_counter() - t0,
+                         usage={"prompt_tokens": answer.prompt_tokens, "completion_tokens": answer.completion_tokens},
+                         cost_usd=0.0, info=info)
