@@ -5,7 +5,12 @@ scorers (docs/architecture.md), below the command line.
 * :func:`export_lmms_eval` — one-shot tasks as an lmms-eval task folder: a task per track, their group, the items
   as Parquet with their views, and a ``utils.py`` that scores answers with spatialact's scorer and gives each
   track's skill (:mod:`.lmms_eval`; the functions the folder calls at run time: :mod:`.lmms_task`);
-  ``spatialact export lmms-eval`` is its command (docs/lmms_eval_profile.md, "Export to lmms-eval").
+  ``spatialact export lmms-eval`` is its command (docs/lmms_eval_profile.md, "Export to lmms-eval");
+* :mod:`.openai_batch` — one-shot tasks as an OpenAI Batch API input file (``spatialact prompt --format
+  openai-batch``) and the provider's output file read back as answers (``spatialact score``; docs/scoring.md,
+  "Scoring a provider's batch output");
+* :mod:`.views` — the first observation of an eval episode of a task (what a model agent sees), the one function
+  ``spatialact prompt``, the lmms-eval export and the batch file build their views with.
 
 Names load on first use: lmms-eval's process imports :mod:`.lmms_task` (light core only) through this package.
 """
