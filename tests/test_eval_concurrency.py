@@ -155,7 +155,7 @@ def test_the_same_seed_gives_the_same_records_at_concurrency_one_and_eight(tmp_p
     finally:
         srv.close()
     assert runs["1"].keys() == runs["8"].keys() and len(runs["1"]) == 8
-    timing = {"latency_s", "wall_s", "provenance", "frames"}
+    timing = {"latency_s", "wall_s", "provenance", "frames", "run_id"}
     for k, a in runs["1"].items():
         b = runs["8"][k]
         assert {f: v for f, v in a.items() if f not in timing} == {f: v for f, v in b.items() if f not in timing}, k
