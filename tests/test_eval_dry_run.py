@@ -229,7 +229,7 @@ def test_the_printed_table_and_no_endpoint_check(tmp_path, capsys, key):
     lines = printed.out.strip().splitlines()
     assert "nothing run, nothing written" in lines[0]
     assert lines[1].split()[:2] == ["episodes", "3"] and "0 already done" in lines[1]
-    assert lines[2].split()[:4] == ["model", "calls", "3", "(1"]
+    assert lines[2].split() == ["model", "calls", "3", "(1", "per", "episode)"]
     assert lines[4].split()[:5] == ["completion", "tokens", "at", "most", "3,072"]
     assert "unknown: give --agent-arg price_in=USD --agent-arg price_out=USD" in lines[5]
     assert not out.exists()

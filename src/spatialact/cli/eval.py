@@ -13,7 +13,11 @@ The run directory (--out) holds config.json, results.jsonl (one record per episo
 and the start/goal/final frames. Rerunning the same command resumes: finished episodes are skipped; a run
 directory made with a different configuration is refused, naming what differs. The agent, its arguments and
 every task are checked before anything is written; an API key is never an --agent-arg (use api_key_env=NAME or
-api_key_file=PATH).
+api_key_file=PATH). An API agent's endpoint must accept a connection first (one TCP connection, within 5 s, nothing
+sent): else one line, exit 2, and no run folder. --dry-run prints what the run would cost — episodes left, model
+calls (closed-loop: an upper bound), prompt and completion tokens, USD at the agent's price_in / price_out — and
+runs, writes and sends nothing (docs/evaluation.md, Before a run). API agents wait up to 600 s for a request
+(timeout=SECONDS).
 
 --flip (FlipEval, 3DSRBench) runs every episode twice, plain and mirrored left-right: the agent sees flipped
 images, mirrored poses and ground truth and an instruction with left and right swapped, and its answer is mirrored
@@ -31,8 +35,9 @@ Failures are not results. An episode whose agent call failed (connection, timeou
 after the agent's retries) is recorded with reason api_error, printed as it happens, and the command exits 1;
 rerunning the same command retries those episodes (an answer that did not parse is a result and stays);
 --retry-errors retries every failed episode (also reason "error": an exception inside the episode). Three
-connection failures in a row at the start stop the run. Exit status: 0 all episodes have results, 1 some
-failed, 2 bad input or a refused run directory, 3 stopped at --max-cost (resumable).
+connection failures in a row at the start (a server that accepts connections but fails them) stop the run. Exit
+status: 0 all episodes have results, 1 some failed, 2 bad input or a refused run directory, 3 stopped at --max-cost
+(resumable).
 
 --concurrency N keeps up to N model requests in flight in one process (default 16 for openai, react and
 plan-execute, 1 for the others): worlds are stepped while the models answer; requests pass an adaptive limit (lower
@@ -633,14 +638,14 @@ def format_dry_run(js: dict, source: str) -> str:
     elif js["calls"] is None:
         calls = "unknown"
     elif js["mode"] == "closed-loop":
-        calls = f"{up}{n(js['calls'])} (max(--max-steps, ground-truth steps) turns an episode, {per} a turn)"
+        calls = f"{up}{n(js['calls'])} (max(--max-steps, ground-truth steps) turns per episode, {per} per turn)"
     else:
-        calls = f"{n(js['calls'])} ({per} an episode)"
+        calls = f"{n(js['calls'])} ({per} per episode)"
     comp = n(js["completion_tokens"])
     if js["completion_tokens"] is not None and js["max_tokens"] is not None and per:
-        comp = f"at most {comp} (max_tokens {js['max_tokens']} a call)"
+        comp = f"at most {comp} (max_tokens {js['max_tokens']} per call)"
     if js["cost_usd"] is not None:
-        cost = f"{up}${js['cost_usd']:.4f} (price_in {js['price_in']:g}, price_out {js['price_out']:g} USD per " \
+        cost = f"at most ${js['cost_usd']:.4f} (price_in {js['price_in']:g}, price_out {js['price_out']:g} USD per " \
                f"million tokens)"
     else:
         cost = js["cost_note"]

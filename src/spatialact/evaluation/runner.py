@@ -185,19 +185,19 @@ def endpoint_problem(url: str, timeout: float = ENDPOINT_CHECK_S) -> str | None:
     import socket
     from urllib.parse import urlsplit
 
-    parts = urlsplit(str(url))
     try:
+        parts = urlsplit(str(url))
         host, port = parts.hostname, parts.port
-    except ValueError:
-        return "its port is not a number"
+    except ValueError as e:  # a port that is no number, a bracket left open
+        return f"not a URL a connection can be opened to: {str(e)[:80]}"
     if not host:
         return "it names no host"
     port = port or (443 if parts.scheme == "https" else 80)
     via = ""
     proxy = _proxy_for(parts.scheme or "http", host)
     if proxy is not None:
-        p = urlsplit(proxy)
         try:
+            p = urlsplit(proxy)
             host, port = p.hostname or host, p.port or (443 if p.scheme == "https" else 80)
         except ValueError:
             return f"its proxy {proxy[:80]!r} has a port that is not a number"
