@@ -1,32 +1,34 @@
 """A fast checker compiled from a JSON Schema (the subset of Draft 2020-12 the shipped schemas use).
 
 A general utility at the foundation of the package (it imports nothing from spatialact): the task files
-(:mod:`spatialact.tasks.validation`) and the question files (:mod:`spatialact.questions.record`) are checked with
-it. Their shipped schemas (``task.schema.json``, ``questions.schema.json``) are the contract; the ``jsonschema``
-package validates a 2 KB task record in milliseconds, too slow for large task files. :func:`compile_schema` turns
-a schema, once, into
+(:mod:`spatialact.tasks.validation`), the question files (:mod:`spatialact.questions.record`) and the result records
+(:mod:`spatialact.records`) are checked with it. Their shipped schemas are the contract. :func:`compile_schema`
+answers two questions, each where it costs least (benchmarks/bench_schema.py; docs/architecture.md, "Why a schema
+compiler of our own"):
 
-* generated Python source that answers only "valid?" (:attr:`CompiledSchema.is_valid`): one function per schema
-  node, leaf schemas inlined, arrays of numbers checked with C builtins (``min``, ``max``, ``sum``) — the path every
-  valid record takes;
-* nested closures that say *why* a record is invalid (:meth:`CompiledSchema.problems`: paths and messages), run only
-  on a record the predicate rejects.
+* "valid?" (:attr:`CompiledSchema.is_valid`), asked of every record: Python source generated from the schema once,
+  one function per schema node, leaf schemas inlined, arrays of numbers checked with C builtins (``min``, ``max``,
+  ``sum``), no path or message built;
+* "why not?" (:meth:`CompiledSchema.problems`), asked only of a record the predicate rejects: ``jsonschema``'s
+  Draft 2020-12 validator finds the failures, and each becomes one line a person can act on (the field's path, what
+  it must be, what it is), or the schema's own ``errorMessage`` text (as in ajv-errors: a string for every keyword
+  of that node, or an object keyed by keyword).
 
 So the checks *are* the schema's: no second hand-maintained copy of every bound. Tests
 (``tests/test_tasks_validation.py``, ``tests/test_schema_compiler.py``) mutate real records thousands of times, and
-generate schemas and values, and assert that both and ``jsonschema`` accept and reject exactly the same values.
+generate schemas and values, and assert that the predicate, the messages and ``jsonschema`` accept and reject
+exactly the same values.
 
 Supported keywords: ``type``, ``enum``, ``const``, ``minimum``, ``maximum``, ``exclusiveMinimum``,
 ``exclusiveMaximum``, ``minLength``, ``maxLength``, ``pattern``, ``properties``, ``required``,
 ``additionalProperties``, ``propertyNames``, ``maxProperties``, ``dependentRequired``, ``items``, ``minItems``,
 ``maxItems``, ``uniqueItems``, ``allOf``, ``anyOf``, ``oneOf``, ``not``, ``if``/``then``/``else``, local ``$ref``
 and boolean schemas; any other validation keyword is refused when the schema is compiled, so the schema cannot
-quietly use a keyword this checker would ignore. ``errorMessage`` (as in ajv-errors: a string, or an object keyed
-by keyword) replaces the message of a failed value keyword with a sentence a person can act on.
+quietly use a keyword the predicate would ignore.
 
-Where the two differ, on purpose, outside JSON: a NaN fails every numeric bound here (JSON has no NaN; the file
-loaders refuse it while parsing), and numbers are Python ``int``/``float`` (numpy scalars other than float64 are
-not JSON numbers).
+Where both differ from plain ``jsonschema``, on purpose, outside JSON: a NaN fails every numeric bound (JSON has no
+NaN; the file loaders refuse it while parsing), and numbers are Python ``int``/``float`` (numpy scalars other than
+float64 are not JSON numbers).
 """
 
 from __future__ import annotations
@@ -37,19 +39,20 @@ from typing import Any, Callable
 
 __all__ = ["compile_schema", "CompiledSchema", "Problems", "SchemaCompileError", "format_path"]
 
-# A check returns None when the value is valid, else a list of (path, message); a path is a tuple of keys and indices
-# relative to the value checked. Building no list on the valid path is what makes the checker fast.
+# A list of (path, message); a path is a tuple of keys and indices relative to the value checked.
 Problems = list[tuple[tuple, str]]
-Check = Callable[[Any], "Problems | None"]
 
 _ANNOTATIONS = {"$schema", "$id", "$comment", "$defs", "title", "description", "default", "examples", "errorMessage",
                 "deprecated", "readOnly", "writeOnly"}
-_VALUE_KEYWORDS = ("type", "enum", "const", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength",
-                   "maxLength", "pattern", "not", "anyOf", "oneOf", "uniqueItems")
-_SUPPORTED = set(_VALUE_KEYWORDS) | {"properties", "required", "additionalProperties", "propertyNames", "maxProperties",
-                                    "dependentRequired", "items", "minItems", "maxItems", "allOf", "if", "then",
-                                    "else", "$ref"}
+# The supported keywords, in the order a node's problems are listed.
+_ORDER = ("$ref", "type", "enum", "const", "minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum", "minLength",
+          "maxLength", "pattern", "not", "anyOf", "oneOf", "allOf", "if", "then", "else", "required",
+          "dependentRequired", "maxProperties", "propertyNames", "properties", "additionalProperties", "minItems",
+          "maxItems", "uniqueItems", "items")
+_RANK = {k: i for i, k in enumerate(_ORDER)}
 _SIMPLE_KEY = re.compile(r"[A-Za-z0-9_:+-]+")
+_NAN = "must be a finite number, got NaN (JSON has no NaN)"
+_BOUND_WORDS = {"minimum": "≥", "exclusiveMinimum": ">", "maximum": "≤", "exclusiveMaximum": "<"}
 
 
 class SchemaCompileError(ValueError):
@@ -147,415 +150,187 @@ def _json_equal(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
-def _prefixed(key, problems: Problems) -> Problems:
-    return [((key,) + p, m) for p, m in problems]
+def _resolve(root: dict, ref: str) -> Any:
+    """The node a local ``$ref`` (``#/$defs/name``, JSON Pointer escapes undone) points to in ``root``."""
+    if not ref.startswith("#/"):
+        raise SchemaCompileError(f"only local references are supported, got {ref!r}")
+    node: Any = root
+    for part in ref[2:].split("/"):
+        node = node[part.replace("~1", "/").replace("~0", "~")]
+    return node
 
 
-_NOT_MESSAGE = "must not match the forbidden form"
+def _refuse_unsupported(root: dict) -> None:
+    """Raise :class:`SchemaCompileError` for anything reachable from ``root`` that the predicate does not
+    implement: an unknown keyword, two bounds on one side, array-form ``items``, a remote or recursive ``$ref``."""
+    done: set[str] = set()
 
-
-def _message_source(em: Any) -> Callable[[str, str], str]:
-    """``message(keyword, default)``: the ``errorMessage`` of a failed keyword (ajv-errors: a string for every
-    keyword, or an object keyed by keyword), else ``default``."""
-    def message(keyword: str, default: str) -> str:
-        if isinstance(em, str):
-            return em
-        if isinstance(em, dict) and keyword in em:
-            return em[keyword]
-        return default
-    return message
-
-
-def _all_checks(checks: list[Check]) -> Check:
-    """One check running ``checks`` in order and joining their problems."""
-    if not checks:
-        return lambda x: None
-    if len(checks) == 1:
-        return checks[0]
-    checks_t = tuple(checks)
-
-    def check_all(x):
-        out = None
-        for c in checks_t:
-            r = c(x)
-            if r:
-                out = r if out is None else out + r
-        return out
-    return check_all
-
-
-# ----- value keywords: type, enum, const -------------------------------------------------------------------------
-def _value_checks(schema: dict, message: Callable[[str, str], str]) -> list[Check]:
-    """``type``, ``enum`` and ``const``: what the value must be."""
-    checks: list[Check] = []
-    if "type" in schema:
-        names = [schema["type"]] if isinstance(schema["type"], str) else list(schema["type"])
-        checks.append(_type_check(names, message("type", "")))
-    if "enum" in schema:
-        checks.append(_enum_check(list(schema["enum"]), message("enum", "")))
-    if "const" in schema:
-        value = schema["const"]
-        checks.append(_const_check(value, message("const", f"must be {value!r}")))
-    return checks
-
-
-def _type_check(names: list[str], msg: str) -> Check:
-    preds = tuple(_TYPES[n] for n in names)
-    words = " or ".join(_TYPE_WORDS[n] for n in names)
-
-    def check_type(x):
-        for p in preds:
-            if p(x):
-                return None
-        return [((), msg or f"expected {words}, got {_type_name(x)}")]
-    return check_type
-
-
-def _enum_check(options: list, msg: str) -> Check:
-    allowed = ", ".join("null" if o is None else repr(o) for o in options)
-    if all(isinstance(o, str) or o is None for o in options):
-        option_set = frozenset(options)
-
-        def check_enum(x):
-            if (x is None or isinstance(x, str)) and x in option_set:
-                return None
-            return [((), msg or f"must be one of {allowed}, got {_short(x)}")]
-        return check_enum
-
-    def check_enum_json(x):
-        for o in options:
-            if _json_equal(x, o):
-                return None
-        return [((), msg or f"must be one of {allowed}, got {_short(x)}")]
-    return check_enum_json
-
-
-def _const_check(value: Any, msg: str) -> Check:
-    def check_const(x):
-        return None if _json_equal(x, value) else [((), f"{msg}, got {_short(x)}")]
-    return check_const
-
-
-# ----- numbers and strings ---------------------------------------------------------------------------------------
-def _number_checks(schema: dict, message: Callable[[str, str], str]) -> list[Check]:
-    """``minimum`` / ``exclusiveMinimum`` and ``maximum`` / ``exclusiveMaximum`` (one lower and one upper bound):
-    they apply to numbers only; a NaN fails them."""
-    if not any(k in schema for k in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum")):
-        return []
-    lo = schema.get("minimum", schema.get("exclusiveMinimum", -math.inf))
-    lo_strict = "exclusiveMinimum" in schema
-    hi = schema.get("maximum", schema.get("exclusiveMaximum", math.inf))
-    hi_strict = "exclusiveMaximum" in schema
-    if ("minimum" in schema and "exclusiveMinimum" in schema) or (
-            "maximum" in schema and "exclusiveMaximum" in schema):
-        raise SchemaCompileError("use one lower and one upper bound per schema")
-    text_lo = message("exclusiveMinimum" if lo_strict else "minimum",
-                      f"must be {'>' if lo_strict else '≥'} {_num(lo)}")
-    text_hi = message("exclusiveMaximum" if hi_strict else "maximum",
-                      f"must be {'<' if hi_strict else '≤'} {_num(hi)}")
-
-    def check_bounds(x):
-        if isinstance(x, bool) or not isinstance(x, (int, float)):
-            return None  # bounds apply to numbers only
-        if x != x:
-            return [((), "must be a finite number, got NaN (JSON has no NaN)")]
-        if not ((x > lo) if lo_strict else (x >= lo)):
-            return [((), f"{text_lo}, got {_short(x)}")]
-        if not ((x < hi) if hi_strict else (x <= hi)):
-            return [((), f"{text_hi}, got {_short(x)}")]
-        return None
-    return [check_bounds]
-
-
-def _string_checks(schema: dict, message: Callable[[str, str], str]) -> list[Check]:
-    """``minLength`` / ``maxLength`` (in code points, as JSON Schema counts) and ``pattern`` (a search): they apply
-    to strings only."""
-    checks: list[Check] = []
-    if "minLength" in schema or "maxLength" in schema:
-        mn, mx = schema.get("minLength", 0), schema.get("maxLength", math.inf)
-        msg_l = message("maxLength" if "maxLength" in schema else "minLength", "")
-
-        def check_length(x):
-            if not isinstance(x, str) or mn <= len(x) <= mx:
-                return None
-            text = msg_l or (f"must have at least {mn} characters" if len(x) < mn
-                             else f"must have at most {mx} characters")
-            return [((), f"{text}, got {_short(x)}")]
-        checks.append(check_length)
-    if "pattern" in schema:
-        search = re.compile(schema["pattern"]).search
-        msg_p = message("pattern", f"must match {schema['pattern']!r}")
-
-        def check_pattern(x):
-            if not isinstance(x, str) or search(x):
-                return None
-            return [((), f"{msg_p}, got {_short(x)}")]
-        checks.append(check_pattern)
-    return checks
-
-
-def _not_check(sub: Any, inner: Check, msg: str) -> Check:
-    """``not``; its commonest use, ``{"not": {"type": "string", "pattern": ...}}`` (forbidden characters), searches
-    directly."""
-    if isinstance(sub, dict) and set(sub) == {"type", "pattern"} and sub["type"] == "string":
-        direct = re.compile(sub["pattern"]).search
-
-        def check_not_pattern(x):
-            if isinstance(x, str) and direct(x):
-                return [((), f"{msg}, got {_short(x)}")]
-            return None
-        return check_not_pattern
-
-    def check_not(x):
-        return [((), f"{msg}, got {_short(x)}")] if inner(x) is None else None
-    return check_not
-
-
-# ----- objects ---------------------------------------------------------------------------------------------------
-def _required_check(required: tuple, msg: str) -> Check:
-    def check_required(x):
-        if not isinstance(x, dict):
-            return None
-        missing = [k for k in required if k not in x]
-        return [((k,), msg) for k in missing] or None
-    return check_required
-
-
-def _dependent_check(deps: dict) -> Check:
-    def check_dependent(x):
-        if not isinstance(x, dict):
-            return None
-        out = [((need,), f"missing (required with '{key}')") for key, needs in deps.items() if key in x
-               for need in needs if need not in x]
-        return out or None
-    return check_dependent
-
-
-def _max_properties_check(mp: int) -> Check:
-    def check_max_props(x):
-        if isinstance(x, dict) and len(x) > mp:
-            return [((), f"has {len(x)} entries, at most {mp} allowed")]
-        return None
-    return check_max_props
-
-
-def _names_check(names: Check) -> Check:
-    def check_names(x):
-        if not isinstance(x, dict):
-            return None
-        out = []
-        for k in x:
-            r = names(k)
-            if r:
-                out += [((k,), f"name {_short(k)}: {m}") for _, m in r]
-        return out or None
-    return check_names
-
-
-def _properties_check(prop_checks: tuple, addl_check: Check | None, forbid: bool) -> Check:
-    """``properties`` (each known field's check) and ``additionalProperties`` (``addl_check`` for the other fields,
-    or ``forbid`` them)."""
-    known = frozenset(k for k, _ in prop_checks)
-    allowed = ", ".join(k for k, _ in prop_checks)
-
-    def check_object(x):
-        if not isinstance(x, dict):
-            return None
-        out = None
-        for k, c in prop_checks:
-            if k in x:
-                r = c(x[k])
-                if r:
-                    out = (out or []) + _prefixed(k, r)
-        if forbid or addl_check is not None:
-            for k in x:
-                if k in known:
-                    continue
-                if forbid:
-                    out = (out or []) + [((k,), f"unknown field (allowed: {allowed})")]
-                else:
-                    r = addl_check(x[k])
-                    if r:
-                        out = (out or []) + _prefixed(k, r)
-        return out
-    return check_object
-
-
-# ----- arrays ----------------------------------------------------------------------------------------------------
-def _count_check(mn: int, mx: float) -> Check:
-    def check_count(x):
-        if not isinstance(x, list) or mn <= len(x) <= mx:
-            return None
-        if mn == mx:
-            return [((), f"must have exactly {mn} entries, got {len(x)}")]
-        return [((), f"must have at least {mn} entries, got {len(x)}" if len(x) < mn
-                 else f"must have at most {mx} entries, got {len(x)}")]
-    return check_count
-
-
-def _unique_check(x):
-    if not isinstance(x, list):
-        return None
-    for i in range(len(x)):
-        for j in range(i):
-            if _json_equal(x[i], x[j]):
-                return [((i,), f"repeats entry {j} ({_short(x[i])})")]
-    return None
-
-
-class _Compiler:
-    def __init__(self, root: dict):
-        self.root = root
-        self.refs: dict[str, Check] = {}
-        self.resolving: set[str] = set()
-
-    # ----- references ---------------------------------------------------------------------------------------
-    def resolve(self, ref: str) -> Any:
-        if not ref.startswith("#/"):
-            raise SchemaCompileError(f"only local references are supported, got {ref!r}")
-        node: Any = self.root
-        for part in ref[2:].split("/"):
-            part = part.replace("~1", "/").replace("~0", "~")
-            node = node[part]
-        return node
-
-    def ref(self, ref: str) -> Check:
-        if ref in self.refs:
-            return self.refs[ref]
-        if ref in self.resolving:
-            raise SchemaCompileError(f"recursive reference {ref!r} is not supported")
-        self.resolving.add(ref)
-        check = self.compile(self.resolve(ref))
-        self.resolving.discard(ref)
-        self.refs[ref] = check
-        return check
-
-    def declared_types(self, schema: Any) -> set[str] | None:
-        """The JSON types a schema admits at most (None: any), following ``$ref`` — for better anyOf messages."""
-        if not isinstance(schema, dict):
-            return None
-        if "$ref" in schema and "type" not in schema:
-            return self.declared_types(self.resolve(schema["$ref"]))
-        t = schema.get("type")
-        if t is None:
-            return None
-        ts = {t} if isinstance(t, str) else set(t)
-        if "integer" in ts:
-            ts.add("number")
-        return ts
-
-    # ----- compiling ------------------------------------------------------------------------------------------
-    def compile(self, schema: Any) -> Check:
-        """The check of one schema node: every keyword's check, in a fixed order (so are the problems listed)."""
-        if schema is True:
-            return lambda x: None
-        if schema is False:
-            return lambda x: [((), "is not allowed here")]
-        if not isinstance(schema, dict):
-            raise SchemaCompileError(f"a schema must be an object or a boolean, got {schema!r}")
-        unknown = set(schema) - _SUPPORTED - _ANNOTATIONS
+    def walk(node: Any, refs: frozenset) -> None:
+        if isinstance(node, bool):
+            return
+        if not isinstance(node, dict):
+            raise SchemaCompileError(f"a schema must be an object or a boolean, got {node!r}")
+        unknown = set(node) - _RANK.keys() - _ANNOTATIONS
         if unknown:
             raise SchemaCompileError(f"keywords {sorted(unknown)} are not supported by the compiled checker")
-        message = _message_source(schema.get("errorMessage"))
-        checks: list[Check] = []
-        if "$ref" in schema:
-            checks.append(self.ref(schema["$ref"]))
-        checks += _value_checks(schema, message)
-        checks += _number_checks(schema, message)
-        checks += _string_checks(schema, message)
-        checks += self._applicator_checks(schema, message)
-        checks += self._object_checks(schema, message)
-        checks += self._array_checks(schema)
-        return _all_checks(checks)
-
-    def _applicator_checks(self, schema: dict, message: Callable[[str, str], str]) -> list[Check]:
-        """``not``, ``anyOf`` / ``oneOf``, ``allOf`` and ``if`` / ``then`` / ``else``: checks made of subschemas."""
-        checks: list[Check] = []
-        if "not" in schema:
-            checks.append(_not_check(schema["not"], self.compile(schema["not"]), message("not", _NOT_MESSAGE)))
-        for kw in ("anyOf", "oneOf"):
-            if kw in schema:
-                branches = [self.compile(s) for s in schema[kw]]
-                types = [self.declared_types(s) for s in schema[kw]]
-                checks.append(self._combinator(kw, branches, types, message(kw, "")))
-        for s in schema.get("allOf", ()):
-            checks.append(self.compile(s))
-        if "if" in schema:
-            cond = self.compile(schema["if"])
-            then = self.compile(schema["then"]) if "then" in schema else None
-            other = self.compile(schema["else"]) if "else" in schema else None
-
-            def check_if(x):
-                branch = then if cond(x) is None else other
-                return None if branch is None else branch(x)
-            checks.append(check_if)
-        return checks
-
-    def _object_checks(self, schema: dict, message: Callable[[str, str], str]) -> list[Check]:
-        """``required``, ``dependentRequired``, ``maxProperties``, ``propertyNames``, ``properties`` and
-        ``additionalProperties``: each passes a value that is not an object."""
-        checks: list[Check] = []
-        if "required" in schema:
-            checks.append(_required_check(tuple(schema["required"]), message("required", "missing")))
-        if "dependentRequired" in schema:
-            checks.append(_dependent_check({k: tuple(v) for k, v in schema["dependentRequired"].items()}))
-        if "maxProperties" in schema:
-            checks.append(_max_properties_check(schema["maxProperties"]))
-        if "propertyNames" in schema:
-            checks.append(_names_check(self.compile(schema["propertyNames"])))
-        props = schema.get("properties")
-        addl = schema.get("additionalProperties", True)
-        if props is not None or addl is not True:
-            prop_checks = tuple((k, self.compile(v)) for k, v in (props or {}).items())
-            addl_check = None if addl is True or addl is False else self.compile(addl)
-            checks.append(_properties_check(prop_checks, addl_check, forbid=addl is False))
-        return checks
-
-    def _array_checks(self, schema: dict) -> list[Check]:
-        """``minItems`` / ``maxItems``, ``uniqueItems`` and ``items``: each passes a value that is not an array."""
-        checks: list[Check] = []
-        if "minItems" in schema or "maxItems" in schema:
-            checks.append(_count_check(schema.get("minItems", 0), schema.get("maxItems", math.inf)))
-        if schema.get("uniqueItems"):
-            checks.append(_unique_check)
-        if "items" in schema:
-            items = schema["items"]
-            if isinstance(items, list):
-                raise SchemaCompileError("array-form 'items' is Draft 4-2019; use 'prefixItems'")
-            checks.append(self._items(items))
-        return checks
-
-    def _combinator(self, kw: str, branches: list[Check], types: list[set[str] | None], em: str) -> Check:
-        def check(x):
-            results = [b(x) for b in branches]
-            n_ok = sum(r is None for r in results)
-            if (kw == "anyOf" and n_ok >= 1) or (kw == "oneOf" and n_ok == 1):
-                return None
-            if kw == "oneOf" and n_ok > 1:
-                return [((), em or "matches more than one of the allowed forms")]
-            # none matched: when exactly one branch admits this JSON type, its problems say most
-            jts = {t for t, is_t in _TYPES.items() if is_t(x)}
-            fitting = [r for r, ts in zip(results, types) if ts is not None and ts & jts]
-            if len(fitting) == 1 and sum(ts is None for ts in types) == 0:
-                return fitting[0]
-            return [((), em or "matches none of the allowed forms")]
-        return check
-
-    def _items(self, items: Any) -> Check:
-        item = self.compile(items)
-
-        def check_items(x, item=item):
-            if not isinstance(x, list):
-                return None
-            out = None
-            for i, v in enumerate(x):
-                r = item(v)
-                if r:
-                    out = (out or []) + _prefixed(i, r)
-            return out
-        return check_items
+        if {"minimum", "exclusiveMinimum"} <= node.keys() or {"maximum", "exclusiveMaximum"} <= node.keys():
+            raise SchemaCompileError("use one lower and one upper bound per schema")
+        if isinstance(node.get("items"), list):
+            raise SchemaCompileError("array-form 'items' is Draft 4-2019; use 'prefixItems'")
+        if "$ref" in node and node["$ref"] not in done:
+            if node["$ref"] in refs:
+                raise SchemaCompileError(f"recursive reference {node['$ref']!r} is not supported")
+            walk(_resolve(root, node["$ref"]), refs | {node["$ref"]})
+            done.add(node["$ref"])
+        subs = [node[k] for k in ("not", "if", "items", "additionalProperties", "propertyNames") if k in node]
+        subs += [node[k] for k in ("then", "else") if k in node and "if" in node]
+        subs += [s for k in ("allOf", "anyOf", "oneOf") for s in node.get(k, ())]
+        for sub in subs + list(node.get("properties", {}).values()):
+            walk(sub, refs)
+    walk(root, frozenset())
 
 
+# ----- "why not?": jsonschema finds the failures, each said in one line ----------------------------------------
+def _reference_validator(root: dict):
+    """``jsonschema``'s Draft 2020-12 validator for ``root``, with this module's two departures (numbers are Python
+    ``int``/``float``; a NaN fails a bound). Three keywords are rewritten so that each problem names its field in
+    a fixed order: a false field schema is reported at its field, other fields are taken in the record's order
+    (``jsonschema`` takes them from a set), a bad property name at that name; and a node's keywords are checked in
+    the order of :data:`_ORDER`."""
+    from jsonschema import Draft202012Validator as Base
+    from jsonschema import ValidationError, validators
+
+    def nan_fails(keyword):
+        check = Base.VALIDATORS[keyword]
+
+        def bound(validator, value, instance, schema):
+            if _is_number(instance) and instance != instance:
+                yield ValidationError(_NAN)
+            else:
+                yield from check(validator, value, instance, schema) or ()
+        return bound
+
+    def properties(validator, props, instance, schema):  # as jsonschema's, but a false schema keeps its field's path
+        for key, sub in props.items() if isinstance(instance, dict) else ():
+            if key in instance and sub is False:
+                yield ValidationError("is not allowed here", validator=None, path=[key])
+            elif key in instance:
+                yield from validator.descend(instance[key], sub, path=key, schema_path=key)
+
+    def additional_properties(validator, other, instance, schema):  # as jsonschema's, in the record's order
+        extras = [k for k in instance if k not in schema.get("properties", {})] if isinstance(instance, dict) else []
+        if other is False and extras:
+            yield ValidationError("unknown fields")
+        for key in extras if isinstance(other, dict) else ():
+            yield from validator.descend(instance[key], other, path=key)
+
+    def property_names(validator, names, instance, schema):
+        for key in instance if isinstance(instance, dict) else ():
+            found = list(validator.descend(key, names))
+            if found:
+                yield ValidationError(f"name {key!r}", path=[key], context=found)
+
+    types = Base.TYPE_CHECKER.redefine_many({"number": lambda _, x: _is_number(x),
+                                             "integer": lambda _, x: _is_integer(x)})
+    keywords = {**Base.VALIDATORS, "properties": properties, "propertyNames": property_names,
+                "additionalProperties": additional_properties, **{k: nan_fails(k) for k in _BOUND_WORDS}}
+    cls = validators.create(meta_schema=Base.META_SCHEMA, validators=keywords, type_checker=types,
+                            format_checker=Base.FORMAT_CHECKER, id_of=Base.ID_OF,
+                            applicable_validators=lambda s: sorted(s.items(), key=lambda kv: _RANK.get(kv[0], -1)))
+    return cls(root)
+
+
+def _declared_types(root: dict, schema: Any) -> set[str] | None:
+    """The JSON types a schema admits at most (None: any), following ``$ref``."""
+    while isinstance(schema, dict) and "$ref" in schema and "type" not in schema:
+        schema = _resolve(root, schema["$ref"])
+    t = schema.get("type") if isinstance(schema, dict) else None
+    if t is None:
+        return None
+    ts = {t} if isinstance(t, str) else set(t)
+    return ts | {"number"} if "integer" in ts else ts
+
+
+def _explain(root: dict, e) -> Problems:
+    """One ``jsonschema`` error as ``[(path, message), ...]``: the schema node's ``errorMessage`` where it has one
+    for the failed keyword, else what the value must be and what it is."""
+    kw, v, x, node, path = e.validator, e.validator_value, e.instance, e.schema, tuple(e.absolute_path)
+    em = node.get("errorMessage") if isinstance(node, dict) else None
+
+    def said(keyword: str, default: str) -> str:
+        return em if isinstance(em, str) else em.get(keyword, default) if isinstance(em, dict) else default
+
+    if kw is None:  # a false schema
+        return [(path, "is not allowed here")]
+    if kw == "type":
+        names = [v] if isinstance(v, str) else v
+        return [(path, said(kw, "") or f"expected {' or '.join(_TYPE_WORDS[n] for n in names)}, got {_type_name(x)}")]
+    if kw == "enum":
+        allowed = ", ".join("null" if o is None else repr(o) for o in v)
+        return [(path, said(kw, "") or f"must be one of {allowed}, got {_short(x)}")]
+    if kw in _BOUND_WORDS:
+        text = _NAN if x != x else f"{said(kw, f'must be {_BOUND_WORDS[kw]} {_num(v)}')}, got {_short(x)}"
+        return [(path, text)]
+    if kw in ("minLength", "maxLength"):
+        mn, mx = node.get("minLength", 0), node.get("maxLength", math.inf)
+        text = said("maxLength" if "maxLength" in node else "minLength", "") or (
+            f"must have at least {mn} characters" if len(x) < mn else f"must have at most {mx} characters")
+        return [(path, f"{text}, got {_short(x)}")]
+    defaults = {"const": f"must be {v!r}", "pattern": f"must match {v!r}", "not": "must not match the forbidden form"}
+    if kw in defaults:
+        return [(path, f"{said(kw, defaults[kw])}, got {_short(x)}")]
+    if kw in ("anyOf", "oneOf"):
+        return _explain_combinator(root, e, said(kw, ""))
+    return _explain_container(root, e, said)
+
+
+def _explain_combinator(root: dict, e, em: str) -> Problems:
+    """``anyOf`` / ``oneOf``: when exactly one branch admits the value's JSON type, that branch's problems say
+    most (even where the node has an ``errorMessage``); else that message, or a general sentence."""
+    path = tuple(e.absolute_path)
+    if not e.context:  # oneOf: more than one branch matched
+        return [(path, em or "matches more than one of the allowed forms")]
+    types = [_declared_types(root, s) for s in e.validator_value]
+    jts = {t for t, is_t in _TYPES.items() if is_t(e.instance)}
+    fitting = [i for i, ts in enumerate(types) if ts is not None and ts & jts]
+    if len(fitting) == 1 and None not in types:
+        return [p for c in e.context if c.relative_schema_path[0] == fitting[0] for p in _explain(root, c)]
+    return [(path, em or "matches none of the allowed forms")]
+
+
+def _explain_container(root: dict, e, said: Callable[[str, str], str]) -> Problems:
+    """The keywords of objects and arrays (``required`` ... ``uniqueItems``); nested values are reached by
+    ``jsonschema`` itself and come as their own errors."""
+    kw, v, x, node, path = e.validator, e.validator_value, e.instance, e.schema, tuple(e.absolute_path)
+    if kw == "required":
+        return [(path + (k,), said(kw, "missing")) for k in v if k not in x]
+    if kw == "dependentRequired":
+        return [(path + (need,), f"missing (required with '{key}')") for key, needs in v.items() if key in x
+                for need in needs if need not in x]
+    if kw == "maxProperties":
+        return [(path, f"has {len(x)} entries, at most {v} allowed")]
+    if kw == "propertyNames":
+        return [(path, f"name {_short(path[-1])}: {m}") for c in e.context for _, m in _explain(root, c)]
+    if kw == "items":  # false: no entry is allowed
+        return [(path + (i,), "is not allowed here") for i in range(len(x))]
+    if kw == "additionalProperties":  # false: every other field is unknown
+        props = node.get("properties", {})
+        return [(path + (k,), f"unknown field (allowed: {', '.join(props)})") for k in x if k not in props]
+    if kw in ("minItems", "maxItems"):
+        mn, mx = node.get("minItems", 0), node.get("maxItems", math.inf)
+        if mn == mx:
+            return [(path, f"must have exactly {mn} entries, got {len(x)}")]
+        return [(path, f"must have at least {mn} entries, got {len(x)}" if len(x) < mn
+                 else f"must have at most {mx} entries, got {len(x)}")]
+    if kw == "uniqueItems":
+        for i in range(len(x)):
+            for j in range(i):
+                if _json_equal(x[i], x[j]):
+                    return [(path + (i,), f"repeats entry {j} ({_short(x[i])})")]
+    return [(path, said(kw, "does not conform to the schema"))]
+
+
+# ----- "valid?": generated Python ------------------------------------------------------------------------------
 _SIMPLE_KEYWORDS = {"type", "enum", "const", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength",
                     "maxLength", "pattern", "required", "not", "$ref"}
 
@@ -563,20 +338,21 @@ _SIMPLE_KEYWORDS = {"type", "enum", "const", "minimum", "maximum", "exclusiveMin
 class _Codegen:
     """Generates Python functions that answer only "valid?" — no paths, no messages.
 
-    Valid records (nearly all of them) take this path; the closures of :class:`_Compiler` run only on a record
-    this predicate rejects, to say why. Both follow the same keyword semantics, and the agreement test checks
-    both against ``jsonschema``. Leaf schemas (type, enum, bounds, lengths, patterns, required) become inline
+    Valid records (nearly all of them) take this path; ``jsonschema`` runs only on a record this predicate
+    rejects, to say why (:func:`_explain`); the agreement test checks both against plain ``jsonschema``. Leaf schemas (type, enum, bounds, lengths, patterns, required) become inline
     expressions; everything else a function per node.
     """
 
     def __init__(self, root: dict):
         self.root = root
-        self.resolver = _Compiler(root)
         self.lines: list[str] = []
         self.env: dict[str, Any] = {"_json_equal": _json_equal, "_is_number": _is_number, "_is_integer": _is_integer,
                                     "_MISSING": object()}
         self.refs: dict[str, str] = {}
         self.n = 0
+
+    def resolve(self, ref: str) -> Any:
+        return _resolve(self.root, ref)
 
     def const(self, value: Any) -> str:
         name = f"_c{self.n}"
@@ -604,7 +380,7 @@ class _Codegen:
             return False
         if "not" in schema and not self.is_simple(schema["not"]):
             return False
-        if "$ref" in schema and not self.is_simple(self.resolver.resolve(schema["$ref"])):
+        if "$ref" in schema and not self.is_simple(self.resolve(schema["$ref"])):
             return False
         return True
 
@@ -616,7 +392,7 @@ class _Codegen:
             return ["False"]
         out: list[str] = []
         if "$ref" in schema:
-            target = self.resolver.resolve(schema["$ref"])
+            target = self.resolve(schema["$ref"])
             if self.is_simple(target):
                 out += self.tests(target, v)
             else:
@@ -681,7 +457,7 @@ class _Codegen:
 
     def ref(self, ref: str) -> str:
         if ref not in self.refs:
-            self.refs[ref] = self.function(self.resolver.resolve(ref))
+            self.refs[ref] = self.function(self.resolve(ref))
         return self.refs[ref]
 
     def function(self, schema: Any) -> str:
@@ -826,7 +602,7 @@ class _Codegen:
     def deref(self, schema: Any) -> Any:
         """The schema a chain of bare ``$ref`` nodes (nothing but annotations beside them) leads to."""
         while isinstance(schema, dict) and set(schema) - _ANNOTATIONS == {"$ref"}:
-            schema = self.resolver.resolve(schema["$ref"])
+            schema = self.resolve(schema["$ref"])
         return schema
 
     def string_enum(self, items: Any) -> list[str] | None:
@@ -865,18 +641,23 @@ class _Codegen:
 
 
 class CompiledSchema:
-    """A JSON Schema compiled twice: :meth:`is_valid` (generated code, fast) and :meth:`problems` (says why)."""
+    """A JSON Schema compiled for :meth:`is_valid` (generated code, fast) and checked by ``jsonschema`` in
+    :meth:`problems` (says why)."""
 
     def __init__(self, schema: dict):
         self.schema = schema
-        self._check = _Compiler(schema).compile(schema)  # also refuses unsupported keywords
+        _refuse_unsupported(schema)
         self.is_valid: Callable[[Any], bool] = _Codegen(schema).build()
+        self._reference = None  # jsonschema's validator, made (and jsonschema imported) on the first rejection
 
     def problems(self, value: Any) -> Problems:
         """``[(path, message), ...]``, empty when ``value`` conforms."""
         if self.is_valid(value):
             return []
-        return self._check(value) or [((), "does not conform to the schema")]
+        if self._reference is None:
+            self._reference = _reference_validator(self.schema)
+        found = [p for e in self._reference.iter_errors(value) for p in _explain(self.schema, e)]
+        return list(dict.fromkeys(found)) or [((), "does not conform to the schema")]
 
     __call__ = problems
 
