@@ -37,7 +37,7 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Callable
 
-__all__ = ["Batcher", "Generated", "HFRequest", "encode", "run_batch", "WINDOW_S"]
+__all__ = ["Batcher", "Generated", "HFRequest", "encode", "greedy_kwargs", "run_batch", "WINDOW_S"]
 
 #: How long the oldest waiting request waits for others to join its batch, in seconds.
 WINDOW_S = 0.02
