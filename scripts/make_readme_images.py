@@ -62,7 +62,8 @@ class Picture:
 GAME_COMMANDS = (
     "spatialact game record --map MAP01 --seconds 20 --seed 0 --out scratch/game/map01",
     "spatialact tasks from-trajectory scratch/game/map01 --n 10 --out scratch/game.jsonl",
-    "spatialact eval --tasks scratch/game.jsonl --mode closed-loop --agent oracle --size 320x240 --out scratch/runs/game",
+    "spatialact eval --tasks scratch/game.jsonl --mode closed-loop --agent oracle --size 320x240 "
+    "--out scratch/runs/game",
 )
 
 PICTURES = [
