@@ -275,3 +275,75 @@ def test_step_sizes_of_the_table_are_step_sizes(tmp_path):
     _records(tmp_path)
     table = offline._TaskTable(decode_task_fields((tmp_path / "valid.jsonl").read_bytes()), False)
     assert all(type(s) is StepSizes for s in table.sizes) and len(table.sizes) == 2
+
+
+# ----- the decoder's bounds are the schema's ------------------------------------------------------------------------
+def _schema_node(*path):
+    node = task_schema()
+    for key in path:
+        node = node[key]
+        while "$ref" in node:
+            node = task_schema()["$defs"][node["$ref"].rsplit("/", 1)[1]]
+    return node
+
+
+def _edges(node: dict, kind: str) -> list:
+    """Values at each bound of a schema node and just past it (and just inside an exclusive one): numbers for
+    ``number`` / ``integer``, strings of the bounding lengths for ``string``, objects of that many entries."""
+    out: list = []
+    for kw, side in (("minimum", -1), ("exclusiveMinimum", -1), ("maximum", 1), ("exclusiveMaximum", 1)):
+        if kw in node and kind in ("number", "integer"):
+            b = node[kw]
+            out += [int(b), int(b) + side, int(b) - side] if kind == "integer" else [
+                float(b), math.nextafter(float(b), side * math.inf), math.nextafter(float(b), -side * math.inf)]
+    for kw, side in (("minLength", -1), ("maxLength", 1), ("maxProperties", 1)):
+        if kw in node and kind in ("string", "object"):
+            for n in (node[kw], node[kw] + side):
+                out.append("a" * n if kind == "string" else {f"t{i}": i for i in range(n)})
+    return out
+
+
+# (fields of the record set together, the schema node, its JSON type); every bound of a field scoring reads that can
+# move alone (n_steps, counts, step_nums and pose shapes are tied to other fields: the CORRUPT cases above)
+BOUNDED = [
+    (["success.position"], ("properties", "success", "properties", "position"), "number"),
+    (["success.rotation"], ("properties", "success", "properties", "rotation"), "number"),
+    (["start_pose.0.3"], ("$defs", "coordinate"), "number"),
+    (["sizes.translation", "gt.sizes.translation", "example.sequence.sizes.translation"],
+     ("$defs", "sizes", "properties", "translation"), "number"),
+    (["sizes.rotation", "gt.sizes.rotation", "example.sequence.sizes.rotation"],
+     ("$defs", "sizes", "properties", "rotation"), "number"),
+    (["gt.cap"], ("$defs", "sequence", "properties", "cap"), "integer"),
+    (["tags.n"], ("properties", "tags", "additionalProperties"), "integer"),
+    (["tags.x"], ("properties", "tags", "additionalProperties"), "number"),
+    (["tags.difficulty"], ("properties", "tags", "additionalProperties"), "string"),
+    (["id"], ("$defs", "id"), "string"),
+    (["source"], ("$defs", "label"), "string"),
+    (["tags"], ("properties", "tags"), "object"),
+]
+
+
+@pytest.mark.parametrize("fields, where, kind", BOUNDED, ids=[b[0][0] for b in BOUNDED])
+def test_every_bound_of_the_decoder_is_the_schemas(tmp_path, fields, where, kind):
+    """At each bound the schema sets on a field scoring reads, and just past it, the decoder decides as the full
+    validator does; jsonschema confirms that the values straddle the bound. The decoder reads its bounds from the
+    schema, so a bound written into it by hand, or a schema bound it fails to read, fails here."""
+    base = _records(tmp_path)[2]  # counts steps and an example
+    reference = jsonschema.Draft202012Validator(task_schema())
+    edges = _edges(_schema_node(*where), kind)
+    assert edges, where
+    verdicts = []
+    for value in edges:
+        rec = copy.deepcopy(base)
+        for f in fields:
+            rec = _set(f, value)(rec)
+        decoded = decode_task_fields((json.dumps(rec) + "\n").encode())
+        assert (decoded is not None) == (validate_record(rec) == []), (fields, value)
+        verdicts.append(reference.is_valid(rec))
+    assert True in verdicts and False in verdicts, (fields, verdicts)
+    # and the key names of tags: at the length bound of tag_key and past it
+    if fields == ["tags"]:
+        n = _schema_node("properties", "tags", "propertyNames")["maxLength"]
+        for key, ok in (("k" * n, True), ("k" * (n + 1), False)):
+            rec = _set("tags", {key: 1})(copy.deepcopy(base))
+            assert (decode_task_fields((json.dumps(rec) + "\n").encode()) is not None) == ok == reference.is_valid(rec)

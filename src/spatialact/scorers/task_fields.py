@@ -4,8 +4,8 @@
 ``n_steps``, ``sizes``, ``gt`` (its ``sizes``, ``cap`` and each step's ``counts``, ``motion`` and ``gripper``, and
 the ``actions`` and ``step_nums`` that name the counts) and ``success`` (``position``, ``rotation``).
 :func:`decode_task_fields` decodes every line of a task file straight into typed structs holding only those, with
-the types and bounds of the task schema (``schemas/task.schema.json``, docs/tasks.md) checked by the decoder itself,
-then the checks the schema cannot state on them, vectorised over the file: poses with last row ``[0, 0, 0, 1]`` and
+the types and bounds of the task schema (``schemas/task.schema.json``, docs/tasks.md) checked by the decoder itself
+(every bound, length, pattern and name read from the schema when this module is imported: one home), then the checks the schema cannot state on them, vectorised over the file: poses with last row ``[0, 0, 0, 1]`` and
 an orthonormal rotation (``tasks.validation.pose_problems``), ``n_steps`` equal to the number of ground-truth steps,
 the ground truth's sizes equal to the task's, no count above the sequence's cap, no continuous motion above cap ×
 unit on an axis, exactly one of ``counts`` and ``motion`` per step, named actions agreeing with the counts (and
@@ -28,50 +28,104 @@ step; motions ``(tx, ty, tz, tilt, pan, roll)`` in metres and radians (docs/conv
 
 from __future__ import annotations
 
-import math
 from typing import Annotated, Literal, Union
 
 import msgspec
 import numpy as np
 from msgspec import UNSET, Meta, Struct, UnsetType, field
 
+from ..action_space import DEFAULT_CAP
+from ..tasks.validation import task_schema
+
 __all__ = ["TaskFields", "DecodedTasks", "decode_task_fields", "FIELDS_VERSION"]
 
 #: Bumped whenever a rule here changes (cached scoring tables of other rules are rebuilt).
 FIELDS_VERSION = 1
 
-_NO_CONTROL = r"\A[^\x00-\x1f\x7f]*\Z"  # \Z, not $: "$" also matches before a final newline
-Coordinate = Annotated[float, Meta(ge=-1e6, le=1e6)]
-Pose = Annotated[list[Annotated[list[Coordinate], Meta(min_length=4, max_length=4)]], Meta(min_length=4, max_length=4)]
-TaskId = Annotated[str, Meta(min_length=1, max_length=200, pattern=r"\A[A-Za-z0-9][A-Za-z0-9_.:+-]*\Z")]
-Label = Annotated[str, Meta(min_length=1, max_length=200, pattern=_NO_CONTROL)]
-TagKey = Annotated[str, Meta(min_length=1, max_length=64, pattern=r"\A[A-Za-z0-9_.:+-]*\Z")]
-TagValue = Union[Annotated[str, Meta(max_length=200, pattern=_NO_CONTROL)], Annotated[int, Meta(ge=-10**15, le=10**15)],
-                 Annotated[float, Meta(ge=-1e15, le=1e15)], bool, None]
-Count = Annotated[int, Meta(ge=0, le=100)]
-ActionName = Literal["Truck Right", "Truck Left", "Pedestal Down", "Pedestal Up", "Dolly In", "Dolly Out", "Tilt Up",
-                     "Tilt Down", "Pan Right", "Pan Left", "Roll CCW", "Roll CW", "Stay"]
+# Every bound, length, pattern and name below is read from the task schema when this module is imported: the
+# schema is their one home, and tests/test_score_task_fields.py probes each bound from both sides against jsonschema.
+_SCHEMA = task_schema()
+_META = {"minimum": "ge", "maximum": "le", "exclusiveMinimum": "gt", "exclusiveMaximum": "lt", "minLength": "min_length",
+         "maxLength": "max_length", "minItems": "min_length", "maxItems": "max_length", "maxProperties": "max_length"}
+_APPLIES = {"number": ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"), "string": ("minLength", "maxLength"),
+            "array": ("minItems", "maxItems"), "object": ("maxProperties",)}
+
+
+def _node(*path: str) -> dict:
+    """The task schema's node at ``path`` (keys from the root), each ``$ref`` (``#/$defs/<name>``) followed."""
+    node = _SCHEMA
+    for key in path:
+        node = node[key]
+        while "$ref" in node:
+            node = _SCHEMA["$defs"][node["$ref"].rsplit("/", 1)[1]]
+    return node
+
+
+def _typed(node: dict, kind: str, py: type = float):
+    """``py`` constrained as the schema ``node`` constrains a value of JSON type ``kind`` (number, integer, string,
+    array, object): its bounds, lengths or counts; a string also its ``pattern`` and its forbidden ``not``
+    pattern, as one pattern that msgspec searches (two lookaheads at the start: linear in the text)."""
+    kw = {_META[k]: (int(node[k]) if kind == "integer" else node[k])
+          for k in _APPLIES["number" if kind == "integer" else kind] if k in node}
+    if kind == "string" and ("pattern" in node or "not" in node):
+        pattern = r"(?s)\A"
+        if "pattern" in node:
+            pattern += f"(?=.*?(?:{node['pattern']}))"
+        if "not" in node:
+            if set(node["not"]) != {"type", "pattern"}:
+                raise TypeError(f"task schema: a 'not' other than a forbidden pattern in {node}")
+            pattern += f"(?!.*?(?:{node['not']['pattern']}))"
+        kw["pattern"] = pattern
+    return Annotated[py, Meta(**kw)] if kw else py
+
+
+def _names(node: dict):
+    """``Literal`` of the node's ``enum`` (``None`` among them: optional)."""
+    names = tuple(v for v in node["enum"] if v is not None)
+    return Union[Literal[names], None] if None in node["enum"] else Literal[names]
+
+
+Coordinate = _typed(_node("$defs", "coordinate"), "number")
+Pose = _typed(_node("$defs", "pose"), "array", list[_typed(_node("$defs", "pose", "items"), "array", list[Coordinate])])
+TaskId = _typed(_node("$defs", "id"), "string", str)
+Label = _typed(_node("$defs", "label"), "string", str)
+_TAGS = _node("properties", "tags")
+_TAG = _node("properties", "tags", "additionalProperties")
+TagValue = Union[_typed(_TAG, "string", str), _typed(_TAG, "integer", int), _typed(_TAG, "number", float), bool, None]
+Tags = _typed(_TAGS, "object", dict[_typed(_node("properties", "tags", "propertyNames"), "string", str), TagValue])
+_STEP = _node("$defs", "step", "properties")
+Counts = _typed(_STEP["counts"], "array", list[_typed(_node("$defs", "step", "properties", "counts", "items"), "integer",
+                                                      int)])
+Motion = _typed(_STEP["motion"], "array", list[Coordinate])
+Actions = _typed(_STEP["actions"], "array", list[_names(_node("$defs", "step", "properties", "actions", "items"))])
+StepNums = _typed(_STEP["step_nums"], "array", list[_typed(_STEP["step_nums"]["items"], "integer", int)])
+Gripper = _names(_node("$defs", "step", "properties", "gripper"))
+_SIZES = _node("$defs", "sizes", "properties")
+UnitTranslation, UnitRotation = _typed(_SIZES["translation"], "number"), _typed(_SIZES["rotation"], "number")
+_SEQUENCE = _node("$defs", "sequence", "properties")
+Cap = _typed(_SEQUENCE["cap"], "integer", int)
+_SUCCESS = _node("properties", "success", "properties")
+SuccessPosition, SuccessRotation = _typed(_SUCCESS["position"], "number"), _typed(_SUCCESS["rotation"], "number")
+Kind, SchemaVersion = _names(_node("properties", "kind")), _names(_node("properties", "schema_version"))
+NSteps = _typed(_node("properties", "n_steps"), "integer", int)
 
 
 class Sizes(Struct, frozen=True):
-    """Unit step sizes: ``translation`` metres in (0, 10], ``rotation`` radians in (0, π]."""
+    """Unit step sizes: ``translation`` metres, ``rotation`` radians (bounds: the schema's ``$defs.sizes``)."""
 
-    translation: Annotated[float, Meta(gt=0, le=10)]
-    rotation: Annotated[float, Meta(gt=0, le=math.pi)]
+    translation: UnitTranslation
+    rotation: UnitRotation
 
 
 class StepFields(Struct, frozen=True):
-    """One ground-truth step: 12 ``counts`` (0..100) or a ``motion`` (6 coordinates); ``gripper`` None, 0 or 1;
-    the counts in words (``actions``, ``step_nums``), which must agree with them."""
+    """One ground-truth step: ``counts`` or a ``motion`` (metres, radians); ``gripper`` None, 0 or 1; the counts in
+    words (``actions``, ``step_nums``), which must agree with them (bounds: the schema's ``$defs.step``)."""
 
-    counts_: Union[Annotated[list[Count], Meta(min_length=12, max_length=12)], UnsetType] = field(default=UNSET,
-                                                                                                  name="counts")
-    motion_: Union[Annotated[list[Coordinate], Meta(min_length=6, max_length=6)], UnsetType] = field(default=UNSET,
-                                                                                                    name="motion")
-    gripper: Union[Literal[0, 1], None] = None
-    actions: Union[Annotated[list[ActionName], Meta(min_length=1, max_length=13)], UnsetType] = UNSET
-    step_nums: Union[Annotated[list[Annotated[int, Meta(ge=1, le=100)]], Meta(min_length=1, max_length=13)],
-                     UnsetType] = UNSET
+    counts_: Union[Counts, UnsetType] = field(default=UNSET, name="counts")
+    motion_: Union[Motion, UnsetType] = field(default=UNSET, name="motion")
+    gripper: Gripper = None
+    actions: Union[Actions, UnsetType] = UNSET
+    step_nums: Union[StepNums, UnsetType] = UNSET
 
     @property
     def counts(self):
@@ -84,19 +138,23 @@ class StepFields(Struct, frozen=True):
         return None if self.motion_ is UNSET else self.motion_
 
 
+Steps = _typed(_SEQUENCE["steps"], "array", list[StepFields])
+
+
 class SequenceFields(Struct, frozen=True):
-    """The ground truth: its sizes, its cap (1..100, default 10), at most 1000 steps."""
+    """The ground truth: its sizes, its cap (default ``action_space.DEFAULT_CAP``), its steps (bounds: the
+    schema's ``$defs.sequence``)."""
 
     sizes: Sizes
-    steps: Annotated[list[StepFields], Meta(max_length=1000)]
-    cap: Annotated[int, Meta(ge=1, le=100)] = 10
+    steps: Steps
+    cap: Cap = DEFAULT_CAP
 
 
 class Success(Struct, frozen=True):
-    """Success thresholds: ``position`` metres in [0, 1000], ``rotation`` radians in [0, π]."""
+    """Success thresholds: ``position`` metres, ``rotation`` radians (bounds: the schema's ``success``)."""
 
-    position: Annotated[float, Meta(ge=0, le=1000)]
-    rotation: Annotated[float, Meta(ge=0, le=math.pi)]
+    position: SuccessPosition
+    rotation: SuccessRotation
 
     def get(self, key: str, default=None):
         """As the task's ``success`` dict reads."""
@@ -107,16 +165,16 @@ class TaskFields(Struct, frozen=True):
     """What scoring reads of one task line (the rest of the line is skipped unread)."""
 
     id: TaskId
-    kind: Literal["nav", "manip", "hand"]
+    kind: Kind
     source: Label
     start_pose: Pose
     goal_pose: Pose
-    n_steps: Annotated[int, Meta(ge=0, le=1000)]
+    n_steps: NSteps
     sizes: Sizes
     gt: SequenceFields
     success: Success
-    schema_version: Literal[1, 2] = 1
-    tags: Annotated[dict[TagKey, TagValue], Meta(max_length=64)] = field(default_factory=dict)
+    schema_version: SchemaVersion = 1
+    tags: Tags = field(default_factory=dict)
 
 
 _DECODER = msgspec.json.Decoder(TaskFields)
