@@ -339,8 +339,9 @@ class _Codegen:
     """Generates Python functions that answer only "valid?" — no paths, no messages.
 
     Valid records (nearly all of them) take this path; ``jsonschema`` runs only on a record this predicate
-    rejects, to say why (:func:`_explain`); the agreement test checks both against plain ``jsonschema``. Leaf schemas (type, enum, bounds, lengths, patterns, required) become inline
-    expressions; everything else a function per node.
+    rejects, to say why (:func:`_explain`); the agreement test checks both against plain ``jsonschema``. Leaf
+    schemas (type, enum, bounds, lengths, patterns, required) become inline expressions; everything else a
+    function per node.
     """
 
     def __init__(self, root: dict):

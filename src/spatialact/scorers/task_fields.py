@@ -5,8 +5,9 @@
 the ``actions`` and ``step_nums`` that name the counts) and ``success`` (``position``, ``rotation``).
 :func:`decode_task_fields` decodes every line of a task file straight into typed structs holding only those, with
 the types and bounds of the task schema (``schemas/task.schema.json``, docs/tasks.md) checked by the decoder itself
-(every bound, length, pattern and name read from the schema when this module is imported: one home), then the checks the schema cannot state on them, vectorised over the file: poses with last row ``[0, 0, 0, 1]`` and
-an orthonormal rotation (``tasks.validation.pose_problems``), ``n_steps`` equal to the number of ground-truth steps,
+(every bound, length, pattern and name read from the schema when this module is imported: one home), then the
+checks the schema cannot state on them, vectorised over the file: poses with last row ``[0, 0, 0, 1]`` and an
+orthonormal rotation (``tasks.validation.pose_problems``), ``n_steps`` equal to the number of ground-truth steps,
 the ground truth's sizes equal to the task's, no count above the sequence's cap, no continuous motion above cap ×
 unit on an axis, exactly one of ``counts`` and ``motion`` per step, named actions agreeing with the counts (and
 present in every counts step of a version 2 line), unique ids, at least one task. The other fields (the in-context
@@ -45,10 +46,11 @@ FIELDS_VERSION = 1
 # Every bound, length, pattern and name below is read from the task schema when this module is imported: the
 # schema is their one home, and tests/test_score_task_fields.py probes each bound from both sides against jsonschema.
 _SCHEMA = task_schema()
-_META = {"minimum": "ge", "maximum": "le", "exclusiveMinimum": "gt", "exclusiveMaximum": "lt", "minLength": "min_length",
-         "maxLength": "max_length", "minItems": "min_length", "maxItems": "max_length", "maxProperties": "max_length"}
-_APPLIES = {"number": ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"), "string": ("minLength", "maxLength"),
-            "array": ("minItems", "maxItems"), "object": ("maxProperties",)}
+_META = {"minimum": "ge", "maximum": "le", "exclusiveMinimum": "gt", "exclusiveMaximum": "lt",
+         "minLength": "min_length", "maxLength": "max_length", "minItems": "min_length", "maxItems": "max_length",
+         "maxProperties": "max_length"}
+_APPLIES = {"number": ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"),
+            "string": ("minLength", "maxLength"), "array": ("minItems", "maxItems"), "object": ("maxProperties",)}
 
 
 def _node(*path: str) -> dict:
@@ -94,8 +96,7 @@ _TAG = _node("properties", "tags", "additionalProperties")
 TagValue = Union[_typed(_TAG, "string", str), _typed(_TAG, "integer", int), _typed(_TAG, "number", float), bool, None]
 Tags = _typed(_TAGS, "object", dict[_typed(_node("properties", "tags", "propertyNames"), "string", str), TagValue])
 _STEP = _node("$defs", "step", "properties")
-Counts = _typed(_STEP["counts"], "array", list[_typed(_node("$defs", "step", "properties", "counts", "items"), "integer",
-                                                      int)])
+Counts = _typed(_STEP["counts"], "array", list[_typed(_STEP["counts"]["items"], "integer", int)])
 Motion = _typed(_STEP["motion"], "array", list[Coordinate])
 Actions = _typed(_STEP["actions"], "array", list[_names(_node("$defs", "step", "properties", "actions", "items"))])
 StepNums = _typed(_STEP["step_nums"], "array", list[_typed(_STEP["step_nums"]["items"], "integer", int)])
