@@ -247,18 +247,18 @@ def test_each_kind_of_agent_failure_is_an_api_error(tmp_path, capsys, server, ap
     assert f"t0: api_error ({kind})" in err and len(server.requests) == n_requests
 
 
-def test_three_connection_failures_at_the_start_stop_the_run_naming_the_endpoint(tmp_path, capsys, api_env):
+def test_an_endpoint_nobody_listens_on_is_refused_before_anything_is_written(tmp_path, capsys, api_env):
+    """eval checks the endpoint before the run folder is made: one line naming the URL, exit 2, no folder. (A
+    server that dies after the check still stops the run after 3 connection failures: test_eval_endpoint_check.)"""
     _, tf = _image_tasks(tmp_path / "tasks", 6)
     out = tmp_path / "run"
     url = closed_port_url()
     code, _, err = _eval(capsys, "--tasks", str(tf), "--env", "none", "--out", str(out),
                          *_api_args(url, "max_retries=0"))
-    last = err.strip().splitlines()[-1]
-    assert code == 2 and "Traceback" not in err
-    assert last.startswith("spatialact eval: error: stopped after 3 connection failures in a row at the start")
-    assert url in last
-    recs = read_records(out)
-    assert len(recs) == 3 and all(r["error_kind"] == "connection" for r in recs)
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert code == 2 and "Traceback" not in err and len(lines) == 1
+    assert lines[0].startswith(f"spatialact eval: error: cannot reach {url}") and "nothing was written" in lines[0]
+    assert not out.exists()
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
