@@ -163,7 +163,7 @@ def mutate(rec: dict, rng: random.Random) -> dict:
 
 
 def test_compiled_checker_agrees_with_jsonschema(corpus, reference):
-    """Thousands of seeded mutations of real records: the generated predicate, the message-giving closures and
+    """Thousands of seeded mutations of real records: the generated predicate, the message path and
     jsonschema accept and reject exactly the same records."""
     rng = random.Random(20260523)
     compiled = schema_validator()
@@ -506,7 +506,8 @@ def test_strings_agree_with_jsonschema(corpus, reference):
 
 
 def test_loader_never_runs_jsonschema(tmp_path, nav_tasks, monkeypatch):
-    """The fast path is the compiled checker: jsonschema (milliseconds a record) is only the reference in tests."""
+    """The fast path is the compiled checker: jsonschema (milliseconds a record) is only the reference in tests (it
+    says why only for a rejected record)."""
     def refuse(*a, **k):
         raise AssertionError("jsonschema used while loading")
     monkeypatch.setattr(jsonschema, "Draft202012Validator", refuse)
