@@ -21,12 +21,13 @@ DOCS = sorted((ROOT / "docs").glob("*.md"))
 #: Commands not run: (pattern searched in the command, why).
 EXEMPT = [
     (r"^(\S*/)?pip3? |^python3? -m pip |^git clone\b|^conda ", "installs or downloads: needs the network"),
-    (r"--agent[ =]hf\b", "downloads a model from the Hugging Face Hub (tests/test_agents_hf.py runs the agent on a "
-                         "tiny model built in the test)"),
-    (r"(^|/)lmms-eval ", "lmms-eval is not installed in the project's environment (it lives in its own, "
-                         "tests/test_lmms_eval_profile.py runs it where it is)"),
-    (r"--suite l4-v1(/\w+)? ", "the whole frozen suite or a whole track of it: 360 to 5,100 episodes, hours on two "
-                               "cores (the l4-v1-lite lines run the same code; tests/test_l4_suite.py checks the "
+    (r"--agent[ =]hf\b", "downloads a model from the Hugging Face Hub, or reads one from a folder that is not "
+                         "here (tests/test_agents_hf.py runs the agent on tiny models built in the test)"),
+    (r"(^|/)lmms-eval ", "lmms-eval runs in its own environment (.lmms-venv, which scripts/setup.sh makes; not in a "
+                         "clone) against a model's address in place of MODEL, URL or PORT "
+                         "(tests/test_export_lmms_eval.py loads and scores an exported folder with it)"),
+    (r"--suite l4-v1(/\w+)? ", "the whole frozen suite or a whole track of it: 360 to 1,700 tasks (5,100 episodes "
+                               "with 3 repeats), an hour or more on two cores (the l4-v1-lite lines run the same code; tests/test_l4_suite.py checks the "
                                "suite)"),
     (r"^spatialact questions score \S*l4q/", "asks the frozen question track, which must first be rendered "
                                              "(176 questions, about 75 MB of images, minutes)"),
