@@ -27,8 +27,8 @@ EXEMPT = [
                          "clone) against a model's address in place of MODEL, URL or PORT "
                          "(tests/test_export_lmms_eval.py loads and scores an exported folder with it)"),
     (r"--suite l4-v1(/\w+)? ", "the whole frozen suite or a whole track of it: 360 to 1,700 tasks (5,100 episodes "
-                               "with 3 repeats), an hour or more on two cores (the l4-v1-lite lines run the same code; tests/test_l4_suite.py checks the "
-                               "suite)"),
+                               "with 3 repeats), an hour or more on two cores (the l4-v1-lite lines run the same "
+                               "code; tests/test_l4_suite.py checks the suite)"),
     (r"^spatialact questions score \S*l4q/", "asks the frozen question track, which must first be rendered "
                                              "(176 questions, about 75 MB of images, minutes)"),
     (r"--scene apartment\.glb\b", "needs a mesh scene of the reader's own (no mesh ships with the project; "
