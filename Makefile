@@ -16,6 +16,6 @@ test: setup
 bench: setup
 	.venv/bin/python benchmarks/run_all.py
 
-# Re-renders the README's start/goal pictures (docs/images/).
+# Re-makes every picture of the README and docs from the commands beside them (the game pictures need the game extra).
 images: setup
 	.venv/bin/python scripts/make_readme_images.py
