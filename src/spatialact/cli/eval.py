@@ -102,7 +102,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         " mesh's frame")
     p.add_argument("--size", type=size_arg, default=None, metavar="N|WxH",
                    help="image size in pixels: N (N x N) or WxH, e.g. 320x240 (default 128; 384 for a model agent "
-                        "when gl renders; game tasks: that width at the game's 4:3, e.g. 128x96)")
+                        "when gl renders; game tasks without --size: the game's 4:3 at that width, e.g. 128x96; a square N is "
+                        "honoured, squashed)")
     p.add_argument("--max-steps", type=int, default=20,
                    help="step limit (default 20): closed-loop episodes and one-shot execution stop after "
                         "max(--max-steps, ground-truth steps); a one-shot answer is scored in full")
