@@ -1,5 +1,5 @@
 # The two commands of the README.
-.PHONY: setup demo test bench images
+.PHONY: setup demo test test-fast bench images
 
 setup:
 	bash scripts/setup.sh
@@ -9,9 +9,14 @@ demo: setup
 	.venv/bin/spatialact demo
 	@echo "To run the README's commands yourself: source .venv/bin/activate (then spatialact --help), or call .venv/bin/spatialact"
 
-# Sets everything up and runs the tests.
+# Sets everything up and runs the tests, one process per CPU (a test file's tests stay in one process, so its
+# module fixtures run once).
 test: setup
-	.venv/bin/python -m pytest -q
+	.venv/bin/python -m pytest -q -n auto --dist loadfile
+
+# The edit-test loop: everything but the slow tests (the README's and docs' commands, notebooks, whole suites).
+test-fast: setup
+	.venv/bin/python -m pytest -q -n auto --dist loadfile -m "not slow"
 
 bench: setup
 	.venv/bin/python benchmarks/run_all.py
