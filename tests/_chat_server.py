@@ -22,6 +22,11 @@ seconds (uniform), and a share ``rate_429`` of them with a 429 carrying ``retry-
 answered at once (the peak since the start, or since ``reset_peak()``); ``spans`` holds each request's
 (start, end) on ``time.monotonic()``.
 
+A rate-limit storm (``start_storm(seconds, retry_after)``): from the next request on (or from ``at``, a
+``time.monotonic()`` value), for ``seconds``, every request the load answers (nothing scripted, no responder) gets
+a 429 at once carrying ``retry-after: <retry_after>``; ``storm_start`` is when it began (None: not yet) and
+``storm_429`` counts the 429s it sent. After it, the load answers as before.
+
 Counting, for the hostile tests: ``sent`` holds, per request in order, the body bytes the server managed to write
 (for ``drip`` and ``drip_headers``: bytes of the whole response) and ``abandoned`` how many replies the client cut
 off (a write failed); ``abandoned_event`` is set at the first.
@@ -49,6 +54,7 @@ class FakeServer:
 
         self.latency, self.jitter, self.rate_429, self.retry_after = latency, jitter, rate_429, retry_after
         self.rng = random.Random(seed)
+        self.storm_s, self.storm_retry_after, self.storm_start, self.storm_429 = 0.0, "1", None, 0
         self.in_flight = 0
         self.peak_in_flight = 0
         self.spans: list[tuple[float, float]] = []
@@ -219,11 +225,25 @@ class FakeServer:
 
     def load_action(self) -> tuple:
         """The action of a request when nothing is scripted (called under ``lock``): see the module doc."""
+        if self.storm_s:
+            now = time.monotonic()
+            if self.storm_start is None:
+                self.storm_start = now
+            if self.storm_start <= now < self.storm_start + self.storm_s:
+                self.storm_429 += 1
+                return ("status", 429, self.storm_retry_after)
         if self.rate_429 and self.rng.random() < self.rate_429:
             return ("status", 429, self.retry_after)
         if self.latency or self.jitter:
             return ("sleep", max(0.0, self.latency + self.rng.uniform(-self.jitter, self.jitter)), DEFAULT_ANSWER)
         return ("ok", DEFAULT_ANSWER)
+
+    def start_storm(self, seconds: float, retry_after: str | None = "10", at: float | None = None) -> None:
+        """Every load-answered request gets a 429 (``retry-after: retry_after``) for ``seconds`` from the next
+        request (or from ``at`` on ``time.monotonic()``); ``seconds`` 0 ends a storm."""
+        with self.lock:
+            self.storm_s, self.storm_retry_after, self.storm_start, self.storm_429 = \
+                float(seconds), retry_after, at, 0
 
     def reset_peak(self) -> None:
         with self.lock:
