@@ -152,10 +152,10 @@ def manip_rates(steps: int) -> list[dict]:
     return rows
 
 
-_PRIMITIVES = ("Truck", "Pedestal", "Dolly", "Tilt", "Pan", "Roll")
+PRIMITIVES = ("Truck", "Pedestal", "Dolly", "Tilt", "Pan", "Roll")
 
 
-def _game_start_task():
+def game_start_task():
     """A GameNav task at freedoom2 MAP01's player start (room to move by single units in every direction)."""
     from spatialact import geometry
     from spatialact.action_space import ActionSequence, StepSizes
@@ -195,6 +195,45 @@ def engine_tic_rates(n: int) -> dict:
     return {"drawn_tics_per_s": n / min(drawn), "undrawn_tics_per_s": n / min(undrawn)}
 
 
+def game_actions(steps: int, axes=range(6), seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``steps`` GameNav step actions (MultiDiscrete, 10 = none), each one unit of one primitive of ``axes`` (drawn
+    with ``seed``) in a random direction, and the axis of each step."""
+    rng = np.random.default_rng(seed)
+    acts = np.full((steps, 7), 10, dtype=np.int64)
+    ax = rng.choice(list(axes), steps)
+    acts[np.arange(steps), ax] += rng.choice([-1, 1], steps)
+    acts[:, 6] = 2
+    return acts, ax
+
+
+def game_env(task, width: int = 160, height: int = 120):
+    """The GameNav env of the benchmark (rgb + depth, step actions, no end) on ``task``, reset to it."""
+    from spatialact.envs import make_env
+
+    env = make_env("nav", task=task, width=width, height=height, depth=True, action_mode="step",
+                   terminate_on_success=False, max_steps=10 ** 9, wrap=False)
+    env.reset(options={"task": task})
+    return env
+
+
+def tics_per_primitive(env, task, acts, ax) -> dict:
+    """One episode of ``acts`` from ``task``'s start, timed step by step: per primitive, the mean game tics a step,
+    of them drawn, and ms a step. Tics are the differences of the engine handle's ``tics`` and ``drawn_tics`` (the
+    worker's counters, sent back after every call), so the counts are the same at any load."""
+    env.reset(options={"task": task})
+    eng = env.world.engine  # the engine of this episode (a reset may take another from the pool)
+    per = {}
+    for a, k in zip(acts, ax):
+        t0, n0, d0 = time.perf_counter(), eng.tics, eng.drawn_tics
+        env.step(a)
+        r = per.setdefault(PRIMITIVES[k], [0, 0, 0, 0.0])
+        r[0] += 1
+        r[1] += eng.tics - n0
+        r[2] += eng.drawn_tics - d0
+        r[3] += time.perf_counter() - t0
+    return {p: {"tics": v[1] / v[0], "drawn": v[2] / v[0], "ms": 1000 * v[3] / v[0]} for p, v in per.items()}
+
+
 def game_rates(steps: int) -> dict:
     """GameNav at 160×120 with depth: env steps/s (one unit of one primitive per step, as CameraNav's figure; best
     of 3 rounds from the same start), without Pedestal too; CameraNav at the same size with depth; the engine's raw
@@ -203,17 +242,11 @@ def game_rates(steps: int) -> dict:
     differences of the handle's ``tics`` and ``drawn_tics`` (the worker's counters, sent back after every call)."""
     from spatialact.envs import make_env
 
-    task = _game_start_task()
-    env = make_env("nav", task=task, width=160, height=120, depth=True, action_mode="step",
-                   terminate_on_success=False, max_steps=10 ** 9, wrap=False)
-    env.reset(options={"task": task})
+    task = game_start_task()
+    env = game_env(task)
     out = {}
     for label, axes in (("all", range(6)), ("no_pedestal", (0, 2, 3, 4, 5))):
-        rng = np.random.default_rng(0)
-        acts = np.full((steps, 7), 10, dtype=np.int64)
-        ax = rng.choice(list(axes), steps)
-        acts[np.arange(steps), ax] += rng.choice([-1, 1], steps)
-        acts[:, 6] = 2
+        acts, ax = game_actions(steps, axes)
         best = None
         for _ in range(3):
             env.reset(options={"task": task})
@@ -224,19 +257,7 @@ def game_rates(steps: int) -> dict:
             best = dt if best is None else min(best, dt)
         out[f"steps_per_s_{label}"] = steps / best
         if label == "all":  # one more round, timed per step
-            env.reset(options={"task": task})
-            eng = env.world.engine  # the engine of this episode (a reset may take another from the pool)
-            per = {}
-            for a, k in zip(acts, ax):
-                t0, n0, d0 = time.perf_counter(), eng.tics, eng.drawn_tics
-                env.step(a)
-                r = per.setdefault(_PRIMITIVES[k], [0, 0, 0, 0.0])
-                r[0] += 1
-                r[1] += eng.tics - n0
-                r[2] += eng.drawn_tics - d0
-                r[3] += time.perf_counter() - t0
-            out["per_primitive"] = {p: {"tics": v[1] / v[0], "drawn": v[2] / v[0], "ms": 1000 * v[3] / v[0]}
-                                    for p, v in per.items()}
+            out["per_primitive"] = tics_per_primitive(env, task, acts, ax)
     env.close()
     out.update(engine_tic_rates(max(100, steps)))
     nav = make_env("nav", width=160, height=120, depth=True, scene=SCENE, terminate_on_success=False,
@@ -261,7 +282,7 @@ def print_game(r: dict) -> None:
           f"CameraNav {r['cameranav_steps_per_s']:.1f} steps/s (tiny renderer); the game alone (an engine in this "
           f"process): {r['drawn_tics_per_s']:.0f} drawn tics/s, {r['undrawn_tics_per_s']:.0f} undrawn tics/s")
     print(f"{'primitive':>9} {'tics/step':>9} {'drawn':>6} {'ms/step':>8}")
-    for p in _PRIMITIVES:
+    for p in PRIMITIVES:
         v = r["per_primitive"].get(p)
         if v:
             print(f"{p:>9} {v['tics']:>9.1f} {v['drawn']:>6.2f} {v['ms']:>8.2f}")
