@@ -13,9 +13,9 @@ from _fabricate import image_tasks
 from spatialact.cli.main import main
 from spatialact.evaluation.episode import EpisodeConfig
 from spatialact.evaluation.results import read_records
-from spatialact.evaluation.runner import (EPISODES_PER_WORKER, MAX_WORKERS, AgentSpec, choose_workers, run_eval,
-                                          usable_cpus)
+from spatialact.evaluation.runner import EPISODES_PER_WORKER, AgentSpec, choose_workers, run_eval, usable_cpus
 from spatialact.tasks import save_tasks
+from spatialact.vocab import MAX_WORKERS
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="counts processes in Linux /proc")
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import multiprocessing.process
+import re
+from pathlib import Path
 
 import pytest
 
 from _fabricate import make_task
-from spatialact.cli import score as score_cli
+from spatialact import vocab
 from spatialact.cli.main import main
-from spatialact.scorers import offline
 from spatialact.scorers.offline import score_file
 from spatialact.tasks import save_tasks
 
@@ -52,8 +53,15 @@ def started(monkeypatch):
 
 
 # ----- workers and bootstrap resamples --------------------------------------------------------------------------
-def test_the_bounds_of_the_command_are_the_pipelines():
-    assert (score_cli.MAX_WORKERS, score_cli.MAX_N_BOOT) == (offline.MAX_WORKERS, offline.MAX_N_BOOT) == (64, 100_000)
+def test_the_bounds_are_declared_once():
+    """MAX_WORKERS and MAX_N_BOOT are assigned in one module of src (spatialact.vocab) and imported by the rest: the
+    command line, score_file and eval cannot drift apart."""
+    src = Path(__file__).parents[1] / "src" / "spatialact"
+    for name in ("MAX_WORKERS", "MAX_N_BOOT"):
+        assign = re.compile(rf"^\s*{name}\s*(:[^=]*)?=", re.M)
+        homes = [str(p.relative_to(src)) for p in sorted(src.rglob("*.py")) if assign.search(p.read_text("utf-8"))]
+        assert homes == ["vocab.py"], (name, homes)
+    assert (vocab.MAX_WORKERS, vocab.MAX_N_BOOT) == (64, 100_000)
 
 
 @pytest.mark.parametrize("opt,value,msg", [

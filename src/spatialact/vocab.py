@@ -1,5 +1,7 @@
 """The project's shared vocabularies, each defined once: task kinds, run modes, simulators, episode variants,
-difficulty levels, answer formats, step-score profiles, agent error kinds and the baseline agents.
+difficulty levels, answer formats, step-score profiles, agent error kinds and the baseline agents; and the limits
+that commands on different floors share (:data:`MAX_WORKERS`, :data:`MAX_N_BOOT`), declared here so that the command
+line builds its parser from them without importing numpy.
 
 This module imports nothing from spatialact, so every layer (tasks, scorers, envs, agents, evaluation, the CLI) can
 import from it. The old homes re-export these names (``spatialact.tasks.KINDS``,
@@ -10,7 +12,7 @@ spell the same values out, and tests check that they agree.
 from __future__ import annotations
 
 __all__ = ["KINDS", "MODES", "ENVS", "RUN_BACKENDS", "VARIANTS", "LEVELS", "ANSWER_FORMATS", "PROFILES",
-           "ERROR_KINDS", "BASELINE_AGENTS"]
+           "ERROR_KINDS", "BASELINE_AGENTS", "MAX_WORKERS", "MAX_N_BOOT"]
 
 #: Task kinds: camera navigation in a room, a gripper arm on a tabletop, a floating hand.
 KINDS = ("nav", "manip", "hand")
@@ -36,3 +38,10 @@ PROFILES = ("paper", "paper+rot")
 ERROR_KINDS = ("connection", "timeout", "http", "malformed")
 #: The baseline agents (no model, no API key): what ``spatialact demo`` runs, in its table's order.
 BASELINE_AGENTS = ("oracle", "noisy-oracle", "geometric", "random", "stay", "constant")
+
+#: The most worker processes a command may ask for: ``eval --workers`` (``run_eval``'s ``workers``; each runs a
+#: simulator, about 0.2-0.5 GB of memory) and ``score --workers`` (``score_file``'s ``workers``, which starts no
+#: more than there are pieces of work). More is refused in one line.
+MAX_WORKERS = 64
+#: The most bootstrap resamples ``score --n-boot`` (``score_file``'s ``n_boot``; the default is 1000) takes.
+MAX_N_BOOT = 100_000

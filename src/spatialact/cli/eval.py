@@ -230,8 +230,8 @@ def repeats_arg(text: str) -> int:
 
 
 def workers_arg(text: str):
-    """``--workers``: ``auto`` or a whole number from 1 to ``spatialact.evaluation.runner.MAX_WORKERS``."""
-    from spatialact.evaluation.runner import MAX_WORKERS
+    """``--workers``: ``auto`` or a whole number from 1 to ``spatialact.vocab.MAX_WORKERS``."""
+    from spatialact.vocab import MAX_WORKERS
 
     if text.strip().lower() == "auto":
         return "auto"

@@ -47,14 +47,11 @@ from __future__ import annotations
 
 import argparse
 
+from ..vocab import MAX_N_BOOT, MAX_WORKERS
 from .main import print_json, seed_arg
 
 PROFILES = ("paper", "paper+rot", "lmms-eval")
 CHUNK = 20000  # answer lines per chunk: bounds memory whatever the file size (spatialact.scorers.offline.CHUNK)
-# The bounds of --workers and --n-boot (spatialact.scorers.offline.MAX_WORKERS, MAX_N_BOOT; a test keeps them equal):
-# here so that building the parser imports no numpy.
-MAX_WORKERS = 64
-MAX_N_BOOT = 100_000
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

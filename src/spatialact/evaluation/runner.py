@@ -29,12 +29,12 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 from ..records import RETRIED_ON_RESUME, episode_key, is_failure
 from ..tasks import Task
-from ..vocab import RUN_BACKENDS
+from ..vocab import MAX_WORKERS, RUN_BACKENDS
 from .episode import (EpisodeConfig, check_runnable, env_name, episode_seed, episode_steps, free_camera_task,
                       observation_supplies, run_episode, world_kind)
 
 __all__ = ["AgentSpec", "RunSummary", "run_eval", "run_config", "TaskNotRunnable", "EndpointUnreachable",
-           "failure_line", "CONNECTION_FAILURES_TO_STOP", "choose_workers", "usable_cpus", "MAX_WORKERS",
+           "failure_line", "CONNECTION_FAILURES_TO_STOP", "choose_workers", "usable_cpus",
            "EPISODES_PER_WORKER", "MAX_REPEATS", "collision_note", "pin_differences", "pins_note", "MAX_CONCURRENCY",
            "API_CONCURRENCY", "default_concurrency", "live_caps", "WORLD_MB", "GAME_MB", "WORLD_MEMORY_MB",
            "MAX_LIVE_GAMES", "MAX_POOLED_WORLDS", "ENDPOINT_CHECK_S", "DEFAULT_BASE_URL", "endpoint_url",
@@ -48,8 +48,6 @@ ENDPOINT_CHECK_S = 5.0
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # Connection failures in a row, before any episode got through, that stop a run.
 CONNECTION_FAILURES_TO_STOP = 3
-#: The most worker processes a run may ask for (each runs a simulator: about 0.2-0.5 GB of memory).
-MAX_WORKERS = 64
 #: ``workers="auto"``: one worker per this many episodes to run (at most one per usable CPU). A worker costs about
 #: 1.5 s before its first episode (a fresh interpreter, 0.5 s of imports, then a cold first episode: the GL
 #: context, shaders and texture mipmaps), about 2-6 episodes' worth (benchmarks/bench_workers.py), which a
@@ -482,10 +480,10 @@ def usable_cpus() -> int:
 
 
 def choose_workers(requested, n_episodes: int, cpus: int | None = None) -> int:
-    """How many worker processes run ``n_episodes`` episodes: ``requested`` is a count (1 to :data:`MAX_WORKERS`;
-    never more workers than episodes, so none starts idle) or ``"auto"``: one worker per
-    :data:`EPISODES_PER_WORKER` episodes, at most one per usable CPU (:func:`usable_cpus`), at least one. A count
-    outside 1…MAX_WORKERS or another text raises ValueError (one line)."""
+    """How many worker processes run ``n_episodes`` episodes: ``requested`` is a count (1 to
+    :data:`spatialact.vocab.MAX_WORKERS`; never more workers than episodes, so none starts idle) or ``"auto"``: one
+    worker per :data:`EPISODES_PER_WORKER` episodes, at most one per usable CPU (:func:`usable_cpus`), at least one.
+    A count outside 1…MAX_WORKERS or another text raises ValueError (one line)."""
     n = max(0, int(n_episodes))
     if requested == "auto":
         c = usable_cpus() if cpus is None else max(1, int(cpus))

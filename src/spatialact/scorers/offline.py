@@ -50,14 +50,14 @@ import numpy as np
 from ..jsonline import (MAX_LINE_BYTES, LineTooLong, LongLine, fast_loads, iter_lines, open_input, read_bounded,
                         strict_json)
 from ..outputs import OutputFile, check_output
-from ..vocab import PROFILES
+from ..vocab import MAX_N_BOOT, MAX_WORKERS, PROFILES
 from .aggregate import (KIND_LEAVES, MAX_GROUPS, aggregate_coded, hierarchical_scores, leaf_of, load_tree,
                         skill_summary, tag_label)
 from .batch import KIND_CODES, score_episodes_batch
 from .ground_truth import ground_truth_message, ground_truth_misses, success_thresholds
 from .step import normalise_weights
 
-__all__ = ["score_file", "OFFLINE_PROFILES", "REASONS", "CHUNK", "default_out", "MAX_WORKERS", "MAX_N_BOOT"]
+__all__ = ["score_file", "OFFLINE_PROFILES", "REASONS", "CHUNK", "default_out"]
 
 #: Profiles of :func:`score_file`.
 OFFLINE_PROFILES = (*PROFILES, "lmms-eval")
@@ -68,10 +68,8 @@ REASONS = ("parse_error", "invalid_json", "invalid_line", "unknown_task", "lmms_
 CHUNK = 20_000
 #: Lines per piece handed to a worker process (``workers > 1``).
 PIECE = 2_048
-#: The most worker processes ``score_file`` takes (``workers``); it starts no more than there are pieces of work.
-MAX_WORKERS = 64
-#: The most bootstrap resamples ``score_file`` takes (``n_boot``; the default is 1000).
-MAX_N_BOOT = 100_000
+# The most worker processes (``workers``) and bootstrap resamples (``n_boot``) score_file takes: vocab.MAX_WORKERS,
+# vocab.MAX_N_BOOT (their one home, shared with the command line and eval).
 #: Bytes of output held in memory, before a line has named a task, beyond which they spill to a temporary file.
 HOLD = 32 << 20
 
