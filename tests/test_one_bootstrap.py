@@ -1,7 +1,8 @@
 """One bootstrap and one mean-with-interval summary: ``scorers.bootstrap_ci`` (a tuple) and ``scorers.summarise`` (a
-dict) are the implementation; ``evaluation.stats.bootstrap_ci`` / ``summarise`` (a Summary of loose report values)
-and the diagnostics' paired interval adapt them and give the same numbers. The questions' ``summarise`` is another
-idea (answer accuracy, CircularEval) under its own name, ``summarise_answers``."""
+dict) are the implementation; ``evaluation.stats.summary_of`` / ``summary_of_records`` (a Summary of loose report
+values, of records) and the diagnostics' paired interval adapt them and give the same numbers, under names of their
+own. The questions' ``summarise`` is another idea (answer accuracy, CircularEval) under its own name,
+``summarise_answers``."""
 
 from __future__ import annotations
 
@@ -18,23 +19,31 @@ def test_the_report_summary_is_the_scorers_numbers_for_the_same_values():
     rng = np.random.default_rng(5)
     x = rng.random(37)
     lo, hi = bootstrap_ci(x)
-    s = stats.bootstrap_ci(list(x))
+    s = stats.summary_of(list(x))
     assert (s.mean, s.ci_low, s.ci_high, s.n) == (float(x.mean()), lo, hi, 37)
     assert s.to_dict() == summarise(x)
-    assert stats.summarise([{"score": v} for v in x]) == s
+    assert stats.summary_of_records([{"score": v} for v in x]) == s
     # loose values: None, text, NaN and inf are left out, booleans count 0 / 1 (what a report holds)
     loose = [None, "n/a", float("nan"), math.inf, True, False, *x[:5]]
     want = summarise(np.r_[1.0, 0.0, x[:5]], n_boot=300, seed=2)
-    assert stats.bootstrap_ci(loose, n_boot=300, seed=2).to_dict() == want
+    assert stats.summary_of(loose, n_boot=300, seed=2).to_dict() == want
+
+
+def test_one_name_one_meaning():
+    """No name is both a scorers statistic and a report adapter with another return type."""
+    import spatialact.scorers as scorers
+
+    assert not set(stats.__all__) & set(scorers.__all__)
+    assert not hasattr(stats, "bootstrap_ci") and "summarise" not in vars(stats)
 
 
 def test_summary_from_dict_and_the_empty_group():
     empty = stats.Summary.from_dict(summarise([]))
     assert empty.n == 0 and all(math.isnan(v) for v in (empty.mean, empty.ci_low, empty.ci_high))
-    nothing = stats.bootstrap_ci([None, "x"])
+    nothing = stats.summary_of([None, "x"])
     assert nothing.n == 0 and math.isnan(nothing.mean) and nothing.fmt() == "–"
     one = stats.Summary.from_dict({"mean": 0.25, "ci_low": 0.25, "ci_high": 0.25, "n": 1})
-    assert one == stats.Summary(0.25, 0.25, 0.25, 1) == stats.bootstrap_ci([0.25])
+    assert one == stats.Summary(0.25, 0.25, 0.25, 1) == stats.summary_of([0.25])
     assert one.fmt() == "0.250"
 
 

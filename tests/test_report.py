@@ -17,7 +17,7 @@ from PIL import Image
 from _fabricate import fabricate_run
 from spatialact.cli.main import main
 from spatialact.report import make_report
-from spatialact.evaluation.stats import bootstrap_ci
+from spatialact.evaluation.stats import summary_of
 
 EVIL = '<script>alert("pwned")</script> {"actions": ["W"], "step_nums": [1]} <img src=x onerror=alert(1)>'
 
@@ -92,18 +92,18 @@ def test_cli_report(runs, tmp_path, capsys):
 
 
 def test_bootstrap_known_answers():
-    s = bootstrap_ci([0.0, 1.0], n_boot=4000)
+    s = summary_of([0.0, 1.0], n_boot=4000)
     assert s.mean == 0.5 and s.ci_low == 0.0 and s.ci_high == 1.0 and s.n == 2
-    c = bootstrap_ci([0.3] * 7)
+    c = summary_of([0.3] * 7)
     assert (c.mean, c.ci_low, c.ci_high) == pytest.approx((0.3, 0.3, 0.3))
-    assert bootstrap_ci([None, float("nan"), 2.0]).n == 1
-    assert bootstrap_ci([]).n == 0
+    assert summary_of([None, float("nan"), 2.0]).n == 1
+    assert summary_of([]).n == 0
     x = np.random.default_rng(3).normal(0.5, 0.1, 400)
-    s = bootstrap_ci(x)
+    s = summary_of(x)
     se = x.std(ddof=1) / np.sqrt(len(x))
     assert s.ci_low < s.mean < s.ci_high
     assert s.ci_high - s.ci_low == pytest.approx(2 * 1.96 * se, rel=0.15)
-    assert bootstrap_ci(x) == s  # seeded
+    assert summary_of(x) == s  # seeded
 
 
 def _chromium():

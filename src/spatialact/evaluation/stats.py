@@ -4,8 +4,9 @@ summary of a run that leads with skill (:func:`summary_row`, :func:`summary_tabl
 The statistics themselves live in :mod:`spatialact.scorers.aggregate` — one bootstrap
 (:func:`spatialact.scorers.bootstrap_ci`, an interval as a tuple) and one summary
 (:func:`spatialact.scorers.summarise`, mean, interval and n as a dict) for the whole project, so a report and
-``spatialact score`` give the same interval for the same scores. This module only adapts them: to report values,
-which are loose (None, NaN, strings, booleans counted as 0 / 1), and to the :class:`Summary` value reports print.
+``spatialact score`` give the same interval for the same scores. This module only adapts them, under names of its
+own: :func:`summary_of` takes report values, which are loose (None, NaN, strings, booleans counted as 0 / 1), and
+gives the :class:`Summary` value reports print; :func:`summary_of_records` takes records and a key.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ import numpy as np
 
 from ..records import is_failure
 from ..scorers.aggregate import skill_summary
-from ..scorers.aggregate import summarise as _summarise
+from ..scorers.aggregate import summarise as _summarise  # not re-exported: stats.summary_of is this module's name
 from ..vocab import KINDS
 
-__all__ = ["Summary", "bootstrap_ci", "summarise", "group_summaries", "episode_skill", "repeat_spread",
+__all__ = ["Summary", "summary_of", "summary_of_records", "group_summaries", "episode_skill", "repeat_spread",
            "summary_row", "summary_table", "format_skill"]
 
 
@@ -67,7 +68,7 @@ def _finite(values: Iterable) -> np.ndarray:
     return np.asarray(out, dtype=np.float64)
 
 
-def bootstrap_ci(values: Iterable, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> Summary:
+def summary_of(values: Iterable, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> Summary:
     """Mean of the finite values and the percentile bootstrap interval of the mean, as a :class:`Summary`.
 
     Values that are not numbers (None, strings, NaN, ±inf) are left out; booleans count as 0 / 1. An adapter: the
@@ -77,19 +78,19 @@ def bootstrap_ci(values: Iterable, n_boot: int = 1000, seed: int = 0, level: flo
     return Summary.from_dict(_summarise(_finite(values), n_boot, seed, level))
 
 
-def summarise(records: list[dict], key: str = "score", **kw) -> Summary:
-    """:func:`bootstrap_ci` of ``record[key]`` over the records (an adapter: records → values)."""
-    return bootstrap_ci((r.get(key) for r in records), **kw)
+def summary_of_records(records: list[dict], key: str = "score", **kw) -> Summary:
+    """:func:`summary_of` ``record[key]`` over the records (an adapter: records → values)."""
+    return summary_of((r.get(key) for r in records), **kw)
 
 
 def group_summaries(records: list[dict], group: Callable[[dict], Iterable[str]], key: str = "score",
                     **kw) -> dict[str, Summary]:
-    """Summaries per group value; ``group(record)`` returns the group values a record belongs to."""
+    """:func:`summary_of_records` per group value; ``group(record)`` returns the group values a record belongs to."""
     groups: dict[str, list[dict]] = {}
     for r in records:
         for g in group(r):
             groups.setdefault(g, []).append(r)
-    return {g: summarise(rs, key, **kw) for g, rs in sorted(groups.items())}
+    return {g: summary_of_records(rs, key, **kw) for g, rs in sorted(groups.items())}
 
 
 # ----- a run's summary, led by skill ----------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..diagnostics.summaries import run_diagnostics
-from ..evaluation.stats import bootstrap_ci
+from ..evaluation.stats import summary_of
 from ..outputs import OutputError
 from ..questions.scoring import summarise_answers
 from ..records import is_failure
@@ -121,8 +121,8 @@ def _run_json(run: RunData, calib) -> dict:
     out = {"run": run.label, "dir": str(run.path), "episodes": len(rs),
            "question_answers": sum(1 for r in every if r.get("record") == "question"),
            "skill": fig["skill"],
-           "score": bootstrap_ci(as_float(record_value(r, "score")) for r in rs).to_dict(),
-           "success": bootstrap_ci(succ).to_dict(), "spl": fig["spl"]["mean"], "parse_ok": fig["parse_ok"]["mean"],
+           "score": summary_of(as_float(record_value(r, "score")) for r in rs).to_dict(),
+           "success": summary_of(succ).to_dict(), "spl": fig["spl"]["mean"], "parse_ok": fig["parse_ok"]["mean"],
            "blocked": fig["blocked"] if fig["blocked"]["executed"] else None,
            "kinds": {k: _kind_figures([r for r in rs if str(r.get("kind")) == k]) for k in kinds},
            "tracks": ({t: _kind_figures([r for r in rs if track_of(r) == t]) for t in tracks}

@@ -16,7 +16,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..evaluation.stats import bootstrap_ci
+from ..evaluation.stats import summary_of
 from ..records import is_failure
 from ..scorers import skill_summary
 from .load import RunData, as_float, record_value, usage
@@ -143,7 +143,7 @@ def group_figures(records: list[dict], n_boot: int = 1000, seed: int = 0) -> dic
     spl = [as_float(record_value(r, "spl")) for r in records if not is_failure(r)]
     nb, ns = blocked_steps(records)
     return {"episodes": len(records), "skill": sk,
-            "score": bootstrap_ci((as_float(record_value(r, "score")) for r in records), n_boot, seed).to_dict(),
+            "score": summary_of((as_float(record_value(r, "score")) for r in records), n_boot, seed).to_dict(),
             "success": _rate(bool(v) for v in succ if v is not None),
             "spl": _rate(v for v in spl if math.isfinite(v)),
             "parse_ok": _rate(parse_ok_values(records)),

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from ..evaluation.stats import bootstrap_ci
+from ..evaluation.stats import summary_of
 from .load import RunData, as_float, record_value
 from .skill import group_figures, track_of
 
@@ -65,10 +65,10 @@ def overall_rows(runs: list[RunData]) -> tuple[list[str], list[list]]:
     for run in runs:
         rs = run.records
         fig = group_figures(rs)
-        succ = bootstrap_ci(record_value(r, "success") for r in rs if record_value(r, "success") is not None)
+        succ = summary_of(record_value(r, "success") for r in rs if record_value(r, "success") is not None)
         fpe = [as_float(record_value(r, "final_position_error")) for r in rs]
         fpe = [v for v in fpe if math.isfinite(v)]
-        reps = bootstrap_ci((record_value(r, "n_repairs") for r in rs), n_boot=0)
+        reps = summary_of((record_value(r, "n_repairs") for r in rs), n_boot=0)
         errors = sum(1 for r in rs if r.get("error"))
         rows.append([run.label, len(rs), fmt_skill(fig["skill"]), fmt_summary(fig["score"]), succ.fmt(),
                      fmt_rate(fig["spl"]), fmt_rate(fig["parse_ok"], percent=True),
