@@ -134,10 +134,9 @@ def render(perf_text: str) -> str:
     for what, how, (bench, words) in NOT_MEASURED:
         if not any(r["bench"] == f"`{bench}`" and words in r["figure"] for r in rows):
             out.append(f"| {what} | not measured (no row in docs/performance.md): {how} | | |")
-    sections = [line[3:].strip() for line in perf_text.splitlines()[1:] if line.startswith("## ")]
-    if sections:
-        out += ["", "Measured by hand, with what the benchmarks printed and what the figures say: "
-                + "; ".join(f"\"{h}\"" for h in sections) + " in docs/performance.md."]
+    if any(line.startswith("## ") for line in perf_text.splitlines()):
+        out += ["", "Benchmarks run by hand (many requests in flight, local models in batches, …) are in the "
+                "sections after docs/performance.md's table, each with what it printed and what its figures say."]
     return "\n".join(out)
 
 
