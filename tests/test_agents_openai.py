@@ -93,6 +93,29 @@ def test_429_then_success_is_retried(server, agent_factory):
     assert turn.parse.sequence.steps[0].signed_counts().tolist() == [0, 0, 2, 0, 0, 0]
 
 
+def test_429s_are_retried_past_max_retries_while_their_waits_fit_rate_limit_wait(server, agent_factory):
+    """Six 429s asking for 0.2 s each (1.2 s in all), then an answer: with max_retries 2 the answer still comes when
+    rate_limit_wait allows 1.2 s (7 attempts), not when it allows 1.0 s (the sixth wait would pass it: 6 attempts,
+    an error), and never with rate_limit_wait 0 (max_retries alone: 3 attempts). A 5xx is bounded by max_retries."""
+    answer = ("ok", '{"actions": ["W"], "step_nums": [2]}')
+    for wait_s, attempts, ok in ((1.25, 7, True), (1.0, 6, False), (0.0, 3, False)):
+        server.script = [("status", 429, "0.2")] * 6 + [answer]
+        server.requests.clear()
+        agent = agent_factory(max_retries=2, rate_limit_wait=wait_s, cache_dir=None)
+        agent.reset(make_task(answer_format="flat"))
+        turn = agent.act(_obs())
+        assert (turn.error is None) == ok and turn.info["attempts"] == attempts == len(server.requests)
+        assert agent.describe()["params"]["rate_limit_wait"] == wait_s
+    server.script = [("status", 503)] * 4 + [answer]
+    server.requests.clear()
+    agent = agent_factory(max_retries=2, rate_limit_wait=100.0, cache_dir=None)
+    agent.reset(make_task(answer_format="flat"))
+    turn = agent.act(_obs())
+    assert turn.error is not None and turn.info["attempts"] == 3
+    with pytest.raises(AgentConfigError, match="rate_limit_wait"):
+        agent_factory(rate_limit_wait=-1)
+
+
 def test_retries_exhausted_and_4xx_not_retried(server, agent_factory):
     server.script = [("status", 500), ("status", 500)]
     agent = agent_factory(max_retries=1, cache_dir=None)

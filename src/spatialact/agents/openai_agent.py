@@ -339,7 +339,10 @@ class OpenAIAgent(PromptedAgent):
     ``model`` (required), ``base_url`` (None: the OpenAI API), ``api_key_env`` / ``api_key_file`` (see the
     module doc; for a local server without authentication the variable may be unset when ``base_url`` is
     given), ``timeout`` seconds per request, ``max_retries`` extra attempts on 429 / 5xx / connection errors,
-    ``backoff`` first wait in seconds (doubled each retry, capped at ``max_backoff``), ``retry_on_timeout``,
+    ``rate_limit_wait`` seconds of waiting that 429 replies may take in all — a rate-limited request is retried
+    past ``max_retries`` while its waits (``Retry-After``, else backoff) add up to at most this (default
+    :data:`~spatialact.agents.wire.MAX_RETRY_AFTER_S`, 300 s; 0: ``max_retries`` alone), ``backoff`` first wait
+    in seconds (doubled each retry, capped at ``max_backoff``), ``retry_on_timeout``,
     ``cache_dir`` (None: no cache), ``max_tokens``, ``params`` (extra request fields, e.g. ``{"top_p": 1}``),
     ``price_in`` / ``price_out`` in USD per million prompt / completion tokens (for the cost totals).
 
@@ -356,7 +359,7 @@ class OpenAIAgent(PromptedAgent):
                  backoff: float = 1.0, max_backoff: float = 30.0, retry_on_timeout: bool = False,
                  cache_dir: str | os.PathLike | None = None, max_tokens: int | None = 1024,
                  params: dict | None = None, price_in: float | None = None, price_out: float | None = None,
-                 seed: int = 0, cues=None):
+                 seed: int = 0, cues=None, rate_limit_wait: float = MAX_RETRY_AFTER_S):
         if not model or not isinstance(model, str) or not model.strip():
             raise AgentConfigError("openai: a model name is required (--agent-arg model=NAME)")
         if len(model) > 256 or any(c.isspace() or not c.isprintable() for c in model):
@@ -367,6 +370,7 @@ class OpenAIAgent(PromptedAgent):
             base_url = normalise_base_url(base_url)
         timeout = float(_number("timeout", timeout, lo=0.0, above=True, what=" (seconds)"))
         max_retries = _number("max_retries", max_retries, whole=True, lo=0, hi=MAX_RETRIES_LIMIT)
+        rate_limit_wait = float(_number("rate_limit_wait", rate_limit_wait, what=" (seconds)"))
         backoff = float(_number("backoff", backoff, what=" (seconds)"))
         max_backoff = float(_number("max_backoff", max_backoff, what=" (seconds)"))
         if max_tokens is not None:
@@ -407,6 +411,7 @@ class OpenAIAgent(PromptedAgent):
         self.api_key_file = None if api_key_file is None else str(api_key_file)
         self.timeout = timeout
         self.max_retries = max_retries
+        self.rate_limit_wait = rate_limit_wait
         self.backoff, self.max_backoff = backoff, max_backoff
         self.retry_on_timeout = bool(retry_on_timeout)
         self.cache = ResponseCache(cache_dir) if cache_dir is not None else None
@@ -456,7 +461,8 @@ class OpenAIAgent(PromptedAgent):
         return {"agent": self.name, "model": self.model,
                 "params": {"base_url": self.base_url, "temperature": self.params.get("temperature", 0),
                            "max_tokens": self.params.get("max_tokens", self.max_tokens),
-                           "timeout": self.timeout, "max_retries": self.max_retries, "backoff": self.backoff,
+                           "timeout": self.timeout, "max_retries": self.max_retries,
+                           "rate_limit_wait": self.rate_limit_wait, "backoff": self.backoff,
                            "extra": self._recorded_params(), "prompt_version": self.prompt_version,
                            "cues": list(self.cues),
                            "api_key_env": None if self.api_key_file else self.api_key_env,
@@ -558,7 +564,8 @@ class OpenAIAgent(PromptedAgent):
         Each attempt runs under a total deadline of ``timeout`` seconds (:class:`~spatialact.agents.wire.ReplyGuard`:
         a reply dripped byte by byte is abandoned then, as a silent server is), and reads at most
         :data:`~spatialact.agents.wire.MAX_REPLY_BYTES` of the reply (decoded while it streams); a reply cut there
-        keeps the text read so far (``truncated``). Retried (up to ``max_retries`` more attempts, after
+        keeps the text read so far (``truncated``). Retried (up to ``max_retries`` more attempts — a 429 also past
+        them while its waits add up to at most ``rate_limit_wait`` seconds —, after
         :meth:`_wait`: the reply's ``Retry-After``, else backoff): 429, 5xx, connection failures, malformed replies
         (a body that is not a chat completion, or a message with neither content nor tool calls) and, with
         ``retry_on_timeout``, timeouts. Other 4xx answers are returned at once. The error kind is one of
@@ -573,7 +580,9 @@ class OpenAIAgent(PromptedAgent):
         gate = current_gate()
         attempts = 0
         err, kind = "retries exhausted", "http"
-        for attempt in range(self.max_retries + 1):
+        limited_s = 0.0  # seconds waited so far after 429 replies (bounded by rate_limit_wait)
+        attempt = 0
+        while True:
             ticket = None
             if gate is not None:
                 try:
@@ -594,10 +603,13 @@ class OpenAIAgent(PromptedAgent):
                     gate.release(ticket, outcome, time.perf_counter() - t0, used)
             if message is not None:
                 return message, counts, None, None, attempts
-            if wait is None or attempt >= self.max_retries:
+            limited = outcome == "rate_limited" and wait is not None and limited_s + wait <= self.rate_limit_wait
+            if wait is None or (attempt >= self.max_retries and not limited):
                 return None, {}, err, kind, attempts
+            if outcome == "rate_limited":
+                limited_s += wait
             time.sleep(wait)
-        return None, {}, err, kind, attempts  # pragma: no cover - the loop always returns
+            attempt += 1
 
     def _cost(self, usage: dict) -> float | None:
         """USD for ``usage`` at the agent's prices; None when a count is unknown (and a price would apply)."""

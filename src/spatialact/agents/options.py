@@ -39,6 +39,7 @@ Meanings:
   ``api_key_file`` — a file holding the API key, instead of api_key_env;
   ``timeout`` — seconds one request may take in all (a total deadline, also for a reply that trickles in);
   ``max_retries`` — extra attempts after a 429, a 5xx or a connection error (0…100);
+  ``rate_limit_wait`` — seconds a request may wait in all on 429 replies, retried past max_retries (default 300);
   ``backoff`` — seconds waited before the first retry, doubled each retry;
   ``max_backoff`` — the longest wait between retries, in seconds;
   ``retry_on_timeout`` — also retry a request that timed out;
