@@ -17,6 +17,7 @@ import math
 import re
 import sys
 
+import numpy as np
 import pytest
 
 from _doc_commands import ROOT
@@ -147,10 +148,7 @@ def test_game_md_constants_read_as_the_code_gives_them():
     from spatialact.action_space import StepSizes
     from spatialact.envs.doom import engine, explorer, geodesic
 
-    v = [0.0] * 13   # the game variables with no CAMERA_FOV reported and the look level
-    import numpy as np
-
-    k = engine.camera_intrinsics(np.array(v), 320, 240)
+    k = engine.camera_intrinsics(np.zeros(13), 320, 240)   # game variables: no CAMERA_FOV reported, the look level
     mm = lambda units: f"{units * engine.UNIT_M * 1000:.1f} mm"   # noqa: E731
     cm = lambda units: f"{units * engine.UNIT_M * 100:.1f} cm"    # noqa: E731
     depth = engine.DEPTH_CALIBRATION
