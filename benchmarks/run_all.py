@@ -109,8 +109,8 @@ def write_doc(path: Path, rows: list[dict], quick: bool, seconds: float) -> None
         "Every figure the project quotes, each beside its anchor — what a user would run instead, measured in the",
         "same run on the same machine. This part, down to the GPU note, is written by `benchmarks/run_all.py` (do not",
         "edit it by hand; rerun it); the sections after it are written by benchmarks run by hand, each with what it",
-        "printed, and a rerun keeps them. A ratio above 1 means spatialact is faster. Ranges in the README are several",
-        "such runs.",
+        "printed, and a rerun keeps them. A ratio above 1 means spatialact is faster. The README's speed table is made",
+        "from this table by `scripts/make_readme_speed.py`.",
         "",
         f"- date: {time.strftime('%Y-%m-%d %H:%M %Z')}",
         f"- machine: {machine()}",
@@ -182,6 +182,8 @@ def main() -> int:
     if doc is not None and not no_doc:
         write_doc(doc, rows, quick, time.time() - t0)
         print(f"\n{len(rows)} figures → {doc}")
+        if doc.resolve() == (here.parent / "docs" / "performance.md").resolve():  # the README's table follows the page
+            status |= subprocess.call([sys.executable, str(here.parent / "scripts" / "make_readme_speed.py")])
     return status
 
 
