@@ -27,6 +27,7 @@ import numpy as np
 
 from ..action_space import ActionSequence, parse_object, parse_response
 from ..action_space.primitives import MOTION_PRIMITIVES, Primitive
+from ..tasks.scene import GameScene
 from ..vocab import MODES
 from .base import observation_mode
 from .cues import cue_content, cue_problem, parse_cues
@@ -115,7 +116,8 @@ GAME_CONTROLS = ("Game controls: this task is played in a first-person game (Doo
 
 
 def _is_game(task) -> bool:
-    return task.source == "game" or (isinstance(task.scene, dict) and task.scene.get("type") == "game")
+    """A game task: its scene is a game level, or (without a scene) it was cut from a game recording."""
+    return task.source == "game" or isinstance(task.scene, GameScene)
 
 
 def _sizes_text(task, cap: int) -> str:

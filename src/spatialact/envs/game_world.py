@@ -63,6 +63,7 @@ import numpy as np
 from .. import geometry
 from ..action_space import ActionSequence, StepSizes
 from ..tasks import Task
+from ..tasks.scene import Scene, parse_scene
 from .camera import CameraSpec
 from .doom.engine import (RESOLUTIONS, TILT_DOWN_LIMIT_DEG, TILT_UP_LIMIT_DEG, UNIT_M, depth_to_metres,
                           require_vizdoom, yaw_tilt_roll)
@@ -136,8 +137,11 @@ def close_parked_engines() -> None:
 
 
 def is_game_scene(scene) -> bool:
-    """Whether a task's ``scene`` is a game level (``{"type": "game", ...}``)."""
-    return isinstance(scene, dict) and scene.get("type") == GAME_SCENE_TYPE
+    """Whether a scene is a game level: a task's typed scene (``task.scene.is_game``) or a scene object read as one
+    (``{"type": "game", ...}``, :func:`spatialact.tasks.scene.parse_scene`)."""
+    if isinstance(scene, Scene):
+        return scene.is_game
+    return isinstance(scene, dict) and parse_scene(scene).is_game
 
 
 def engine_resolution(width: int, height: int) -> tuple[int, int]:
@@ -402,6 +406,18 @@ class GameWorld(World):
         checked = check_game_scene(spec)
         checked.pop("wad_path")
         return checked
+
+    @classmethod
+    def check_task(cls, task, cfg) -> str | None:
+        """The pre-run check of a game task (:meth:`World.check_task`): FlipEval closed-loop is refused (the mirrored
+        level does not exist), then :func:`game_scene_problem` (vizdoom, ``--env pybullet``, the WAD and its
+        SHA-256, the map, the start)."""
+        tid = f"task {task.id!r}"
+        if cfg.variant == "mirror" and cfg.mode == "closed-loop":
+            return (f"{tid}: --flip closed-loop cannot run a game task: the mirrored level does not exist (run --flip "
+                    f"with --mode one-shot)")
+        problem = game_scene_problem(task, cfg.env)
+        return f"{tid}: {problem}" if problem else None
 
     @classmethod
     def replays_recording(cls, scene) -> bool:

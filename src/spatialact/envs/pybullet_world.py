@@ -15,11 +15,17 @@ import functools
 import hashlib
 import inspect
 import json
+import math
+import os
+import stat
+
+from typing import ClassVar
 
 import numpy as np
 
 from ..tasks import Task
-from .replay import ReplayWorld, TaskRecording, build_replay_world, is_replay_scene, scene_aspect
+from .replay import (ReplayWorld, TaskRecording, build_replay_world, is_replay_scene, load_scene_trajectory,
+                     scene_aspect)
 from .rendering import BulletWorld, check_render_quality, default_render_quality
 from .scenes import build_scene, normalise_scene_spec
 from .world import World
@@ -39,6 +45,8 @@ class PyBulletWorld(World):
     (:class:`BulletWorld`); every subclass takes it as a keyword, whether or not its constructor names it
     (:meth:`__init_subclass__`).
     """
+
+    habitat_stands_in: ClassVar[bool] = True
 
     def __init__(self, camera, renderer: str = "tiny", render_quality: str | None = None):
         super().__init__(camera)
@@ -159,6 +167,26 @@ class PyBulletWorld(World):
         """Put movable things back where the scene spec places them (the scene reused across tasks)."""
 
     # ----- task ----------------------------------------------------------------------------------------------------
+    @classmethod
+    def check_task(cls, task, cfg) -> str | None:
+        """The pre-run check of a task whose scene a PyBullet world builds (:meth:`World.check_task`; ``--env
+        habitat``'s own refusals come first, :attr:`World.habitat_stands_in`): a replay scene's recording loads
+        (PyBullet only); a procedural or mesh scene is one the builder takes (known generator and layout, a mesh file that
+        parses, ``params`` it reads). One line naming the task and the field, or the ``--env`` option; or None."""
+        tid = f"task {task.id!r}"
+        env = cfg.env
+        if is_replay_scene(task.scene):
+            if env == "habitat":
+                return f"{tid}: replay scenes run in PyBullet only (use --env pybullet)"
+            problem = _replay_problem(task.scene)
+            return f"{tid}: {problem}" if problem else None
+        try:
+            spec = normalise_scene_spec(task.scene)
+        except ValueError as e:
+            return f"{tid}: {str(e).splitlines()[0]}"
+        problem = (spec.get("mesh") and _mesh_problem(spec["mesh"])) or _scene_params_problem(spec)
+        return f"{tid}: {problem}" if problem else None
+
     def configure_task(self, task, observation: str = "sim") -> None:
         """In a replay world: check the task against the trajectory (one-line ValueError naming the task and the
         field), take its keyframes and the recorded camera (resized to the observation size)."""
@@ -196,3 +224,70 @@ class PyBulletWorld(World):
         kw = {"success": success} if success else {}
         return Task(id=task_id, kind=self.kind, source="procedural", start_pose=start, goal_pose=goal, gt=gt,
                     sizes=gt.sizes, answer_format="stepped", scene=scene, tags=tags, instruction=instruction, **kw)
+
+
+
+def _replay_problem(scene: dict) -> str | None:
+    """Why a replay scene's recording cannot be used (``scene.trajectory …``, ``scene.mesh …``), or None: the
+    trajectory must be a regular file or a folder, and load as the scene says (the loader the run uses, with its
+    per-process cache)."""
+    traj = scene.get("trajectory")
+    if not traj or not isinstance(traj, (str, os.PathLike)):
+        return f"scene.trajectory: a replay scene needs the path of its recording, got {traj!r}"
+    try:
+        mode = os.stat(traj).st_mode
+    except OSError:
+        return f"scene.trajectory {traj}: no such file or folder (the replay scene's recording)"
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        return f"scene.trajectory {traj}: not a regular file or a folder (the replay scene's recording)"
+    try:
+        load_scene_trajectory(scene, where="scene")
+    except (ValueError, OSError) as e:
+        msg = " ".join(str(e).split())
+        return msg[len("scene: "):] if msg.startswith("scene: ") else f"scene.trajectory {traj}: {msg}"
+    mesh = scene.get("mesh")
+    if mesh and (problem := _mesh_problem(mesh)):
+        return problem
+    return None
+
+
+def _scene_params_problem(spec: dict) -> str | None:
+    """Why a procedural or mesh scene's ``params`` would stop the scene builder (the values it reads itself, refused
+    here before the run rather than in every episode), or None."""
+    params = spec.get("params") or {}
+    layout = params.get("layout")
+    if spec["generator"] == "room" and layout:
+        from .scenes import ROOM_LAYOUTS
+
+        if not isinstance(layout, str) or layout not in ROOM_LAYOUTS:
+            return f"scene.params.layout must be one of {', '.join(ROOM_LAYOUTS)}, got {str(layout)[:60]!r}"
+    if spec["generator"] == "mesh":
+        if "up" in params and params["up"] not in ("y", "z"):
+            return f"scene.params.up must be 'y' or 'z', got {str(params['up'])[:60]!r}"
+        margin = params.get("margin", 0.3)
+        if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not math.isfinite(margin):
+            return f"scene.params.margin must be a number of metres, got {str(margin)[:60]!r}"
+    return None
+
+
+_MESHES: dict[tuple, str | None] = {}
+
+
+def _mesh_problem(path: str) -> str | None:
+    """Why the scene file ``path`` cannot be built (one line starting ``scene.mesh:``), or None: the file is parsed
+    once here (memoised by path, size and mtime), so a corrupt mesh is refused before the run, not an episode
+    failure in it."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return f"scene.mesh {path}: no such file"
+    key = (path, st.st_size, st.st_mtime_ns)
+    if key not in _MESHES:
+        from .scenes import load_scene_meshes
+
+        try:
+            load_scene_meshes(path)
+            _MESHES[key] = None
+        except (ValueError, OSError) as e:
+            _MESHES[key] = " ".join(str(e).split())
+    return _MESHES[key]

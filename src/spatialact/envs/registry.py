@@ -8,6 +8,10 @@
 
 Registration names the classes by entry point (``module:Class``), so nothing here imports an environment until one
 is made.
+
+:data:`WORLDS` maps the key a task's typed scene names (``task.scene.world``: :mod:`spatialact.tasks.scene`) to the
+:class:`~spatialact.envs.world.World` class that runs it, by import path too; :func:`world_class` imports it, and
+:func:`register_world` adds one (a new kind of scene: docs/architecture.md, "Add a world").
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from __future__ import annotations
 import gymnasium as gym
 
 __all__ = ["make_env", "env_class", "KIND_TO_ID", "ENV_IDS", "ENTRY_POINTS", "GAME_NAV_ID", "GAME_ENTRY_POINT",
-           "BACKENDS", "runs_in_game"]
+           "BACKENDS", "runs_in_game", "WORLDS", "world_class", "register_world"]
 
 KIND_TO_ID = {"nav": "spatialact/CameraNav-v0", "manip": "spatialact/GripperManip-v0",
               "hand": "spatialact/HandManip-v0"}
@@ -35,12 +39,44 @@ for _id, _entry in [(KIND_TO_ID[k], ENTRY_POINTS[k]) for k in KIND_TO_ID] + [(GA
         gym.register(id=_id, entry_point=_entry)
 
 
+#: scene's world key (``Scene.world``) -> the World class, as ``module:Class`` (imported by :func:`world_class`)
+WORLDS: dict[str, str] = {
+    "pybullet": "spatialact.envs.pybullet_world:PyBulletWorld",  # any PyBullet scene (replay scenes: by source)
+    "free_camera": "spatialact.envs.free_camera:FreeCameraWorld",  # procedural rooms, mesh files
+    "tabletop": "spatialact.envs.tabletop:TabletopWorld",  # procedural tabletops (Panda or hand)
+    "game": "spatialact.envs.game_world:GameWorld",  # game levels
+}
+
+
+def register_world(key: str, world) -> None:
+    """Make the scene key ``key`` name ``world``: a :class:`~spatialact.envs.world.World` subclass or its import
+    path ``"module:Class"``."""
+    if not isinstance(key, str) or not key:
+        raise ValueError(f"a world key is a non-empty string, got {key!r}")
+    WORLDS[key] = world
+
+
+def world_class(scene):
+    """The World class that runs ``scene`` (a task's typed scene, its key ``scene.world``, or the key itself),
+    imported on first use. An unknown key raises a one-line ValueError; a world whose packages are missing raises
+    ImportError."""
+    key = scene if isinstance(scene, str) else getattr(scene, "world", None)
+    target = WORLDS.get(key) if isinstance(key, str) else None
+    if target is None:
+        raise ValueError(f"scene names the world {key!r}, which is not one of {', '.join(WORLDS)}")
+    if not isinstance(target, str):
+        return target
+    import importlib
+
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
 def runs_in_game(task=None, scene=None) -> bool:
-    """Whether a task (or a fixed ``scene``) is a game level, ``{"type": "game", ...}``: it runs in GameNav."""
-    for s in (getattr(task, "scene", None), scene):
-        if isinstance(s, dict) and s.get("type") == "game":
-            return True
-    return False
+    """Whether a task (or a fixed ``scene``) is a game level (``task.scene.is_game``): it runs in GameNav."""
+    from ..tasks.scene import parse_scene
+
+    return any(isinstance(s, dict) and parse_scene(s).is_game for s in (getattr(task, "scene", None), scene))
 
 
 def env_class(kind: str):

@@ -40,7 +40,8 @@ class World(ABC):
     Class attributes: ``kind`` (the task kind it runs: ``nav``, ``manip``, ``hand``), ``has_gripper`` (whether a
     step's gripper element acts), ``default_generator`` (the scene generator of ``reset()`` without a task),
     ``renders_any_pose`` (False for a world that can only render from its body's current pose, e.g. a game whose
-    engine draws the player's view: :meth:`render_views` then refuses other poses).
+    engine draws the player's view: :meth:`render_views` then refuses other poses), ``habitat_stands_in`` (whether
+    ``--env habitat`` runs its tasks in habitat-sim instead).
 
     Attributes: ``camera`` (the :class:`~spatialact.envs.rendering.CameraSpec` in use — a replayed task's recorded
     camera resized to the observation size, else ``base_camera``), ``base_camera`` (the environment's camera),
@@ -52,6 +53,9 @@ class World(ABC):
     has_gripper: ClassVar[bool] = False
     default_generator: ClassVar[str] = "room"
     renders_any_pose: ClassVar[bool] = True
+    #: Whether ``--env habitat`` runs this world's tasks in habitat-sim instead (CameraNav's scenes: the PyBullet
+    #: worlds); the pre-run check then refuses what habitat-sim cannot run before asking :meth:`check_task`.
+    habitat_stands_in: ClassVar[bool] = False
 
     def __init__(self, camera):
         self.base_camera = camera
@@ -70,6 +74,18 @@ class World(ABC):
     def load_scene(self, spec: dict, where: str = "scene") -> None:
         """Build the scene a spec describes; when it is the scene already loaded, only put movable things back where
         the spec places them. Refusals are one-line ValueErrors starting ``<where>: <field>:``."""
+
+    @classmethod
+    def check_task(cls, task, cfg) -> str | None:
+        """Why ``task`` cannot run in this world under the run's configuration ``cfg``, or None: the pre-run check
+        (``spatialact.evaluation.episode.check_runnable``) asks it of the world its scene names
+        (``task.scene.world``, a key of ``spatialact.envs.registry.WORLDS``) for every task before a run writes
+        anything, so a task that would fail in every episode is refused once, in one line naming the task and the
+        field (``task 'x': scene.mesh ...``) or the option (``--env ...``). ``cfg`` is the run's
+        :class:`~spatialact.evaluation.episode.EpisodeConfig` (``env``: the simulator asked for, ``mode``,
+        ``variant``, ...). Check what can be checked without starting the world: the packages it needs, the files
+        the scene names, the values its builder reads. The default refuses nothing."""
+        return None
 
     @classmethod
     def replays_recording(cls, scene) -> bool:

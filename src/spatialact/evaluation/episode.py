@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
 import re
 import time
 from dataclasses import asdict, dataclass, field
@@ -42,6 +41,7 @@ from ..image_files import ImageFileError, array_sha256, image_file_problem, read
 from ..records import (FAILURE_REASONS, RETRIED_ON_RESUME, SCORE_FIELDS, STEP_SCORE_FIELDS, episode_key,
                        failure_scores, is_failure, record_key)
 from ..tasks import Task
+from ..tasks.scene import GameScene
 from ..vocab import ENVS, MODES, PROFILES
 
 __all__ = ["EpisodeConfig", "EpisodeFrames", "run_episode", "episode_steps", "AgentCall", "drive", "world_kind",
@@ -189,9 +189,6 @@ def observation_supplies(task: Task, cfg: EpisodeConfig) -> frozenset:
     return frozenset({"pose", "depth", "intrinsics", "simulator"})
 
 
-_HABITAT: dict[str, bool] = {}
-
-
 def check_runnable(task: Task, cfg: EpisodeConfig) -> str | None:
     """Why ``task`` cannot run with ``cfg`` (one line naming the task and the field or option), or None.
 
@@ -199,11 +196,12 @@ def check_runnable(task: Task, cfg: EpisodeConfig) -> str | None:
     ``scene: null``, or ``--env none``, runs one-shot only); without a simulator the agent sees the task's
     ``start_image`` and ``goal_image``, which must be given. Every image the episode will read — the start and
     goal images without a simulator or when one-shot shows the recorded frames, an example image — must be a
-    readable image of at most ``spatialact.image_files.MAX_IMAGE_PIXELS`` (64 megapixels) whose pixels decode; the
-    habitat backend runs navigation tasks only and needs habitat-sim; a scene must be one the environments can
-    build (a known generator and layout, an existing mesh file that parses, a replay scene's trajectory that
-    loads). Extend it here when a new kind of scene arrives. (A free-camera task whose ground truth goes through
-    walls is not refused: the run warns about it, ``spatialact.evaluation.runner.collision_note``.)
+    readable image of at most ``spatialact.image_files.MAX_IMAGE_PIXELS`` (64 megapixels) whose pixels decode. The
+    scene itself is checked by the world it names (``task.scene.world`` → ``spatialact.envs.registry.world_class``
+    → ``World.check_task(task, cfg)``: the PyBullet worlds build procedural, mesh and replay scenes, the game world
+    its levels), so a new kind of scene brings its check with its world and nothing here changes. (A free-camera
+    task whose ground truth goes through walls is not refused: the run warns about it,
+    ``spatialact.evaluation.runner.collision_note``.)
     """
     tid = f"task {task.id!r}"
     problem = gt_problem(task)
@@ -223,104 +221,44 @@ def check_runnable(task: Task, cfg: EpisodeConfig) -> str | None:
                 return (f"{tid}: {field} is missing, and {why} to render the view: the agent needs the task's "
                         f"start_image and goal_image")
     else:
-        problem = _game_problem(task, env, cfg, tid) if _is_game(task) else _scene_problem(task, env, tid)
+        problem = _world_problem(task, cfg, env)
         if problem:
             return problem
     return _images_problem(task, cfg, tid)
 
 
-def _is_game(task: Task) -> bool:
-    return isinstance(task.scene, dict) and task.scene.get("type") == "game"
-
-
-def _game_problem(task: Task, env: str, cfg: EpisodeConfig, tid: str) -> str | None:
-    """A game level (GameNav): FlipEval closed-loop is refused (the mirrored level does not exist), then the game's
-    own checks (vizdoom, the WAD and its SHA-256, the map, the start)."""
-    if cfg.variant == "mirror" and cfg.mode == "closed-loop":
-        return (f"{tid}: --flip closed-loop cannot run a game task: the mirrored level does not exist (run --flip "
-                f"with --mode one-shot)")
-    from ..envs.game_world import game_scene_problem
-
-    problem = game_scene_problem(task, env)
-    return f"{tid}: {problem}" if problem else None
-
-
-def _scene_problem(task: Task, env: str, tid: str) -> str | None:
-    """Why ``task``'s scene cannot be built in the simulator ``env`` (a line naming the task and the field, or the
-    ``--env`` option), or None."""
-    if env == "habitat":
-        if task.kind != "nav":
-            return f"{tid}: --env habitat runs navigation tasks only, not {task.kind!r} (use --env pybullet)"
-        if "ok" not in _HABITAT:
-            from ..envs.habitat_backend import habitat_available
-
-            _HABITAT["ok"] = habitat_available()
-        if not _HABITAT["ok"]:
-            from ..envs.habitat_backend import INSTALL_HINT
-
-            return f"--env habitat: {INSTALL_HINT}"
+def _world_problem(task: Task, cfg: EpisodeConfig, env: str) -> str | None:
+    """The pre-run check of the world ``task``'s scene names (``World.check_task``), or the missing package."""
     try:
-        from ..envs.replay import is_replay_scene
-        from ..envs.scenes import normalise_scene_spec
+        from ..envs.registry import world_class
+
+        world = world_class(task.scene)
     except ImportError as e:
         return f"--env {env}: the simulator needs a missing package ({e}; pip install 'spatialact[sim]')"
-    if is_replay_scene(task.scene):
-        if env == "habitat":
-            return f"{tid}: replay scenes run in PyBullet only (use --env pybullet)"
-        problem = _replay_problem(task.scene)
-        return f"{tid}: {problem}" if problem else None
-    try:
-        spec = normalise_scene_spec(task.scene)
     except ValueError as e:
-        return f"{tid}: {str(e).splitlines()[0]}"
-    problem = (spec.get("mesh") and _mesh_problem(spec["mesh"])) or _scene_params_problem(spec)
-    return f"{tid}: {problem}" if problem else None
+        return f"task {task.id!r}: {e}"
+    if env == "habitat" and world.habitat_stands_in:
+        problem = _habitat_problem(task)
+        if problem:
+            return problem
+    return world.check_task(task, cfg)
 
 
-def _replay_problem(scene: dict) -> str | None:
-    """Why a replay scene's recording cannot be used (``scene.trajectory …``, ``scene.mesh …``), or None: the
-    trajectory must be a regular file or a folder, and load as the scene says (the loader the run uses, with its
-    per-process cache)."""
-    import stat
-
-    traj = scene.get("trajectory")
-    if not traj or not isinstance(traj, (str, os.PathLike)):
-        return f"scene.trajectory: a replay scene needs the path of its recording, got {traj!r}"
-    try:
-        mode = os.stat(traj).st_mode
-    except OSError:
-        return f"scene.trajectory {traj}: no such file or folder (the replay scene's recording)"
-    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-        return f"scene.trajectory {traj}: not a regular file or a folder (the replay scene's recording)"
-    from ..envs.replay import load_scene_trajectory
-
-    try:
-        load_scene_trajectory(scene, where="scene")
-    except (ValueError, OSError) as e:
-        msg = " ".join(str(e).split())
-        return msg[len("scene: "):] if msg.startswith("scene: ") else f"scene.trajectory {traj}: {msg}"
-    mesh = scene.get("mesh")
-    if mesh and (problem := _mesh_problem(mesh)):
-        return problem
-    return None
+_HABITAT: dict[str, bool] = {}
 
 
-def _scene_params_problem(spec: dict) -> str | None:
-    """Why a procedural or mesh scene's ``params`` would stop the scene builder (the values it reads itself, refused
-    here before the run rather than in every episode), or None."""
-    params = spec.get("params") or {}
-    layout = params.get("layout")
-    if spec["generator"] == "room" and layout:
-        from ..envs.scenes import ROOM_LAYOUTS
+def _habitat_problem(task: Task) -> str | None:
+    """``--env habitat``: habitat-sim runs navigation tasks only, and must be installed."""
+    if task.kind != "nav":
+        return f"task {task.id!r}: --env habitat runs navigation tasks only, not {task.kind!r} (use --env pybullet)"
+    if "ok" not in _HABITAT:
+        from ..envs.habitat_backend import habitat_available
 
-        if not isinstance(layout, str) or layout not in ROOM_LAYOUTS:
-            return f"scene.params.layout must be one of {', '.join(ROOM_LAYOUTS)}, got {str(layout)[:60]!r}"
-    if spec["generator"] == "mesh":
-        if "up" in params and params["up"] not in ("y", "z"):
-            return f"scene.params.up must be 'y' or 'z', got {str(params['up'])[:60]!r}"
-        margin = params.get("margin", 0.3)
-        if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not math.isfinite(margin):
-            return f"scene.params.margin must be a number of metres, got {str(margin)[:60]!r}"
+        _HABITAT["ok"] = habitat_available()
+    if not _HABITAT["ok"]:
+        from ..envs.habitat_backend import INSTALL_HINT
+
+        return f"--env habitat: {INSTALL_HINT}"
     return None
 
 
@@ -350,42 +288,19 @@ def gt_problem(task: Task) -> str | None:
     return ground_truth_problem(task)
 
 
-_MESHES: dict[tuple, str | None] = {}
-
-
-def _mesh_problem(path: str) -> str | None:
-    """Why the scene file ``path`` cannot be built (one line starting ``scene.mesh:``), or None: the file is parsed
-    once here (memoised by path, size and mtime), so a corrupt mesh is refused before the run, not an episode
-    failure in it."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return f"scene.mesh {path}: no such file"
-    key = (path, st.st_size, st.st_mtime_ns)
-    if key not in _MESHES:
-        from ..envs.scenes import load_scene_meshes
-
-        try:
-            load_scene_meshes(path)
-            _MESHES[key] = None
-        except (ValueError, OSError) as e:
-            _MESHES[key] = " ".join(str(e).split())
-    return _MESHES[key]
-
-
 def world_kind(task: Task, cfg: EpisodeConfig) -> str | None:
     """What an episode of ``task`` under ``cfg`` holds while it runs: ``"game"`` (a game level: a world and its
     engine process), ``"world"`` (a simulated world: a physics client and its renderer) or None (``--env none``, a
     task without a scene: images only). The runner bounds the live episodes of each kind (docs/evaluation.md)."""
     if env_name(task, cfg) == "none":
         return None
-    return "game" if _is_game(task) else "world"
+    return "game" if isinstance(task.scene, GameScene) else "world"
 
 
 def free_camera_task(task: Task, cfg: EpisodeConfig) -> bool:
     """Whether ``task`` runs in a free-camera world under ``cfg`` (CameraNav in PyBullet: a procedural room, a mesh
     or a camera path's replay room), the worlds whose walls ``cfg.collisions`` turns on or off."""
-    return task.kind == "nav" and env_name(task, cfg) == "pybullet" and not _is_game(task)
+    return task.kind == "nav" and env_name(task, cfg) == "pybullet" and not isinstance(task.scene, GameScene)
 
 
 _TAKES_COLLISIONS: dict[str, bool] = {}

@@ -11,6 +11,7 @@ import numpy as np
 from .. import geometry
 from ..action_space import MOTION_PRIMITIVES, ActionSequence, Primitive, StepSizes
 from ..vocab import ANSWER_FORMATS, KINDS
+from .scene import Scene, parse_scene
 
 __all__ = ["Task", "SCHEMA_VERSION", "READ_SCHEMA_VERSIONS", "default_success", "KINDS", "ANSWER_FORMATS",
            "sequence_record", "counts_from_names", "names_agree"]
@@ -92,8 +93,10 @@ class Task:
     """One task. Poses are (4, 4) float64 C2W matrices in metres (world +Z up, camera OpenCV axes).
 
     ``gt`` is the ground-truth ActionSequence from ``start_pose``; replayed, it lands on ``goal_pose`` within the
-    quantisation bound of docs/trajectories.md. ``scene`` says how to rebuild the scene (``{"generator", "seed", ...}``
-    or ``{"mesh": path}``), None for trajectory-only tasks, which are scored one-shot.
+    quantisation bound of docs/trajectories.md. ``scene`` says how to rebuild the scene: given as the task file's
+    object (``{"generator", "seed", ...}``, ``{"mesh": path}``, ``{"type": "replay" | "game", ...}``), it is read
+    once, here, into its type (:func:`spatialact.tasks.scene.parse_scene`: ``RoomScene``, ``GameScene``, ...,
+    each naming the world that runs it); None for trajectory-only tasks, which are scored one-shot.
     """
 
     id: str
@@ -105,7 +108,7 @@ class Task:
     sizes: StepSizes
     answer_format: str = "stepped"
     success: dict = field(default_factory=dict)
-    scene: dict | None = None
+    scene: Scene | None = None
     start_image: str | None = None
     goal_image: str | None = None
     example: dict | None = None
@@ -120,6 +123,11 @@ class Task:
             raise ValueError(f"task {self.id!r}: answer_format must be one of {ANSWER_FORMATS}")
         object.__setattr__(self, "start_pose", geometry.as_pose(self.start_pose).reshape(4, 4).copy())
         object.__setattr__(self, "goal_pose", geometry.as_pose(self.goal_pose).reshape(4, 4).copy())
+        if self.scene is not None and not isinstance(self.scene, Scene):
+            try:
+                object.__setattr__(self, "scene", parse_scene(self.scene))
+            except ValueError as e:
+                raise ValueError(f"task {self.id!r}: {e}") from None
         if not self.success:
             object.__setattr__(self, "success", default_success(self.kind))
 
@@ -147,7 +155,7 @@ class Task:
             "id": self.id,
             "kind": self.kind,
             "source": self.source,
-            "scene": self.scene,
+            "scene": None if self.scene is None else self.scene.to_dict(),
             "start_pose": self.start_pose.tolist(),
             "goal_pose": self.goal_pose.tolist(),
             "start_image": self.start_image,
