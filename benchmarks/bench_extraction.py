@@ -24,8 +24,9 @@ from scipy.spatial.transform import Rotation
 
 from spatialact import geometry
 from spatialact.action_space import Step, StepSizes
-from spatialact.trajectories import Trajectory, extract_actions
+from spatialact.tasks import extract_actions
 from spatialact.tasks.extraction import DEFAULT_THRESHOLDS
+from spatialact.trajectories import Trajectory
 
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

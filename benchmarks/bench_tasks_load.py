@@ -35,7 +35,8 @@ from traj_helpers import smooth_poses  # noqa: E402
 from spatialact.tasks import Task, clear_task_cache, load_tasks, save_tasks, task_schema  # noqa: E402
 from spatialact.jsonline import fast_loads  # noqa: E402
 from spatialact.tasks.validation import schema_validator, semantic_problems  # noqa: E402
-from spatialact.trajectories import Trajectory, tasks_from_trajectory  # noqa: E402
+from spatialact.tasks import tasks_from_trajectory  # noqa: E402
+from spatialact.trajectories import Trajectory  # noqa: E402
 
 
 def build_tasks(n: int) -> list[Task]:

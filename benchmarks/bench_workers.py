@@ -70,7 +70,7 @@ def worker_start_parts(renderers) -> None:
 
     from spatialact.evaluation.episode import EpisodeConfig, run_episode
     from spatialact.evaluation.runner import AgentSpec
-    from spatialact.evaluation.suites import builtin_suite
+    from spatialact.taskgen.suites import builtin_suite
 
     py = sys.executable
     bare, _ = _timed([py, "-c", "pass"])
@@ -125,7 +125,7 @@ def main() -> None:
     if args.quick:
         args.episodes, args.renderers = 8, "tiny"
     from spatialact.evaluation.runner import EPISODES_PER_WORKER, usable_cpus
-    from spatialact.evaluation.suites import builtin_suite
+    from spatialact.taskgen.suites import builtin_suite
 
     renderers = args.renderers.split(",")
     counts = [w if w == "auto" else int(w) for w in args.workers.split(",")]

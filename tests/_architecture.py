@@ -265,3 +265,101 @@ def documented_aliases(doc: Path) -> set[str]:
         if m:
             out.add(m.group(1))
     return out
+
+
+# ----- re-exports: every public name has one home -------------------------------------------------------------------
+def _top_level(tree: ast.Module):
+    """The statements run at import: the module's own, and those inside top-level ``if`` / ``try`` blocks."""
+    todo = list(tree.body)
+    while todo:
+        node = todo.pop(0)
+        yield node
+        if isinstance(node, (ast.If, ast.Try)):
+            todo[:0] = [*node.body, *getattr(node, "handlers", ()), *node.orelse, *getattr(node, "finalbody", ())]
+        elif isinstance(node, ast.ExceptHandler):
+            todo[:0] = node.body
+
+
+def _bindings(module: str, is_pkg: bool, tree: ast.Module) -> tuple[set[str], dict[str, str]]:
+    """(names the module defines itself, {name: the module it was imported from}) at module level."""
+    defined, imported = set(), {}
+    for node in _top_level(tree):
+        if isinstance(node, ast.ImportFrom):
+            target = _resolve(module, is_pkg, node.level, node.module)
+            for a in node.names:
+                imported[a.asname or a.name] = target
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                imported[a.asname or a.name.split(".")[0]] = a.name
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+                defined.update(n.id for n in ast.walk(t) if isinstance(n, ast.Name))
+    return defined, {k: v for k, v in imported.items() if k not in defined}
+
+
+def _dunder_all(tree: ast.Module) -> list[str]:
+    """The string constants of ``__all__`` (a literal, or ``sorted(...)`` of one)."""
+    for node in _top_level(tree):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            return [n.value for n in ast.walk(node.value) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    return []
+
+
+def _getattr_imports(module: str, is_pkg: bool, tree: ast.Module) -> list[tuple[int, str]]:
+    """(line, target) of each import inside the module-level ``__getattr__`` (``importlib.import_module`` of a
+    literal or an f-string counts: its target is the literal text before the first placeholder)."""
+    out = []
+    for node in tree.body:
+        if not (isinstance(node, ast.FunctionDef) and node.name == "__getattr__"):
+            continue
+        for n in ast.walk(node):
+            if isinstance(n, ast.ImportFrom):
+                out.append((n.lineno, _resolve(module, is_pkg, n.level, n.module)))
+            elif isinstance(n, ast.Import):
+                out.extend((n.lineno, a.name) for a in n.names if a.name.split(".")[0] == PKG)
+            elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "import_module"
+                  and n.args):
+                out.append((n.lineno, "(dynamic)"))
+    return out
+
+
+def reexports(root: Path = SRC) -> list[str]:
+    """Every name a module hands out that it imported from another module, one line each:
+
+    * a module that is not a package's ``__init__`` and lists in ``__all__`` a name it imports rather than defines,
+      or has a module-level ``__getattr__`` that imports (an alias to another module's attribute);
+    * a package's ``__init__`` that lists in ``__all__`` a name imported from outside the package, or a name that
+      the submodule it imports it from imports in turn, or whose ``__getattr__`` imports from outside the package.
+
+    The root package (``spatialact/__init__.py``) holds the version only and is not read.
+    """
+    files = sorted((root / PKG).rglob("*.py"))
+    info = {}
+    for p in files:
+        name, is_pkg = _module_name(p, root)
+        tree = ast.parse(p.read_text(encoding="utf-8"), filename=str(p))
+        info[name] = (is_pkg, tree, *_bindings(name, is_pkg, tree))
+    bad = []
+    for name, (is_pkg, tree, defined, imported) in sorted(info.items()):
+        if name == PKG:
+            continue
+        exported = _dunder_all(tree)
+        inside = name + "." if is_pkg else None
+        for n in exported:
+            if n not in imported:
+                continue
+            src = imported[n]
+            if not is_pkg:
+                bad.append(f"{name}: __all__ lists {n!r}, imported from {src}")
+            elif src != name and not src.startswith(inside):
+                bad.append(f"{name}: __all__ lists {n!r}, imported from {src}, outside the package")
+            elif src in info and not info[src][0] and n in info[src][3]:
+                bad.append(f"{name}: __all__ lists {n!r}, which {src} imports from {info[src][3][n]}")
+        for line, target in _getattr_imports(name, is_pkg, tree):
+            if not is_pkg:
+                bad.append(f"{name}:{line}: __getattr__ imports {target} (an alias)")
+            elif target != "(dynamic)" and target != name and not target.startswith(inside):
+                bad.append(f"{name}:{line}: __getattr__ imports {target}, outside the package (an alias)")
+    return bad

@@ -128,7 +128,7 @@ def test_the_agents_listing_shows_every_option_type_default_and_meaning(capsys):
 
 # ----- credentials before the suite ----------------------------------------------------------------------------------
 def test_eval_checks_the_api_key_before_building_the_suite(tmp_path, capsys, monkeypatch):
-    import spatialact.evaluation.suites as suites
+    import spatialact.taskgen.suites as suites
 
     built = []
     monkeypatch.setattr(suites, "builtin_suite", lambda *a, **k: built.append(a) or [])

@@ -201,7 +201,7 @@ def test_rendered_views_give_every_cue(server, tmp_path, monkeypatch):
 def test_spatialact_prompt_shows_the_cued_prompt(tmp_path, capsys):
     pytest.importorskip("pybullet")
     from spatialact.cli.main import main
-    from spatialact.evaluation.suites import builtin_suite
+    from spatialact.taskgen.suites import builtin_suite
     from spatialact.tasks import save_tasks
 
     task, f = _image_task_file(tmp_path)

@@ -264,7 +264,7 @@ def test_a_scripted_server_reaches_the_oracles_score_on_the_default_suite(server
     from spatialact.agents.base import answer_text
     from spatialact.cli.main import main
     from spatialact.report import make_report
-    from spatialact.evaluation.suites import builtin_suite
+    from spatialact.taskgen.suites import builtin_suite
 
     monkeypatch.setenv("SPATIALACT_TEST_KEY", SECRET)
     common = ["--suite", "default", "--size", "64", "--renderer", "tiny", "--no-progress", "--json"]
@@ -318,7 +318,7 @@ def test_the_tool_use_table_leaves_failed_episodes_out_of_the_call_rate(server, 
     from spatialact.agents.base import answer_text
     from spatialact.cli.main import main
     from spatialact.report import make_report
-    from spatialact.evaluation.suites import builtin_suite
+    from spatialact.taskgen.suites import builtin_suite
 
     monkeypatch.setenv("SPATIALACT_TEST_KEY", SECRET)
     t0, t1 = builtin_suite("default")[:2]

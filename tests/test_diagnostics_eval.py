@@ -22,7 +22,7 @@ from spatialact.diagnostics.summaries import LEVELS, calibration_levels, record_
 from spatialact.evaluation.episode import EpisodeConfig, run_episode  # noqa: E402
 from spatialact.evaluation.results import read_records  # noqa: E402
 from spatialact.evaluation.runner import AgentSpec, run_eval  # noqa: E402
-from spatialact.evaluation.suites import builtin_suite  # noqa: E402
+from spatialact.taskgen.suites import builtin_suite  # noqa: E402
 
 AGENTS = ("oracle", "constant", "random", "stay", "noisy-oracle")
 

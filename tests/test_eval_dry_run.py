@@ -146,7 +146,7 @@ def test_closed_loop_calls_are_bounded_by_episodes_times_max_steps(tmp_path, cap
     """2 procedural navigation tasks × 2 repeats, closed loop, --max-steps 12 (above every ground truth): at most
     4 × 12 calls; the prompt tokens add each turn's history."""
     from spatialact.evaluation.estimate import history_chars, image_tokens
-    from spatialact.evaluation.suites import builtin_suite
+    from spatialact.taskgen.suites import builtin_suite
 
     tasks = builtin_suite("nav:2", seed=0)
     assert max(len(t.gt) for t in tasks) <= 12

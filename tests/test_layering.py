@@ -2,23 +2,21 @@
 
 It fails, naming the import, on a circle between packages or between files, on an import against the documented
 order of the layers, on a private name imported or read across modules, on the light core importing a heavy
-library, and on a function over 120 lines. The deprecated aliases of docs/architecture.md (a module's
-``__getattr__`` that warns and imports a name from its new home above) are the only exemption.
+library, on a function over 120 lines, and on a name handed out by a module that is not its home (a re-export
+or an alias: ``_architecture.reexports``).
 """
 
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from _architecture import (HEAVY, HEAVY_EXEMPT, LAYERS, LIGHT_CORE, SRC, documented_aliases, floor_of, read_source,
+from _architecture import (HEAVY, HEAVY_EXEMPT, LAYERS, LIGHT_CORE, SRC, floor_of, read_source, reexports,
                            strongly_connected)
 from traj_helpers import smooth_poses, write_tum
 
@@ -30,16 +28,6 @@ MAX_FUNCTION_LINES = 120
 @pytest.fixture(scope="module")
 def source():
     return read_source()
-
-
-@pytest.fixture(scope="module")
-def aliases():
-    return documented_aliases(DOC)
-
-
-def _counted(imports, aliases):
-    """Imports that count: all but those inside the ``__getattr__`` of a documented deprecated alias."""
-    return [i for i in imports if not (i.in_function == "__getattr__" and i.module in aliases)]
 
 
 def test_every_unit_has_a_floor(source):
@@ -64,9 +52,9 @@ def test_the_documented_order_is_the_tested_one():
     assert [u for _, u in sorted(rows)] == LAYERS
 
 
-def test_imports_follow_the_layers(source, aliases):
+def test_imports_follow_the_layers(source):
     bad = []
-    for i in _counted(source.imports, aliases):
+    for i in source.imports:
         a, b = source.unit(i.module), source.unit(i.target)
         if a == b:
             continue
@@ -77,19 +65,19 @@ def test_imports_follow_the_layers(source, aliases):
     assert bad == []
 
 
-def test_no_circle_between_packages(source, aliases):
+def test_no_circle_between_packages(source):
     edges = defaultdict(set)
-    for i in _counted(source.imports, aliases):
+    for i in source.imports:
         a, b = source.unit(i.module), source.unit(i.target)
         if a != b:
             edges[a].add(b)
     assert strongly_connected(sorted(edges), edges) == []
 
 
-def test_no_circle_between_files(source, aliases):
+def test_no_circle_between_files(source):
     edges = defaultdict(set)
     where = {}
-    for i in _counted(source.imports, aliases):
+    for i in source.imports:
         if i.target in source.modules and i.target != i.module:
             edges[i.module].add(i.target)
             where.setdefault((i.module, i.target), i.where())
@@ -128,56 +116,33 @@ def test_using_the_light_core_loads_no_heavy_library(tmp_path):
     assert set(json.loads(mods)) & set(HEAVY) == set()
 
 
+def test_the_reexport_rule_catches_a_shim(tmp_path):
+    """Known answers: a re-export in ``__all__``, an alias ``__getattr__``, a package ``__init__`` that hands out
+    a name from outside the package and one that hands out a name its submodule only imports."""
+    pkg = tmp_path / "spatialact"
+    (pkg / "a").mkdir(parents=True)
+    (pkg / "b").mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a" / "__init__.py").write_text("from .home import f\nfrom .relay import g\n__all__ = ['f', 'g']\n")
+    (pkg / "a" / "home.py").write_text("def f():\n    pass\n\n\ndef g():\n    pass\n")
+    (pkg / "a" / "relay.py").write_text("from .home import f, g\n\n__all__ = ['g']\n")
+    (pkg / "a" / "old.py").write_text("def __getattr__(name):\n    from . import home\n\n"
+                                      "    return getattr(home, name)\n")
+    (pkg / "b" / "__init__.py").write_text("from ..a.home import f\n__all__ = ['f', 'h']\n\n\n"
+                                           "def __getattr__(name):\n    from ..a import home\n\n"
+                                           "    return home.g\n")
+    assert reexports(tmp_path) == [
+        "spatialact.a: __all__ lists 'g', which spatialact.a.relay imports from spatialact.a.home",
+        "spatialact.a.old:2: __getattr__ imports spatialact.a (an alias)",
+        "spatialact.a.relay: __all__ lists 'g', imported from spatialact.a.home",
+        "spatialact.b: __all__ lists 'f', imported from spatialact.a.home, outside the package",
+        "spatialact.b:6: __getattr__ imports spatialact.a, outside the package (an alias)",
+    ]
+
+
 def test_no_function_over_120_lines(source):
     long = [f"{m}:{line} {name} ({n} lines)" for n, m, line, name in source.functions if n > MAX_FUNCTION_LINES]
     assert long == []
-
-
-def test_documented_aliases_are_the_only_upward_imports(source, aliases):
-    """Every documented alias module really has a ``__getattr__`` that imports from above (no stale rows)."""
-    upward = {i.module for i in source.imports if i.in_function == "__getattr__"
-              and floor_of(source.unit(i.target)) is not None
-              and floor_of(source.unit(i.target)) > floor_of(source.unit(i.module))}
-    assert aliases == upward
-
-
-def _alias_rows():
-    rows, inside = [], False
-    for line in DOC.read_text(encoding="utf-8").splitlines():
-        if line.startswith("## "):
-            inside = "deprecated" in line.lower()
-            continue
-        if inside and line.startswith("| `spatialact"):
-            cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            names = [n.strip("` ") for n in cells[1].split(",")]
-            rows.append((cells[0].strip("`"), names, cells[2].strip("`")))
-    return rows
-
-
-@pytest.mark.parametrize("module,names,home", _alias_rows())
-def test_every_documented_alias_warns_and_gives_the_moved_object(module, names, home):
-    import importlib
-
-    old = importlib.import_module(module)
-    for name in names:
-        with pytest.warns(DeprecationWarning, match=re.escape(home)):
-            obj = getattr(old, name)
-        assert obj is _lookup(home, name)
-
-
-def _lookup(home, name):
-    """A moved name in its new home: the package, or the submodule that defines it."""
-    import importlib
-    import pkgutil
-
-    pkg = importlib.import_module(home)
-    if hasattr(pkg, name):
-        return getattr(pkg, name)
-    for info in pkgutil.iter_modules(pkg.__path__):
-        mod = importlib.import_module(f"{home}.{info.name}")
-        if name in vars(mod):
-            return vars(mod)[name]
-    return None
 
 
 # ----- the readers stay below the task code ---------------------------------------------------------------------------
@@ -198,23 +163,3 @@ def test_importing_and_using_the_readers_imports_no_task_code(tmp_path):
     above = [m for m in mods if m.count(".") and m.split(".")[1] in ("tasks", "action_space", "envs", "agents", "scorers",
                                                     "evaluation", "cli")]
     assert above == []
-
-
-def test_extraction_and_building_names_stay_importable_from_trajectories():
-    """The old names are deprecated aliases: the same objects, each with a DeprecationWarning naming its new path."""
-    import spatialact.tasks.extraction as ex
-    import spatialact.tasks.from_trajectory as ft
-
-    with pytest.warns(DeprecationWarning, match=r"spatialact\.tasks\.extract_actions"):
-        from spatialact.trajectories import extract_actions
-    with pytest.warns(DeprecationWarning, match=r"use spatialact\.tasks\.extraction\.keyframe_indices"):
-        from spatialact.trajectories import keyframe_indices
-    with pytest.warns(DeprecationWarning, match=r"use spatialact\.tasks\.tasks_from_trajectory"):
-        from spatialact.trajectories import tasks_from_trajectory
-    with pytest.warns(DeprecationWarning):
-        from spatialact.trajectories import Extraction, quantisation_bound, replay
-
-    assert extract_actions is ex.extract_actions and replay is ex.replay and Extraction is ex.Extraction
-    assert keyframe_indices is ex.keyframe_indices and quantisation_bound is ex.quantisation_bound
-    assert tasks_from_trajectory is ft.tasks_from_trajectory
-    assert np.isclose(quantisation_bound(ex.StepSizes(0.02, 0.1))[0], np.sqrt(3) / 2 * 0.02)

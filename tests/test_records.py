@@ -54,7 +54,7 @@ def baseline_runs(tmp_path_factory):
     from spatialact.evaluation.episode import EpisodeConfig
     from spatialact.evaluation.results import read_records
     from spatialact.evaluation.runner import AgentSpec, run_eval
-    from spatialact.evaluation.suites import builtin_suite
+    from spatialact.taskgen.suites import builtin_suite
 
     base = tmp_path_factory.mktemp("runs")
     suite = builtin_suite("default", seed=0)
@@ -130,7 +130,7 @@ def test_records_carry_s0_the_score_of_doing_nothing_on_their_task(baseline_runs
     (closed-loop), built here by hand; the stay baseline's own score is s0 whatever the mode; s0 depends on the task,
     not on the agent."""
     from spatialact.action_space import ActionSequence, Step
-    from spatialact.evaluation.suites import builtin_suite
+    from spatialact.taskgen.suites import builtin_suite
     from spatialact.scorers import score_episode
 
     tasks = {t.id: t for t in builtin_suite("default", seed=0)}
@@ -220,7 +220,7 @@ def test_a_tool_agent_writes_its_tool_fields_the_schema_accepts(server, tmp_path
     from spatialact.evaluation.episode import EpisodeConfig
     from spatialact.evaluation.results import read_records
     from spatialact.evaluation.runner import AgentSpec, run_eval
-    from spatialact.evaluation.suites import builtin_suite
+    from spatialact.taskgen.suites import builtin_suite
 
     monkeypatch.setenv("SPATIALACT_TEST_KEY", SECRET)
     task = next(t for t in builtin_suite("default") if t.kind == "nav")

@@ -1,6 +1,6 @@
 """The report package: its one document writer gives Markdown and HTML that agree (headings, table cells, images,
-code), with model text escaped in HTML; a whole report's two files agree the same way; the old import paths still
-work and warn; importing the package does not import matplotlib."""
+code), with model text escaped in HTML; a whole report's two files agree the same way; importing the package does not import
+matplotlib."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import json
 import re
 import subprocess
 import sys
-import warnings
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -178,37 +177,6 @@ def test_a_whole_report_agrees_between_markdown_and_html(tmp_path):
     assert "oracle: 0 rebuilt, 6 unknown (no readable ground truth: left out of skill)" in md
     assert len(re.findall(r"!\[", md)) == len(p.images) >= 2 + 2 + 3 * 2
     assert any(EVIL in pre for pre in p.pres) and "<script" not in html_path.read_text().lower()
-
-
-OLD_NAMES = ["make_report", "overall_json", "load_runs", "RunData", "error_distance_layout", "diagnostics_section",
-             "questions_section", "tool_use_section", "question_summaries", "MAX_RESPONSE_CHARS", "N_PATH_EXAMPLES",
-             "MAX_TOOL_TEXT", "SPREAD_FOR_LOG", "DECADES_FOR_LOG", "LOG_LINEAR_BELOW_M"]
-
-
-@pytest.mark.parametrize("name", OLD_NAMES)
-def test_the_old_module_path_is_a_deprecated_alias(name):
-    import spatialact.evaluation.report as old
-    import spatialact.report as new
-
-    with pytest.warns(DeprecationWarning, match=r"spatialact\.report"):
-        got = getattr(old, name)
-    assert got is getattr(new, name)
-
-
-def test_the_old_package_export_is_a_deprecated_alias():
-    import spatialact.evaluation as ev
-    import spatialact.report as new
-
-    with pytest.warns(DeprecationWarning, match=r"spatialact\.report"):
-        from spatialact.evaluation import make_report as old_make_report
-    assert old_make_report is new.make_report
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert ev.load_run.__module__ == "spatialact.evaluation.results"  # the other exports do not warn
-    with pytest.raises(AttributeError):
-        import spatialact.evaluation.report as old
-
-        old.no_such_name  # noqa: B018
 
 
 def test_importing_the_report_package_does_not_import_matplotlib():

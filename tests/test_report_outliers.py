@@ -17,7 +17,7 @@ pytest.importorskip("matplotlib")
 from spatialact.evaluation.episode import EpisodeConfig  # noqa: E402
 from spatialact.report import DECADES_FOR_LOG, SPREAD_FOR_LOG, error_distance_layout, make_report  # noqa: E402
 from spatialact.evaluation.runner import AgentSpec, run_eval  # noqa: E402
-from spatialact.evaluation.suites import builtin_suite  # noqa: E402
+from spatialact.taskgen.suites import builtin_suite  # noqa: E402
 
 
 def _points(run_dir):

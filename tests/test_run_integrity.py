@@ -328,7 +328,7 @@ def test_retry_errors_retries_episodes_that_failed_inside_the_simulator(tmp_path
 def test_costs_and_cache_hits_are_recorded_by_the_runner(tmp_path, server, api_env):
     pytest.importorskip("pybullet")
     from spatialact.report import overall_json
-    from spatialact.evaluation.suites import builtin_suite
+    from spatialact.taskgen.suites import builtin_suite
 
     tasks = builtin_suite("nav:2", seed=0)
     cache = tmp_path / "cache"
@@ -370,7 +370,7 @@ def test_model_text_is_scrubbed_of_the_key_before_it_is_stored(tmp_path, capsys,
 def test_a_long_one_shot_answer_is_executed_only_up_to_the_limit_and_scored_in_full(tmp_path, server, api_env):
     pytest.importorskip("pybullet")
     from spatialact.action_space import ActionSequence, Step
-    from spatialact.evaluation.suites import builtin_suite
+    from spatialact.taskgen.suites import builtin_suite
 
     (task,) = builtin_suite("nav:1", seed=0)
     n_gt = len(task.gt)

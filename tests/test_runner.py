@@ -19,7 +19,7 @@ pytest.importorskip("gymnasium")
 from spatialact.evaluation.episode import EpisodeConfig, episode_seed  # noqa: E402
 from spatialact.evaluation.results import read_records  # noqa: E402
 from spatialact.evaluation.runner import AgentSpec, run_eval  # noqa: E402
-from spatialact.evaluation.suites import builtin_suite  # noqa: E402
+from spatialact.taskgen.suites import builtin_suite  # noqa: E402
 
 SIZE = 64
 

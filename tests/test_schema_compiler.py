@@ -1,8 +1,7 @@
 """The JSON-Schema compiler (spatialact.schema_compiler) against ``jsonschema`` on generated schemas and values:
 for every supported keyword, alone and combined, the generated predicate, the message side (jsonschema with the
 module's two departures, its errors said in one line each) and plain Draft 2020-12 accept and reject exactly the
-same JSON values. Hand-written messages are pinned too, and the old
-module path (``spatialact.tasks.schema_check``) stays the same objects."""
+same JSON values. Hand-written messages are pinned too."""
 
 from __future__ import annotations
 
@@ -180,13 +179,6 @@ def test_compile_refuses_what_it_does_not_implement():
         compile_schema({"minimum": 1, "exclusiveMinimum": 0})
     with pytest.raises(SchemaCompileError, match="recursive reference"):
         compile_schema({"$defs": {"t": {"items": {"$ref": "#/$defs/t"}}}, "$ref": "#/$defs/t"})
-
-
-def test_the_old_path_re_exports_the_same_objects():
-    from spatialact.tasks import schema_check
-
-    for name in schema_check.__all__:
-        assert getattr(schema_check, name) is getattr(schema_compiler, name), name
 
 
 def test_the_compiler_imports_nothing_from_spatialact():

@@ -1,5 +1,5 @@
-"""Task generation above the environments (spatialact.taskgen): the same tasks as before it moved, its layering,
-the deprecated aliases at the old paths, and the trajectory → task pipeline in one function.
+"""Task generation above the environments (spatialact.taskgen): the same tasks as before it moved, its layering
+and the trajectory → task pipeline in one function.
 
 ``data/taskgen_frozen.json`` was recorded from main before the move (ids, start poses to 1e-6, ground-truth counts,
 gripper states and scenes of ``procedural_tasks`` and ``builtin_suite("diagnostics")`` for fixed seeds).
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import json
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -62,19 +61,12 @@ def test_procedural_tasks_are_the_tasks_main_built(kind, n):
 def test_builtin_diagnostics_suite_is_the_suite_main_built():
     tasks = builtin_suite("diagnostics")
     _matches(tasks, FROZEN["builtin_suite('diagnostics')"])
-    # the evaluation still finds the suites where it always did
-    from spatialact.evaluation import suites
-
-    assert suites.builtin_suite is builtin_suite and suites.is_suite("diagnostics:2") and not suites.is_suite("x")
 
 
-def _imports(path: Path, skip_getattr: bool = False) -> set[str]:
-    """The spatialact packages a module imports (imports inside functions included; ``skip_getattr``: not those in
-    a module-level ``__getattr__``, the deprecated aliases)."""
+def _imports(path: Path) -> set[str]:
+    """The spatialact packages a module imports (imports inside functions included)."""
     parts = path.relative_to(SRC.parent).with_suffix("").parts
     tree = ast.parse(path.read_text())
-    if skip_getattr:
-        tree.body = [n for n in tree.body if not (isinstance(n, ast.FunctionDef) and n.name == "__getattr__")]
     out = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
@@ -96,36 +88,10 @@ def test_taskgen_imports_only_what_lies_below_it():
                "vocab"}
     for path in sorted((SRC / "taskgen").glob("*.py")):
         assert _imports(path) <= allowed, (path.name, _imports(path) - allowed)
-    # the environments import task generation only in their deprecated aliases
-    for path in sorted((SRC / "envs").glob("*.py")):
-        assert "taskgen" not in _imports(path, skip_getattr=True), path.name
-    assert "taskgen" in _imports(SRC / "envs" / "procedural.py")  # a known answer: the aliases' own imports
+    # the environments never import task generation
+    for path in sorted((SRC / "envs").rglob("*.py")):
+        assert "taskgen" not in _imports(path), path.name
     assert "taskgen" in _imports(SRC / "cli" / "tasks.py")  # imported inside a function
-
-
-@pytest.mark.parametrize("module,name,new", [
-    ("spatialact.envs", "procedural_tasks", "spatialact.taskgen"),
-    ("spatialact.envs", "ladder_tasks", "spatialact.taskgen"),
-    ("spatialact.envs", "viewpoint_pairs", "spatialact.taskgen"),
-    ("spatialact.envs", "attach_replay_scenes", "spatialact.taskgen"),
-    ("spatialact.envs.procedural", "procedural_tasks", "spatialact.taskgen.procedural"),
-    ("spatialact.envs.procedural", "LEVEL_FACTORS", "spatialact.taskgen.ladder"),
-    ("spatialact.envs.procedural", "view_overlap", "spatialact.envs.views"),
-    ("spatialact.envs.procedural", "sample_signed_counts", "spatialact.envs.sampling"),
-    ("spatialact.envs.replay", "attach_replay_scenes", "spatialact.taskgen.replay_scenes"),
-])
-def test_old_paths_are_deprecated_aliases(module, name, new):
-    import importlib
-
-    old = importlib.import_module(module)
-    with warnings.catch_warnings(record=True) as w:
-        warnings.simplefilter("always")
-        got = getattr(old, name)
-    assert got is getattr(importlib.import_module(new), name)
-    assert len(w) == 1 and issubclass(w[0].category, DeprecationWarning) and new.split(".")[1] in str(w[0].message)
-    assert w[0].filename == __file__  # the warning points at the caller
-    with pytest.raises(AttributeError):
-        getattr(old, "no_such_name")
 
 
 def test_pipeline_writes_the_task_file_and_explains_no_task(tmp_path):

@@ -25,7 +25,7 @@ from spatialact.vocab import BASELINE_AGENTS, KINDS, MODES
 from .main import print_json, seed_arg
 
 BASELINES = BASELINE_AGENTS  # the agents the demo runs by default, in its table's order
-# The diagnostic subset the demo adds to its suite (spatialact.evaluation.suites).
+# The diagnostic subset the demo adds to its suite (spatialact.taskgen.suites).
 DIAGNOSTIC_SUITE = "diagnostics"
 
 
@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from spatialact.report import make_report
     from spatialact.evaluation.results import RunStoreError, read_records
     from spatialact.evaluation.runner import AgentSpec, EndpointUnreachable, run_eval
-    from spatialact.evaluation.suites import builtin_suite
+    from spatialact.taskgen.suites import builtin_suite
     from spatialact.vocab import VARIANTS
 
     from .main import CLIError, check_out

@@ -282,7 +282,7 @@ def frozen_suite_info(spec: str) -> dict:
 def load_task_source(tasks: str | None, suite: str | None, seed: int):
     """(tasks, source label, sha256 or None, task file or None, frozen suite info or None) for --tasks /
     --suite."""
-    from spatialact.evaluation.suites import builtin_suite
+    from spatialact.taskgen.suites import builtin_suite
     from spatialact.tasks import load_task_file
 
     if tasks:

@@ -9,7 +9,7 @@
 * the same over a run's records: :func:`run_diagnostics` and its parts (:mod:`.summaries`).
 
 Everything but :class:`MirrorWrapper` needs only the light core (numpy). The procedural tasks these read (difficulty
-levels, viewpoint pairs) are built by :func:`spatialact.envs.ladder_tasks` and :func:`spatialact.envs.viewpoint_pairs`;
+levels, viewpoint pairs) are built by :func:`spatialact.taskgen.ladder_tasks` and :func:`spatialact.taskgen.viewpoint_pairs`;
 ``spatialact eval --flip`` runs the mirrored episodes. Decisions and definitions: ``docs/diagnostics.md``.
 """
 

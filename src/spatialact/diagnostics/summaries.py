@@ -12,7 +12,7 @@ bootstrap (:mod:`spatialact.scorers.aggregate`: 1000 resamples, seed 0). Failed 
 * :func:`bias_summary` — label CV (raw and normalised), left/right bias, sign confusion per axis;
 * :func:`run_diagnostics` — all of them for one run.
 
-Tags read (written by the procedural builders, :mod:`spatialact.envs.procedural`): ``level`` (``L1`` … ``L5``),
+Tags read (written by the procedural builders, :mod:`spatialact.taskgen.ladder`): ``level`` (``L1`` … ``L5``),
 ``viewpoint`` (``common`` / ``uncommon``) and ``pair`` (tasks sharing scene and goal).
 """
 

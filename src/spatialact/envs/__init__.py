@@ -13,8 +13,7 @@ and ``env.unwrapped.world`` for its :class:`~spatialact.envs.world.World`. ``wra
 environment. :func:`collision_problem` (``task`` → a one-line reason or None) says whether a navigation task's
 ground-truth path and straight start→goal segment are clear of its scene for the camera sphere. This module only
 re-exports (:mod:`.registry`, :mod:`.executor`, :mod:`.replay`, :mod:`.replay_run`,
-:mod:`.vector`); the task generators live above, in :mod:`spatialact.taskgen` (their old names here still import,
-with a DeprecationWarning).
+:mod:`.vector`); the task generators live above, in :mod:`spatialact.taskgen`.
 """
 
 from __future__ import annotations
@@ -27,10 +26,6 @@ from .replay_run import ReplayResult, replay_trajectory
 __all__ = ["make_env", "execute_sequence", "ExecutionResult", "ENV_IDS", "KIND_TO_ID",
            "CameraNavEnv", "GripperManipEnv", "HandManipEnv", "GameNavEnv", "replay_trajectory", "ReplayResult",
            "check_droid_reachable", "replay_scene_for", "make_vector_env", "collision_problem"]
-
-#: Names that moved above this package, to spatialact.taskgen (deprecated aliases: ``__getattr__`` warns).
-MOVED_TO_TASKGEN = ("procedural_tasks", "ladder_tasks", "viewpoint_pairs", "attach_replay_scenes")
-
 
 def __getattr__(name):
     # lazy class access without importing every environment up front
@@ -52,12 +47,4 @@ def __getattr__(name):
     if name == "make_vector_env":  # K environments in one process, observations rendered in one call
         from .vector import make_vector_env
         return make_vector_env
-    if name in MOVED_TO_TASKGEN:  # deprecated alias: the one upward import of this package
-        import warnings
-
-        from .. import taskgen
-
-        warnings.warn(f"spatialact.envs.{name} moved to spatialact.taskgen.{name}; import it from there",
-                      DeprecationWarning, stacklevel=2)
-        return getattr(taskgen, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -623,14 +623,3 @@ def replay_scene_for(traj, keyframes, *, mesh: str | None = None, extrinsics=Non
         out["room"] = room_for_segment(traj.poses[frames, :3, 3], segment_up(traj, frames))
     return out
 
-
-def __getattr__(name):  # deprecated alias: attach_replay_scenes moved up to task generation
-    if name == "attach_replay_scenes":
-        import warnings
-
-        from ..taskgen.replay_scenes import attach_replay_scenes
-
-        warnings.warn("spatialact.envs.replay.attach_replay_scenes moved to spatialact.taskgen.attach_replay_scenes; "
-                      "import it from there", DeprecationWarning, stacklevel=2)
-        return attach_replay_scenes
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,5 +1,5 @@
-"""Evaluation: episodes, the runner, built-in suites and the results store (docs/evaluation.md); reports are
-:mod:`spatialact.report`.
+"""Evaluation: episodes, the runner and the results store (docs/evaluation.md); the built-in suites are
+:mod:`spatialact.taskgen`, reports :mod:`spatialact.report`.
 
 Imports are lazy so that ``from spatialact.evaluation import load_run`` in a notebook does not start a
 simulator.
@@ -15,7 +15,6 @@ _EXPORTS = {
     "TaskInputError": "episode",
     "AgentSpec": "runner", "run_eval": "runner", "RunSummary": "runner", "TaskNotRunnable": "runner",
     "EndpointUnreachable": "runner",
-    "builtin_suite": "suites", "SUITES": "suites",
     "RunStore": "results", "load_run": "results", "read_records": "results", "export_parquet": "results",
     "provenance": "results", "find_runs": "results", "RunStoreError": "results", "RunConfigError": "results",
 }
@@ -24,14 +23,6 @@ __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str):
-    if name == "make_report":  # deprecated alias: the report is a package above evaluation
-        import warnings
-
-        warnings.warn("spatialact.evaluation.make_report moved: import it from spatialact.report", DeprecationWarning,
-                      stacklevel=2)
-        from ..report import make_report
-
-        return make_report
     if name in _EXPORTS:
         return getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
     raise AttributeError(f"module 'spatialact.evaluation' has no attribute {name!r}")

@@ -34,11 +34,10 @@ from pathlib import Path
 import numpy as np
 
 from .lmms_task import IMAGE_COLUMNS
-from .views import first_observation, images_match, replace_images
-from .views import shows_files as _shows_files
+from .views import first_observation, images_match, replace_images, shows_files
 
 __all__ = ["export_lmms_eval", "export_source", "render_settings", "ExportSource", "ExportError", "track_of", "group_name", "TRACK_ORDER",
-           "CARD_FILE", "one_shot_views", "shows_files"]
+           "CARD_FILE"]
 
 #: The tracks in the order they are written (others follow in the order they first appear).
 TRACK_ORDER = ("nav", "manip", "hand", "game", "camera")
@@ -88,22 +87,6 @@ def group_name(label: str) -> str:
 # --------------------------------------------------------------------------------------------------------------
 # One item: the views, the prompt, the row
 # --------------------------------------------------------------------------------------------------------------
-def shows_files(task) -> bool:
-    """Whether a one-shot episode of ``task`` shows its own image files (it names both, or it has no scene to
-    render in) rather than views rendered in its scene: eval's choice (:func:`spatialact.export.views.shows_files`)."""
-    return _shows_files(task, "one-shot")
-
-
-def one_shot_views(task, width: int, height: int, renderer: str, render_quality: str) -> dict:
-    """The first observation of a one-shot eval episode of ``task`` (what a model agent sees,
-    :func:`spatialact.export.views.first_observation` without depth): the task's image files when it names both
-    (or has no scene), else the views rendered in its scene (``width`` × ``height`` pixels, ``renderer`` at
-    ``render_quality``) at the reset of seed 0. Unusable files or a task with neither are an ExportError naming
-    the task and field."""
-    return first_observation(task, "one-shot", width, height, renderer, render_quality, depth=False,
-                             error=ExportError)
-
-
 def _prompt_parts(task, obs: dict) -> tuple[list, dict]:
     """spatialact's one-shot prompt of ``task`` on ``obs`` (:func:`spatialact.agents.build_prompt`): the messages
     with each image part replaced by ``{"type": "image", "image": ROLE}``, and {role: PNG bytes}."""
@@ -367,7 +350,8 @@ def _items(tracks: dict, width: int, height: int, renderer: str, render_quality:
         for task in items:
             if progress is not None:
                 progress(done, n, task.id)
-            obs = one_shot_views(task, width, height, renderer, render_quality)
+            obs = first_observation(task, "one-shot", width, height, renderer, render_quality, depth=False,
+                                    error=ExportError)
             row, match = _row(task, obs, profile)
             rows[track].append(row)
             if match is False:
@@ -387,7 +371,7 @@ def render_settings(source: ExportSource, size: int | None = None, renderer: str
     pinned = pinned[0] if isinstance(pinned, (list, tuple)) and pinned else pinned
     renderer = renderer or pins.get("renderer") or "auto"
     side = size if size is not None else (pinned if isinstance(pinned, int) else None)
-    if not all(shows_files(t) for t in source.tasks):
+    if not all(shows_files(t, "one-shot") for t in source.tasks):
         from ..envs.rendering import default_image_size, resolve_renderer
 
         renderer = resolve_renderer(renderer)  # the card names the renderer that drew

@@ -31,11 +31,11 @@ import numpy as np
 from ..envs.camera import MIN_DEPTH_M, project_points, unproject_pixels
 from .drafts import MIN_OVERLAP, Draft
 from .record import QUESTION_TYPES, TYPE_FORMATS
-from .shared import DEPTH_TOLERANCE, SHARED_GENERATORS, FovShot, Views, field_of_view_deg
+from .shared import DEPTH_TOLERANCE, SHARED_GENERATORS, FovShot, Views
 
-__all__ = ["RECORDED_SOURCES", "VIEWS_PER_SECOND", "MAX_VIEWS", "SHARED_VIEW_DISTANCE_M", "DEPTH_TOLERANCE",
+__all__ = ["RECORDED_SOURCES", "VIEWS_PER_SECOND", "MAX_VIEWS", "SHARED_VIEW_DISTANCE_M",
            "RecordedView", "Recording", "is_recording", "recording_from", "recording_types",
-           "generate_in_recording", "field_of_view_deg"]
+           "generate_in_recording"]
 
 RECORDED_SOURCES = ("game", "droid", "egodex")
 VIEWS_PER_SECOND = 2.0        # candidate views: two frames a second of every camera ...

@@ -74,7 +74,7 @@ VIEWPOINT_COMMON = {"max_roll_deg": 5.0, "max_pitch_deg": 15.0, "height_m": (1.2
 VIEWPOINT_UNCOMMON = {"min_roll_deg": 20.0, "min_pitch_deg": 40.0, "below_m": 0.5, "above_m": 2.5}
 #: The ``viewpoint`` tag's values; a view that is neither common nor uncommon is ``intermediate``.
 VIEWPOINTS = ("common", "uncommon", "intermediate")
-#: The ``level`` tag's values: the difficulty ladder (``spatialact.envs.procedural.LEVEL_FACTORS``).
+#: The ``level`` tag's values: the difficulty ladder (``spatialact.taskgen.ladder.LEVEL_FACTORS``).
 
 
 def camera_attitude(T, floor_z: float = 0.0) -> tuple[float, float, float]:
