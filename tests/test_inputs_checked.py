@@ -501,7 +501,7 @@ def _deep_task_file(tmp_path: Path, depth: int, where: str = "line") -> Path:
 def test_a_task_file_nested_100000_deep_is_refused_naming_file_and_line(tmp_path, capsys):
     """`score` ended in a RecursionError traceback (msgspec), `eval --tasks` already refused; both now say the same
     line, before any decoder recursed."""
-    from spatialact.scorers.task_fields import decode_task_fields
+    from spatialact.tasks.fields import decode_task_fields
 
     answers = _answers(tmp_path / "a.jsonl", 1)
     for where in ("line", "meta"):
@@ -519,7 +519,7 @@ def test_a_task_file_nested_100000_deep_is_refused_naming_file_and_line(tmp_path
 
 def test_a_task_nested_to_the_limit_loads_and_one_more_level_is_refused(tmp_path):
     from spatialact.jsonline import json_depth
-    from spatialact.scorers.task_fields import decode_task_fields
+    from spatialact.tasks.fields import decode_task_fields
     from spatialact.tasks import TaskFileError, load_tasks
 
     at = _deep_task_file(tmp_path, 256, "meta")

@@ -385,8 +385,9 @@ def test_the_scoring_table_is_cached_by_the_task_files_hash(tmp_path, monkeypatc
     import os
 
     from _fabricate import make_task
-    from spatialact.scorers import offline, task_fields
+    from spatialact.scorers import offline
     from spatialact.tasks import clear_task_cache, file_sha256, save_tasks
+    from spatialact.tasks import fields as task_fields
     from spatialact.tasks import io as task_io
 
     monkeypatch.setenv("SPATIALACT_CACHE", str(tmp_path / "cache"))
@@ -397,9 +398,8 @@ def test_the_scoring_table_is_cached_by_the_task_files_hash(tmp_path, monkeypatc
                                                                            f'"step_nums": [{i}, 2]}}}}'}) + "\n"
                                for i in range(6)))
     loads = []
-    real = task_io.load_task_file
-    monkeypatch.setattr(task_io, "load_task_file", lambda *a, **k: loads.append(1) or real(*a, **k))
-    monkeypatch.setattr("spatialact.tasks.load_task_file", task_io.load_task_file)
+    real = task_io._load_tasks  # the full validator's path, Task objects built
+    monkeypatch.setattr(task_io, "_load_tasks", lambda *a, **k: loads.append(1) or real(*a, **k))
     decodes = []
     real_decode = task_fields.decode_task_fields
     monkeypatch.setattr(task_fields, "decode_task_fields", lambda *a: decodes.append(1) or real_decode(*a))
@@ -410,7 +410,8 @@ def test_the_scoring_table_is_cached_by_the_task_files_hash(tmp_path, monkeypatc
         return (tmp_path / name).read_bytes()
 
     cold = run("a.jsonl")
-    entry = offline._table_path(file_sha256(tf))
+    entry = task_io.task_cache_dir() / f"{file_sha256(tf)}.score-table.pickle"  # the one task cache
+    assert offline.table_view().name == "score-table"
     assert decodes == [1] and entry.is_file() and loads == []
     assert run("b.jsonl") == cold and decodes == [1]  # warm: the file was not decoded again
     entry.write_bytes(b"not a pickle")

@@ -1,4 +1,4 @@
-"""`spatialact score` decodes only the fields it reads (scorers.task_fields, msgspec) — against the references.
+"""`spatialact score` decodes only the fields it reads (tasks.fields, msgspec) — against the references.
 
 jsonschema (the shipped schema) and the full loader (`load_tasks`) are the references: on corrupt task files the
 decoder and the loader take the same accept/refuse decision for every field scoring reads, `score` refuses with the
@@ -19,10 +19,11 @@ import pytest
 from _fabricate import make_task
 from spatialact.action_space import ActionSequence, Step, StepSizes
 from spatialact.cli.main import main
-from spatialact.scorers import offline, task_fields
+from spatialact.scorers import offline
 from spatialact.scorers.offline import score_file
-from spatialact.scorers.task_fields import decode_task_fields
 from spatialact.tasks import TaskFileError, load_tasks, save_tasks, task_schema, validate_record
+from spatialact.tasks import fields as task_fields
+from spatialact.tasks.fields import decode_task_fields
 
 
 @pytest.fixture(autouse=True)

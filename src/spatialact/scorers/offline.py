@@ -36,19 +36,16 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
-import hashlib
 import itertools
 import json
 import os
-import stat
 import sys
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
-from ..jsonline import (MAX_LINE_BYTES, LineTooLong, LongLine, fast_loads, iter_lines, open_input, read_bounded,
-                        strict_json)
+from ..jsonline import MAX_LINE_BYTES, LineTooLong, LongLine, fast_loads, iter_lines, open_input, strict_json
 from ..outputs import OutputFile, check_output
 from ..vocab import MAX_N_BOOT, MAX_WORKERS, PROFILES
 from .aggregate import (KIND_LEAVES, MAX_GROUPS, aggregate_coded, hierarchical_scores, leaf_of, load_tree,
@@ -102,7 +99,7 @@ def default_out(answers) -> Path:
 class _TaskTable:
     """What scoring needs from the tasks, in arrays: ground-truth step motions (concatenated), kinds, unit
     sizes, caps, ids; the Task objects themselves only where a profile needs them (``lmms-eval``, per-step).
-    Built from :class:`~spatialact.tasks.Task` objects or from :class:`.task_fields.TaskFields` (the same
+    Built from :class:`~spatialact.tasks.Task` objects or from :class:`spatialact.tasks.fields.TaskFields` (the same
     attributes). Picklable (sent once to each worker process)."""
 
     def __init__(self, tasks: Sequence, keep_tasks: bool):
@@ -659,109 +656,30 @@ def _chunks(lines, size: int, bar):
 TABLE_FORMAT = 3  # bump when _TaskTable's fields change: cached tables of another format are rebuilt
 
 
-def _table_path(sha: str) -> Path:
-    from ..cache import cache_dir
-
-    return cache_dir("score-tables", create=False) / f"{sha}.pickle"
+def _build_table(tasks) -> _TaskTable:
+    return _TaskTable(tasks, False)
 
 
-def _table_stamp() -> tuple:
-    """What a cached table is only valid for: this format, the validator's rules and the decoder's."""
-    from ..tasks.io import validator_stamp
-    from .task_fields import FIELDS_VERSION
+@functools.lru_cache(maxsize=1)
+def table_view():
+    """score's view of a task file (``tasks.load_task_file(path, view=table_view())``: the one reader, its one
+    cache); made on first use, so that importing the scorers imports no task-file reader."""
+    from ..tasks.io import TaskView
 
-    return (TABLE_FORMAT, FIELDS_VERSION, tuple(sorted(validator_stamp().items())))
-
-
-def _read_table(sha: str) -> "_TaskTable | None":
-    """The scoring table cached for a task file whose bytes hash to ``sha``, or None (missing, corrupt, stale, or
-    not trusted: a pickle is read only from a folder and file this user owns and others cannot write)."""
-    import pickle
-
-    from ..cache import trusted
-
-    path = _table_path(sha)
-    try:
-        if not path.is_file() or not trusted(path):
-            return None
-        with open(path, "rb") as f:
-            stamp, key, table = pickle.load(f)
-        if stamp == _table_stamp() and key == sha and isinstance(table, _TaskTable):
-            return table
-    except Exception:  # a damaged or foreign entry is ignored and rebuilt
-        pass
-    return None
-
-
-def _write_table(sha: str, table: "_TaskTable") -> None:
-    """Keep the table of a validated task file (best effort: a cache that cannot be written is no error)."""
-    import pickle
-
-    path = _table_path(sha)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        with open(tmp, "wb") as f:
-            pickle.dump((_table_stamp(), sha, table), f, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
-    except OSError:
-        pass
-
-
-def _read_task_bytes(path) -> bytes | None:
-    """A task file's bytes (each line within MAX_LINE_BYTES), or None: missing, unreadable, or a line too long (the
-    loader says which)."""
-    from ..tasks import TaskFileError
-
-    try:
-        with open_input(path, "task file", TaskFileError) as f:
-            return read_bounded(f)
-    except (OSError, TaskFileError, LineTooLong):
-        return None
-
-
-def _decode_table(path) -> _TaskTable:
-    """The table of a task file not seen before: its bytes read once, decoded by the fields' decoder, or loaded by
-    load_task_file when the decoder does not accept them (which refuses in one line, or accepts); cached."""
-    from ..tasks import load_task_file
-    from .task_fields import decode_task_fields
-
-    data = _read_task_bytes(path)
-    if data is not None:
-        sha = hashlib.sha256(data).hexdigest()
-        fields = decode_task_fields(data)
-        del data
-        if fields is not None:
-            table = _TaskTable(fields, False)
-            _write_table(sha, table)
-            return table
-    tf = load_task_file(path)  # missing, unreadable, a line too long, or not accepted by the decoder
-    table = _TaskTable(tf.tasks, False)
-    _write_table(tf.sha256, table)
-    return table
+    return TaskView("score-table", TABLE_FORMAT, _build_table)
 
 
 def _load_table(tasks, keep: bool) -> tuple[_TaskTable, str | None]:
-    if isinstance(tasks, (str, os.PathLike)):
-        from ..tasks import file_sha256, load_task_file
+    from ..tasks import Task, load_task_file
 
+    if isinstance(tasks, (str, os.PathLike)):
         if keep:  # a profile that needs the Task objects themselves
             return _TaskTable(load_task_file(tasks).tasks, keep), str(tasks)
-        # Scoring needs only the table: cached by the SHA-256 of the file's bytes, so scoring several models
-        # against one task file decodes it once. A file not seen before is decoded by the compiled decoder of
-        # the fields scoring reads (.task_fields); anything it does not accept goes to the full validator, which
-        # refuses in one line (or accepts what the decoder was stricter about).
-        try:
-            if not stat.S_ISREG(os.stat(tasks).st_mode):  # a pipe or a device: read once, by the loader
-                return _TaskTable(load_task_file(tasks).tasks, keep), str(tasks)
-            table = _read_table(file_sha256(tasks))  # warm: the file is hashed as it streams, not held
-        except OSError:  # missing or unreadable: load_task_file says so in one line
-            return _TaskTable(load_task_file(tasks).tasks, keep), str(tasks)
-        if table is None:
-            table = _decode_table(tasks)
-        return table, str(tasks)
-    from ..tasks import Task
-
+        # Scoring needs only the table: the task file's view, cached by the SHA-256 of its bytes (so scoring several
+        # models against one task file decodes it once), decoded by the compiled decoder of the fields scoring
+        # reads (tasks.fields) or, when that decoder does not accept the file, by the full validator, which refuses
+        # in one line (or accepts what the decoder was stricter about).
+        return load_task_file(tasks, view=table_view()).view, str(tasks)
     tasks = list(tasks)
     for k, t in enumerate(tasks):
         if not isinstance(t, Task):

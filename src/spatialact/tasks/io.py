@@ -4,10 +4,12 @@ Every problem is reported as one line naming the file, the line, the task (when 
 what is wrong, e.g. ``tasks.jsonl:3: task 'nav-0-0002': field 'goal_pose': rotation is not orthonormal (error
 0.2)``. Lines are strict JSON: ``NaN`` and ``Infinity`` are refused, as is a file without a single task.
 
-Loading is memoised in-process by the file's SHA-256 (and folder, which relative paths resolve against): scoring
-several models against one task file parses and validates it once. Across processes, a small on-disk verdict
-("these bytes passed these rules") lets a later load skip validation; see :func:`load_task_file` and
-:func:`task_cache_dir`.
+:func:`load_task_file` is the one reader of task files: every command (``eval``, ``score``, ``prompt``,
+``export``) reads a task file through it. Loading is memoised in-process by the file's SHA-256 (and folder, which
+relative paths resolve against): scoring several models against one task file parses and validates it once. The one
+on-disk task cache (:func:`task_cache_dir`) keeps, by the SHA-256 of a file's bytes, a verdict ("these bytes passed
+these rules": a later load skips validation) and the views readers asked for (:class:`TaskView`: ``score``'s table
+of the fields it reads, decoded by the compiled decoder of :mod:`.fields`; a later score reads it back whole).
 """
 
 from __future__ import annotations
@@ -16,12 +18,14 @@ import gc
 import hashlib
 import json
 import os
+import pickle
+import stat
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -32,8 +36,8 @@ from .task import Task
 from .validation import (ORTHO_TOL, VALIDATOR_VERSION, pose_problems, record_label, record_poses, schema_problems,
                          schema_validator, semantic_problems, task_schema, validate_record)
 
-__all__ = ["TaskFileError", "TaskFile", "load_tasks", "load_task_file", "save_tasks", "validate_record", "task_schema",
-           "file_sha256", "clear_task_cache", "task_cache_dir", "ORTHO_TOL", "write_jsonl_atomic"]
+__all__ = ["TaskFileError", "TaskFile", "TaskView", "load_tasks", "load_task_file", "save_tasks", "validate_record",
+           "task_schema", "file_sha256", "clear_task_cache", "task_cache_dir", "ORTHO_TOL", "write_jsonl_atomic"]
 
 MEMO_FILES = 4  # task files kept parsed in memory (least recently used dropped first)
 
@@ -47,12 +51,15 @@ class TaskFile:
     """A loaded task file: its path, the SHA-256 of the bytes that were parsed, and the tasks in file order.
 
     The tasks are shared between loads of the same file (they are immutable values: change one with
-    ``task.with_(...)``, never in place; their pose arrays are read-only).
+    ``task.with_(...)``, never in place; their pose arrays are read-only). Loaded with a :class:`TaskView`,
+    ``view`` is that view's object and ``tasks`` is empty unless the file went through the full validator (the
+    decoder of the view's fields did not accept it): a view is read without building a Task.
     """
 
     path: Path
     sha256: str
     tasks: tuple[Task, ...]
+    view: Any = None
 
     def __len__(self) -> int:
         return len(self.tasks)
@@ -96,7 +103,33 @@ def clear_task_cache() -> None:
         _MEMO.clear()
 
 
-def load_task_file(path: str | os.PathLike, *, cache: bool = True) -> TaskFile:
+@dataclass(frozen=True)
+class TaskView:
+    """A compact form of a task file that a reader needs instead of the Task objects (``spatialact score``'s table
+    of the fields it reads), built once per file's bytes and kept in the task cache.
+
+    ``build(tasks)`` is given the tasks as the compiled decoder of :mod:`.fields` gives them
+    (:class:`~spatialact.tasks.fields.TaskFields`, the fields scoring reads, checked against the schema), or, when
+    that decoder does not accept the file, the validated :class:`Task` objects (the same attributes); it returns a
+    picklable object. ``name`` and ``version`` (bump it when the object's form changes) say which view a cache entry
+    holds."""
+
+    name: str
+    version: int
+    build: Callable[[Any], Any]
+
+
+def _read_bytes(path: Path) -> bytes:
+    """A task file's bytes, each line within MAX_LINE_BYTES (16 MiB; a longer line is never held), or one-line
+    TaskFileError: missing, unreadable, not a regular file, a line too long."""
+    with open_input(path, "task file", TaskFileError) as f:
+        try:
+            return read_bounded(f)
+        except LineTooLong as e:
+            raise TaskFileError(f"{path}:{e.lineno}: line {e.what}") from None
+
+
+def load_task_file(path: str | os.PathLike, *, cache: bool = True, view: TaskView | None = None) -> TaskFile:
     """Read and validate a task file; raises :class:`TaskFileError` naming the file, line, task and field.
 
     Relative paths in the file (images, meshes, trajectories) are relative to the file's folder and come back
@@ -104,14 +137,23 @@ def load_task_file(path: str | os.PathLike, *, cache: bool = True) -> TaskFile:
     (SHA-256 of the bytes, absolute folder), so a second load of an unchanged file costs one read and one hash
     (:func:`clear_task_cache` empties the memo), and a verdict is kept on disk (:func:`task_cache_dir`) so that
     another process skips validation of the same bytes. ``cache=False`` bypasses both.
+
+    With ``view`` (a :class:`TaskView`), the file is read for that view only (``TaskFile.view``): from the task
+    cache when it holds the view for these bytes (the file hashed as it streams, never held), else decoded by the
+    compiled decoder of the fields the view reads (:mod:`.fields`) and, when that decoder does not accept the file,
+    loaded by the full validator as without a view (which refuses in one line, or accepts what the decoder was
+    stricter about); the view is then kept in the task cache. A problem only in a field the decoder skips is not
+    looked for on that path.
     """
     path = Path(path)
-    with open_input(path, "task file", TaskFileError) as f:
-        try:
-            data = read_bounded(f)  # no line over MAX_LINE_BYTES (16 MiB) is ever held
-        except LineTooLong as e:
-            raise TaskFileError(f"{path}:{e.lineno}: line {e.what}") from None
-    sha = hashlib.sha256(data).hexdigest()
+    if view is not None:
+        return _load_view(path, view, cache)
+    data = _read_bytes(path)
+    return _load_tasks(path, data, hashlib.sha256(data).hexdigest(), cache)
+
+
+def _load_tasks(path: Path, data: bytes, sha: str, cache: bool) -> TaskFile:
+    """The tasks of ``data`` (the bytes of ``path``, hashing to ``sha``): memo, verdict, or full validation."""
     folder = os.path.abspath(path.parent)
     key = (sha, folder)
     if cache:
@@ -142,11 +184,84 @@ def load_task_file(path: str | os.PathLike, *, cache: bool = True) -> TaskFile:
     return TaskFile(path, sha, tasks)
 
 
-# ----- the on-disk cache of verdicts ---------------------------------------------------------------------------
+def _load_view(path: Path, view: TaskView, cache: bool) -> TaskFile:
+    """:func:`load_task_file` with a view: the task cache, else the fields' decoder, else the full validator."""
+    from . import fields
+
+    if cache:
+        try:
+            regular = stat.S_ISREG(os.stat(path).st_mode)
+        except OSError:  # missing or unreadable: the read below says so in one line
+            regular = False
+        if regular:  # a pipe or a device is read once, below
+            try:
+                sha = file_sha256(path)  # warm: the file is hashed as it streams, not held
+            except OSError:
+                sha = None
+            got = _read_view(sha, view) if sha is not None else None
+            if got is not None:
+                return TaskFile(path, sha, (), got)
+    data = _read_bytes(path)
+    sha = hashlib.sha256(data).hexdigest()
+    decoded = fields.decode_task_fields(data)
+    if decoded is not None:
+        del data
+        tf = TaskFile(path, sha, (), view.build(decoded))
+    else:  # the full validator judges: one line naming the file, line, task and field, or the tasks
+        tf = _load_tasks(path, data, sha, cache)
+        tf = TaskFile(path, sha, tf.tasks, view.build(tf.tasks))
+    if cache:
+        _write_view(sha, view, tf.view)
+    return tf
+
+
+# ----- the one on-disk task cache: verdicts and views ----------------------------------------------------------
+#: The largest view entry read back (a task file's view holds a few hundred bytes a task).
+MAX_VIEW_BYTES = 1 << 30
+
+
 def task_cache_dir() -> Path:
-    """Where verdicts on task files are kept: ``<cache root>/tasks`` (:func:`spatialact.cache.cache_root`, the root
-    the texture cache of ``spatialact.envs`` uses too); not created here."""
+    """The one on-disk cache of task files: ``<cache root>/tasks`` (:func:`spatialact.cache.cache_root`, the root
+    the texture cache of ``spatialact.envs`` uses too), by the SHA-256 of a file's bytes: ``<sha>.json`` (the
+    verdict) and ``<sha>.<view name>.pickle`` (each :class:`TaskView`); not created here."""
     return cache_dir("tasks", create=False)
+
+
+def _view_path(sha: str, view: TaskView) -> Path:
+    return task_cache_dir() / f"{sha}.{view.name}.pickle"
+
+
+def _view_stamp(view: TaskView) -> tuple:
+    """What a cached view is only valid for: the view's name and version, the fields' decoder and the validator."""
+    from .fields import FIELDS_VERSION
+
+    return (view.name, view.version, FIELDS_VERSION, tuple(sorted(validator_stamp().items())))
+
+
+def _read_view(sha: str, view: TaskView):
+    """The view cached for the bytes hashing to ``sha``, or None: missing, corrupt, stale, or not trusted (a pickle
+    is read only from a regular file and folder this user owns and others cannot write: ``cache.read_entry``,
+    ``cache.trusted``)."""
+    path = _view_path(sha, view)
+    try:
+        raw = read_entry(path, MAX_VIEW_BYTES)
+        if raw is None or not trusted(path):
+            return None
+        stamp, key, obj = pickle.loads(raw)
+        if stamp == _view_stamp(view) and key == sha:
+            return obj
+    except Exception:  # a damaged or foreign entry is ignored and rebuilt
+        pass
+    return None
+
+
+def _write_view(sha: str, view: TaskView, obj) -> None:
+    """Keep a view of a task file (best effort: a cache that cannot be written is no error)."""
+    try:
+        data = pickle.dumps((_view_stamp(view), sha, obj), protocol=pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return
+    write_entry(_view_path(sha, view), data, MAX_VIEW_BYTES)
 
 
 def _verdict_path(sha: str) -> Path:

@@ -1,4 +1,5 @@
-"""The fields of a task file that scoring reads, decoded and checked by a compiled decoder (msgspec).
+"""The fields of a task file that scoring reads, decoded and checked by a compiled decoder (msgspec): the fast
+path of the one task-file reader (:func:`spatialact.tasks.load_task_file` with a ``view``).
 
 ``spatialact score`` reads of each task only ``id``, ``kind``, ``source``, ``tags``, ``start_pose``, ``goal_pose``,
 ``n_steps``, ``sizes``, ``gt`` (its ``sizes``, ``cap`` and each step's ``counts``, ``motion`` and ``gripper``, and
@@ -17,10 +18,10 @@ which validates everything.
 Every line is first measured against the nesting limit of every JSON reader (``jsonline.MAX_JSON_DEPTH``; msgspec
 would recurse once a level): a line nested deeper is not decoded here.
 
-It never refuses on its own: it answers None when anything is not as it accepts, and the caller then loads the
-file with the full validator (``spatialact.tasks.load_task_file``, the reference, which says what is wrong in one
-line naming the file, line, task and field, or accepts what this decoder was stricter about, such as ``2.0`` for
-an integer). So a file is refused by ``score`` exactly when the full validation refuses it for one of these
+It never refuses on its own: it answers None when anything is not as it accepts, and the reader then loads the
+file with the full validator (``spatialact.tasks.load_task_file``'s own path, the reference, which says what is
+wrong in one line naming the file, line, task and field, or accepts what this decoder was stricter about, such as
+``2.0`` for an integer). So a file is refused by ``score`` exactly when the full validation refuses it for one of these
 fields, with the same message; a problem only in a field scoring does not read is not looked for.
 
 Poses are C2W (4, 4) float64 in metres (world +Z up, camera OpenCV axes); sizes in metres and radians per unit
@@ -36,11 +37,11 @@ import numpy as np
 from msgspec import UNSET, Meta, Struct, UnsetType, field
 
 from ..action_space import DEFAULT_CAP
-from ..tasks.validation import task_schema
+from .validation import task_schema
 
 __all__ = ["TaskFields", "DecodedTasks", "decode_task_fields", "FIELDS_VERSION"]
 
-#: Bumped whenever a rule here changes (cached scoring tables of other rules are rebuilt).
+#: Bumped whenever a rule here changes (cached views of other rules are rebuilt: ``tasks.io.TaskView``).
 FIELDS_VERSION = 1
 
 # Every bound, length, pattern and name below is read from the task schema when this module is imported: the
@@ -223,8 +224,8 @@ def _shallow(data: bytes) -> bool:
 
 def _problems(tasks: DecodedTasks) -> bool:
     """True when a check the schema cannot state fails (vectorised over the file where it costs)."""
-    from ..tasks.task import names_agree
-    from ..tasks.validation import pose_problems
+    from .task import names_agree
+    from .validation import pose_problems
 
     if len({t.id for t in tasks}) != len(tasks):
         return True
