@@ -249,13 +249,12 @@ def failure_line(record: dict) -> str:
         f": {err}"
 
 
-def _run_one(task_record: dict, agent: AgentSpec, cfg: EpisodeConfig, repeat: int = 0,
+def _run_one(task: Task, agent: AgentSpec, cfg: EpisodeConfig, repeat: int = 0,
              plan: dict | None = None) -> tuple[dict, dict, dict | None]:
     """One episode (repeat ``repeat``) in whatever process runs it; returns (record, {frame name: RGB array}, the
     figures of this process's request gate or None). ``plan`` (:func:`_plan`): the gate this process sends its
     requests through, made on its first episode."""
     gate = _ensure_gate(plan)
-    task = Task.from_record(task_record)
     # A bad agent configuration (AgentConfigError) or an unreadable task image (TaskInputError) propagates and
     # stops the run; everything else that goes wrong inside an episode is recorded with it instead.
     record, frames = run_episode(task, agent.build(task.id, cfg.seed, repeat), cfg, repeat)
@@ -265,8 +264,7 @@ def _run_one(task_record: dict, agent: AgentSpec, cfg: EpisodeConfig, repeat: in
 def _episode_gen(job: tuple, pool=None):
     """The generator of one job's episode (:func:`~spatialact.evaluation.episode.episode_steps`), its agent built
     here, its world from ``pool`` (a :class:`~spatialact.evaluation.episode.WorldPool`) when given."""
-    task_record, agent, cfg, repeat = job
-    task = Task.from_record(task_record)
+    task, agent, cfg, repeat = job  # the Task itself: frozen, it pickles to a worker process as it is
     return episode_steps(task, agent.build(task.id, cfg.seed, repeat), cfg, repeat, pool)
 
 
@@ -538,7 +536,7 @@ def _stop_pool(pool: ProcessPoolExecutor, finished: bool) -> None:
     _kill(procs)
 
 
-def _local(jobs: list[tuple[dict, AgentSpec, EpisodeConfig, int]], workers: int, plan: dict | None = None,
+def _local(jobs: list[tuple[Task, AgentSpec, EpisodeConfig, int]], workers: int, plan: dict | None = None,
            progress=None) -> Iterator[tuple[dict, dict, dict | None]]:
     """One episode at a time per process: here (``workers`` 1, through a request gate of this run's own when
     ``plan`` has one) or in a pool of spawned worker processes (each with its gate). ``progress.stop`` set: no
@@ -984,7 +982,7 @@ def run_eval(tasks: Iterable[Task], agent: AgentSpec, cfg: EpisodeConfig, run_di
             done = store.done_keys(retry_reasons=RETRIED_ON_RESUME)
         keys = _episode_keys(tasks, label, cfg, variants, repeats)
         todo = _todo(tasks, keys, done, variants, repeats)
-        jobs = [(t.to_record(), agent, cfgs[v], k) for t, v, k in todo]
+        jobs = [(t, agent, cfgs[v], k) for t, v, k in todo]
         total = len(keys)
         n_workers = choose_workers(workers, len(jobs))
         plan = _plan(agent, cfg, concurrency, n_workers, max_rpm, max_tpm)
