@@ -331,7 +331,7 @@ def game_size(width: int) -> tuple[int, int]:
 
 def all_game_tasks(tasks) -> bool:
     """Whether every task runs in the game (its scene is a game level)."""
-    return bool(tasks) and all(isinstance(t.scene, dict) and t.scene.get("type") == "game" for t in tasks)
+    return bool(tasks) and all(t.scene is not None and t.scene.is_game for t in tasks)
 
 
 def apply_suite_pins(args: argparse.Namespace, pins: dict) -> None:
