@@ -33,7 +33,7 @@ from .base import observation_mode
 from .cues import cue_content, cue_problem, parse_cues
 from .images import PromptImage, png_bytes, png_data_url
 
-__all__ = ["PROMPT_VERSION", "PromptImage", "PromptedAgent", "build_prompt", "png_bytes", "png_data_url", "prompt_text",
+__all__ = ["PROMPT_VERSION", "PromptedAgent", "build_prompt", "prompt_text",
            "SYSTEM_PROMPT", "prompt_version", "GAME_CONTROLS"]
 
 # Bump when any template text changes: it is part of every cached request and every result's provenance.

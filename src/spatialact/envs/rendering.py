@@ -32,9 +32,8 @@ import numpy as np
 from .camera import TINY_SHIFT_PX, CameraSpec, intrinsics_matrix, projection_matrix, view_matrix
 from .gl.renderer import RENDER_QUALITIES
 
-__all__ = ["BulletWorld", "CameraSpec", "view_matrix", "projection_matrix", "intrinsics_matrix",
-           "EGLUnavailable", "RENDERERS", "capture_c_output", "import_pybullet", "resolve_renderer",
-           "default_image_size", "MLLM_IMAGE_SIZE", "RENDER_QUALITIES", "check_render_quality",
+__all__ = ["BulletWorld", "EGLUnavailable", "RENDERERS", "capture_c_output", "import_pybullet", "resolve_renderer",
+           "default_image_size", "MLLM_IMAGE_SIZE", "check_render_quality",
            "default_render_quality", "render_quality_default"]
 
 RENDERERS = ("tiny", "egl", "gl", "auto")

@@ -45,9 +45,8 @@ from ..tasks.scene import GameScene
 from ..vocab import ENVS, MODES, PROFILES
 
 __all__ = ["EpisodeConfig", "EpisodeFrames", "run_episode", "episode_steps", "AgentCall", "drive", "world_kind",
-           "WorldPool", "episode_key", "record_key", "episode_seed",
-           "check_runnable", "execution_limit", "env_name", "TaskInputError", "FAILURE_REASONS",
-           "RETRIED_ON_RESUME", "is_failure", "observation_supplies", "free_camera_task", "images_match"]
+           "WorldPool", "episode_seed", "check_runnable", "execution_limit", "env_name", "TaskInputError",
+           "observation_supplies", "free_camera_task", "images_match"]
 
 _VARIANT = re.compile(r"[A-Za-z0-9_.-]{0,40}")
 #: How the gl renderer draws (``spatialact.envs.gl.RENDER_QUALITIES``, the same names: tested; named here so a run's

@@ -36,8 +36,8 @@ from .task import Task
 from .validation import (ORTHO_TOL, VALIDATOR_VERSION, pose_problems, record_label, record_poses, schema_problems,
                          schema_validator, semantic_problems, task_schema, validate_record)
 
-__all__ = ["TaskFileError", "TaskFile", "TaskView", "load_tasks", "load_task_file", "save_tasks", "validate_record",
-           "task_schema", "file_sha256", "clear_task_cache", "task_cache_dir", "ORTHO_TOL", "write_jsonl_atomic"]
+__all__ = ["TaskFileError", "TaskFile", "TaskView", "load_tasks", "load_task_file", "save_tasks", "file_sha256",
+           "clear_task_cache", "task_cache_dir", "write_jsonl_atomic"]
 
 MEMO_FILES = 4  # task files kept parsed in memory (least recently used dropped first)
 

@@ -13,8 +13,8 @@ from ..action_space import MOTION_PRIMITIVES, ActionSequence, Primitive, StepSiz
 from ..vocab import ANSWER_FORMATS, KINDS
 from .scene import Scene, parse_scene
 
-__all__ = ["Task", "SCHEMA_VERSION", "READ_SCHEMA_VERSIONS", "default_success", "KINDS", "ANSWER_FORMATS",
-           "sequence_record", "counts_from_names", "names_agree"]
+__all__ = ["Task", "SCHEMA_VERSION", "READ_SCHEMA_VERSIONS", "default_success", "sequence_record", "counts_from_names",
+           "names_agree"]
 
 SCHEMA_VERSION = 2  # written by save_tasks / Task.to_record
 READ_SCHEMA_VERSIONS = (1, 2)  # read by load_tasks (a line without schema_version is version 1)
