@@ -18,10 +18,10 @@ LLaVA, Gemma 3, …), given by a Hub id or a local folder, with its own processo
 Device and dtype are chosen for the machine unless given: CUDA (bfloat16 where the GPU supports it, else float16),
 else Apple MPS (float16), else the CPU (float32). A model is loaded once per process and shared, with its
 :class:`~spatialact.agents.hf_batch.Batcher`, by the agents built in it (the runner builds one agent per episode;
-``eval --concurrency N`` runs N episodes' turns at once, which the batcher gathers: ``batch_size=N``). Usage records the prompt and generated token counts; a
-local model costs nothing (``cost_usd`` 0). Loading problems (no such model, no network for a Hub id that is not
-in the local cache, a model that is not image-text-to-text, no chat template, a processor that needs a missing
-package) raise :class:`~spatialact.agents.base.AgentConfigError` when the agent is built, before a run writes
+``eval --concurrency N`` runs N episodes' turns at once, which the batcher gathers: ``batch_size=N``). Usage
+records the prompt and generated token counts; a local model costs nothing (``cost_usd`` 0). Loading problems (no
+such model, no network for a Hub id that is not in the local cache, a model that is not image-text-to-text, no
+chat template, a processor that needs a missing package) raise :class:`~spatialact.agents.base.AgentConfigError` when the agent is built, before a run writes
 anything. Nothing is downloaded except by ``from_pretrained`` itself for a Hub id (``local_files_only=true``
 forbids even that). A Hub id is looked up in the local cache first: offline (``HF_HUB_OFFLINE``, or the Hub does not
 answer within 3 s) a cached model loads from the cache and an uncached one is refused at once, naming the cache.
@@ -265,8 +265,8 @@ class HFAgent(PromptedAgent):
             if model.startswith(("/", "./", "../", "~")) or model.count("/") > 1:  # a path, not org/name
                 raise AgentConfigError(f"hf: {model!r}: no such model folder")
             local_files_only = _offline_source(model, revision, local_files_only)
-        self._net, self._processor, self._batcher = _load(path, revision, trust_remote_code, local_files_only, self.device,
-                                           self.dtype)
+        self._net, self._processor, self._batcher = _load(path, revision, trust_remote_code, local_files_only,
+                                                          self.device, self.dtype)
         self.task = None
         self.mode = "one-shot"
         self._history: list[str] = []
