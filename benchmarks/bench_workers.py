@@ -37,12 +37,13 @@ import json, sys, time
 t0 = time.perf_counter()
 from spatialact.evaluation.runner import AgentSpec, _run_one  # what unpickling a job imports in a worker
 from spatialact.evaluation.episode import EpisodeConfig
+from spatialact.tasks import Task  # a job carries the Task itself
 t1 = time.perf_counter()
-records = json.load(open(sys.argv[2]))
+tasks = [Task.from_record(r) for r in json.load(open(sys.argv[2]))]
 cfg, spec = EpisodeConfig(renderer=sys.argv[1]), AgentSpec("oracle")
-_run_one(records[0], spec, cfg)
+_run_one(tasks[0], spec, cfg)
 t2 = time.perf_counter()
-_run_one(records[1], spec, cfg)
+_run_one(tasks[1], spec, cfg)
 print(t1 - t0, t2 - t1, time.perf_counter() - t2)
 """
 
