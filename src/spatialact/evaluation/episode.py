@@ -21,7 +21,7 @@ not parse is a result (``reason: "parse_error"``, score 0). A task whose input i
 
 Poses in records are 4×4 C2W matrices in metres (world +Z up, camera OpenCV axes), as nested lists. The record's
 fields, keys, failure reasons and schema belong to :mod:`spatialact.records` (``episode_key``, ``record_key``,
-``is_failure``, ``FAILURE_REASONS`` and ``RETRIED_ON_RESUME`` are re-exported here); the layout is documented in
+``is_failure``, ``FAILURE_REASONS`` and ``RETRIED_ON_RESUME`` are imported from there); the layout is documented in
 ``docs/results.md``.
 """
 
