@@ -250,6 +250,24 @@ def test_the_adaptive_limit_drops_under_429s_and_rises_again_when_healthy():
     assert gate.limit == 16
 
 
+def test_requests_sent_before_a_change_are_not_judged_and_a_clean_window_doubles_the_limit():
+    """A storm of 429s: a window of 32 lowers the limit 16 -> 12 while 15 more requests, sent before that, are in
+    flight; their 429s tell of the old limit and are not judged again (judged, with 9 answers after them, they
+    would lower it to 9). Then a window of 24 clean answers doubles it back up to the ceiling, 16."""
+    gate = RequestGate(16)
+    held = [gate.acquire() for _ in range(16)]
+    for _ in range(31):
+        gate.release(held.pop(0), "rate_limited", 0.1)
+        held.append(gate.acquire())
+    gate.release(held.pop(0), "rate_limited", 0.1)
+    assert gate.limit == 12 and gate.counts["lowered"] == 1 and len(held) == 15
+    for t in held:
+        gate.release(t, "rate_limited", 0.1)
+    assert gate.limit == 12
+    _release(gate, "ok", 24)
+    assert gate.limit == 16 and gate.counts["lowered"] == 1 and gate.counts["raised"] == 1
+
+
 def test_the_adaptive_limit_drops_when_latency_rises():
     gate = RequestGate(8)
     _release(gate, "ok", 16, latency=0.2)

@@ -376,7 +376,9 @@ UNHEALTHY_SHARE = 0.15
 LATENCY_RISE = 2.0
 DECREASE = 0.75
 #: ... and raised (by a quarter, at least one) when both shares are below half of UNHEALTHY_SHARE and the median
-#: latency is within 1.5 x the best.
+#: latency is within 1.5 x the best; doubled (at most to the ceiling) when no request of the window was
+#: rate-limited or failed. Only requests let through after the last change are judged (the ones sent before it
+#: tell of the old limit: a storm's last 429s would lower it again after the storm ended).
 INCREASE = 0.25
 
 
@@ -409,12 +411,13 @@ class _Bucket:
 
 
 class Ticket:
-    """One request let through a :class:`RequestGate`: when it started, the tokens reserved for it."""
+    """One request let through a :class:`RequestGate`: when it started, the tokens reserved for it, and its number
+    (requests let through so far, this one included)."""
 
-    __slots__ = ("start", "tokens", "released")
+    __slots__ = ("start", "tokens", "released", "number")
 
-    def __init__(self, start: float, tokens: float):
-        self.start, self.tokens, self.released = start, tokens, False
+    def __init__(self, start: float, tokens: float, number: int = 0):
+        self.start, self.tokens, self.released, self.number = start, tokens, False, number
 
 
 class RequestGate:
@@ -426,7 +429,8 @@ class RequestGate:
     whichever is more) it is lowered by :data:`DECREASE` when the window was unhealthy — rate-limited (429) or failing
     (5xx, connection, timeout) in :data:`UNHEALTHY_SHARE` of its requests or more, or slower than
     :data:`LATENCY_RISE` x the best window's median latency — and raised again by :data:`INCREASE` (at least one)
-    while healthy, never above ``max_concurrency`` nor below 1. ``max_rpm`` / ``max_tpm``: token buckets (requests,
+    while healthy, doubled after a window with no 429 and no failure, never above ``max_concurrency`` nor below 1;
+    only requests let through after the last change are judged. ``max_rpm`` / ``max_tpm``: token buckets (requests,
     and prompt + completion tokens, per minute) shared by the threads; a request's tokens are not known before its
     reply, so the mean of the replies so far is reserved and the difference settled after (the first request goes
     alone until its reply says how many tokens a request takes). The gate never retries anything: the agent's
@@ -450,6 +454,7 @@ class RequestGate:
         self._tokens_seen = 0.0
         self._replies_with_tokens = 0
         self._window: list[tuple[str, float]] = []
+        self._changed_after = 0  # the number of requests let through when the limit last changed
         self._best_median: float | None = None
         self.closed = False
         self.in_flight = 0
@@ -495,7 +500,7 @@ class RequestGate:
                         c["peak_in_flight"] = max(c["peak_in_flight"], self.in_flight)
                         now = self.clock()
                         c["waited_s"] += now - t0
-                        return Ticket(now, est)
+                        return Ticket(now, est, c["requests"])
                 self._cond.wait(timeout=wait)  # None: until a request ends (or the gate closes)
 
     def release(self, ticket: Ticket, outcome: str, latency: float | None = None, tokens: float | None = None) -> None:
@@ -515,7 +520,7 @@ class RequestGate:
             if self._tpm is not None:  # settle the reservation: a failed request used no tokens
                 self._tpm.level += ticket.tokens - (float(tokens or 0) if outcome == "ok" else 0.0)
                 self._tpm.level = min(self._tpm.level, self._tpm.capacity)
-            if self.adaptive:
+            if self.adaptive and ticket.number > self._changed_after:
                 self._judge(outcome, latency)
             self._cond.notify_all()
 
@@ -544,13 +549,16 @@ class RequestGate:
             new = max(1.0, math.floor(self.limit * DECREASE))
             if new < self.limit:
                 self.limit = new
+                self._changed_after = c["requests"]
                 c["lowered"] += 1
                 c["lowest_limit"] = min(c["lowest_limit"], int(new))
         elif limited < UNHEALTHY_SHARE / 2 and failing < UNHEALTHY_SHARE / 2 and \
                 (median is None or best is None or median <= 1.5 * best):
-            new = min(float(self.max_concurrency), self.limit + max(1.0, math.floor(self.limit * INCREASE)))
+            step = self.limit if not limited and not failing else max(1.0, math.floor(self.limit * INCREASE))
+            new = min(float(self.max_concurrency), self.limit + step)
             if new > self.limit:
                 self.limit = new
+                self._changed_after = c["requests"]
                 c["raised"] += 1
 
     def snapshot(self) -> dict:
