@@ -1,6 +1,6 @@
 """Rendering speed, side by side in one run: images/s (RGB + depth) of PyBullet's TinyRenderer (``tiny``), PyBullet's
 EGL plugin (``egl``) and the project's OpenGL renderer (``gl``) at 128², 256² and 512², for K = 1, 8 and 64 views per
-call (``BulletWorld.render_batch``: gl draws the K views in one pass; tiny and egl render them one by one), with the
+call (``BulletBackend.render_batch``: gl draws the K views in one pass; tiny and egl render them one by one), with the
 ratio of each to tiny at the same size.
 
 Scene: the GripperManip tabletop (seed 2) with the Franka Panda, seen from views around the exterior camera; the
@@ -32,7 +32,7 @@ import numpy as np
 SCENE = {"generator": "tabletop", "seed": 2}
 
 
-#: row label -> (BulletWorld renderer, render quality); the mujoco rows draw the gl scene's triangles in MuJoCo
+#: row label -> (BulletBackend renderer, render quality); the mujoco rows draw the gl scene's triangles in MuJoCo
 #: (``mujoco_peer.py``) without multisampling / with 4× MSAA, to match gl / gl-high
 CONFIGS = {"tiny": ("tiny", "default"), "egl": ("egl", "default"), "gl": ("gl", "default"),
            "gl-high": ("gl", "high"), "mujoco": ("gl", "mujoco"), "mujoco-4x": ("gl", "mujoco-4x")}
@@ -63,10 +63,10 @@ class MujocoRow:
 
 
 def make_world(renderer: str, quality: str = "default"):
-    from spatialact.envs.rendering import BulletWorld
+    from spatialact.envs.rendering import BulletBackend
     from spatialact.envs.scenes import build_scene
 
-    w = BulletWorld(renderer, render_quality=quality if quality in ("default", "high") else "default")
+    w = BulletBackend(renderer, render_quality=quality if quality in ("default", "high") else "default")
     info = build_scene(w, SCENE)
     robot = w.p.loadURDF("franka_panda/panda.urdf", [0, 0, info.table_z], useFixedBase=True,
                          physicsClientId=w.client)

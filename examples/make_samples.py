@@ -179,11 +179,11 @@ def panda_joint_positions(cart) -> np.ndarray:
     the posture is the closest IK finds within the joint limits."""
     from spatialact import geometry
     from spatialact.envs.panda import ARM_JOINTS, FINGER_OPEN, PANDA_HOME, PandaArm, solve_panda_ik
-    from spatialact.envs.rendering import BulletWorld
+    from spatialact.envs.rendering import BulletBackend
     from spatialact.envs.replay import DROID_TOOL_OFFSET
 
     poses = geometry.pose_from_droid(np.asarray(cart, dtype=np.float32).astype(np.float64))
-    world = BulletWorld("tiny")
+    world = BulletBackend("tiny")
     try:
         arm = PandaArm(world, np.eye(4))
         p, cid, robot = arm.p, arm.cid, arm.robot
@@ -207,10 +207,10 @@ def panda_links(joints: np.ndarray, finger: np.ndarray) -> tuple[np.ndarray, np.
     poses (N, 4, 4) (the grasp frame ``@ inv(DROID_TOOL_OFFSET)``)."""
     from spatialact import geometry
     from spatialact.envs.panda import ARM_JOINTS, EE_LINK, FINGER_JOINTS, PandaArm
-    from spatialact.envs.rendering import BulletWorld
+    from spatialact.envs.rendering import BulletBackend
     from spatialact.envs.replay import DROID_TOOL_OFFSET
 
-    world = BulletWorld("tiny")
+    world = BulletBackend("tiny")
     try:
         arm = PandaArm(world, np.eye(4))
         p, cid, robot = arm.p, arm.cid, arm.robot

@@ -19,7 +19,7 @@ import numpy as np
 from PIL import Image, ImageDraw
 
 from spatialact.envs.gl import GLRenderer
-from spatialact.envs.rendering import BulletWorld, CameraSpec
+from spatialact.envs.rendering import BulletBackend, CameraSpec
 from spatialact.envs.scenes import build_scene, look_at
 
 SCENES = [({"generator": "tabletop", "seed": 2}, look_at([1.0, -1.0, 1.3], [0.45, 0.0, 0.78]), 128),
@@ -31,7 +31,7 @@ COLUMNS = {"high: 4x MSAA (old default)": (None, "high"), "no antialiasing": (0,
 
 
 def _world(spec, gl, quality):
-    w = BulletWorld("gl", gl=gl, render_quality=quality)
+    w = BulletBackend("gl", gl=gl, render_quality=quality)
     info = build_scene(w, spec)
     if spec["generator"] == "tabletop":
         w.p.loadURDF("franka_panda/panda.urdf", [0, 0, info.table_z], useFixedBase=True, physicsClientId=w.client)

@@ -23,7 +23,7 @@ pytest.importorskip("gymnasium")
 from spatialact import geometry  # noqa: E402
 from spatialact.action_space import MIRROR, ActionSequence, Primitive, Step, mirror  # noqa: E402
 from spatialact.diagnostics import MirrorWrapper, mirror_task  # noqa: E402
-from spatialact.envs.rendering import BulletWorld, CameraSpec  # noqa: E402
+from spatialact.envs.rendering import BulletBackend, CameraSpec  # noqa: E402
 from spatialact.envs.scenes import SceneBuilder, look_at  # noqa: E402
 
 EDGE_LEVELS, DEPTH_M = 8, 0.01
@@ -38,7 +38,7 @@ OBJECTS = [("box", (0.9, 2.5, 0.3), 0.4, (0.9, 0.2, 0.2), (0.3, 0.2, 0.3)),
            ("box", (1.6, 3.8, 1.0), 1.1, (0.6, 0.3, 0.8), (0.2, 0.6, 1.0))]
 
 
-def build(world: BulletWorld, objects, light_x: float) -> None:
+def build(world: BulletBackend, objects, light_x: float) -> None:
     """A floor, a back wall and ``objects``; the TinyRenderer light comes from (light_x, −0.3, 2.5)."""
     b = SceneBuilder(world, np.random.default_rng(0))
     b.box([5, 5, 0.05], [0, 2, -0.05], color=(0.7, 0.7, 0.65))
@@ -77,7 +77,7 @@ def worlds(request):
 
     def make(objects, light_x):
         try:
-            w = BulletWorld(request.param)
+            w = BulletBackend(request.param)
         except Exception as e:  # noqa: BLE001 - no OpenGL context here
             pytest.skip(f"renderer {request.param} unavailable: {str(e).splitlines()[0]}")
         build(w, objects, light_x)

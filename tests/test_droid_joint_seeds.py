@@ -33,9 +33,9 @@ from traj_helpers import panda_joint_positions, write_droid  # noqa: E402
 def arm():
     """A bare simulated Panda, base at the origin of DROID's robot-base frame."""
     from spatialact.envs.panda import PandaArm
-    from spatialact.envs.rendering import BulletWorld
+    from spatialact.envs.rendering import BulletBackend
 
-    world = BulletWorld("tiny")
+    world = BulletBackend("tiny")
     yield PandaArm(world, np.eye(4))
     world.close()
 

@@ -16,7 +16,7 @@ pytest.importorskip("moderngl")
 
 from spatialact import geometry  # noqa: E402
 from spatialact.envs.gl import GLRenderer, gl_available  # noqa: E402
-from spatialact.envs.rendering import TINY_SHIFT_PX, BulletWorld, CameraSpec, projection_matrix, view_matrix  # noqa: E402
+from spatialact.envs.rendering import TINY_SHIFT_PX, BulletBackend, CameraSpec, projection_matrix, view_matrix  # noqa: E402
 from spatialact.envs.scenes import build_scene, look_at  # noqa: E402
 
 _OK, _WHY = gl_available()
@@ -27,7 +27,7 @@ ROOM_VIEWS = [look_at([1.0, -1.0, 1.5], [0.0, 0.5, 0.8]), look_at([-1.0, 1.0, 1.
 
 
 def _world(renderer, spec, panda=False, gl=None):
-    w = BulletWorld(renderer, gl=gl)
+    w = BulletBackend(renderer, gl=gl)
     build_scene(w, spec)
     if panda:
         w.p.loadURDF("franka_panda/panda.urdf", [0, 0, 0.62], useFixedBase=True, physicsClientId=w.client)
@@ -99,7 +99,7 @@ def test_background_is_the_far_plane_in_both():
     cam = CameraSpec(32, 24, 60.0)
     T = look_at([0.0, 0.0, 1.0], [0.0, 0.0, 5.0])  # looking up at nothing
     for r in ("tiny", "gl"):
-        w = BulletWorld(r)
+        w = BulletBackend(r)
         try:
             _, d, s = w.render(T, cam, segmentation=True)
             assert np.allclose(d, cam.far, rtol=2e-4) and np.all(s == -1), r
@@ -115,15 +115,15 @@ def _box(world, pos, half):
 
 def test_pixel_conventions():
     """A cube seen face-on along the optical axis (rolled 0.2 rad about it): its silhouette, the front face, is
-    centred where K puts the axis, (cx, cy). ``opencv`` renders it there (as BulletWorld's tiny does);
+    centred where K puts the axis, (cx, cy). ``opencv`` renders it there (as BulletBackend's tiny does);
     ``tinyrenderer`` half a pixel right and up — exactly where PyBullet's TinyRenderer puts it when given the
     projection matrix unshifted."""
     target = np.array([0.3, -0.2, 1.1])
     T = look_at(target + [2.0, 0.0, 0.0], target) @ geometry.make_pose(geometry.rot_z(0.2), np.zeros(3))
     cam = CameraSpec(320, 256, 55.0)
     r = GLRenderer()
-    w = BulletWorld("gl", gl=r)
-    t = BulletWorld("tiny")
+    w = BulletBackend("gl", gl=r)
+    t = BulletBackend("tiny")
     try:
         body = _box(w, target, 0.3)
         _box(t, target, 0.3)
@@ -134,7 +134,7 @@ def test_pixel_conventions():
             centres[conv] = np.array([us.mean(), vs.mean()])
         assert centres["opencv"] == pytest.approx((cam.cx, cam.cy), abs=0.02)
         assert centres["tinyrenderer"] == pytest.approx((cam.cx - TINY_SHIFT_PX[0], cam.cy - TINY_SHIFT_PX[1]), abs=0.02)
-        # BulletWorld's tiny (shifted) matches opencv; PyBullet's TinyRenderer unshifted matches tinyrenderer
+        # BulletBackend's tiny (shifted) matches opencv; PyBullet's TinyRenderer unshifted matches tinyrenderer
         _, _, seg = t.render(T, cam, depth=False, segmentation=True)
         vs, us = np.nonzero(seg == 0)
         assert (us.mean(), vs.mean()) == pytest.approx(tuple(centres["opencv"]), abs=0.02)
@@ -158,11 +158,11 @@ def _view(world, T, cam):
 
 _DET_SCRIPT = r"""
 import hashlib, sys
-from spatialact.envs.rendering import BulletWorld, CameraSpec
+from spatialact.envs.rendering import BulletBackend, CameraSpec
 from spatialact.envs.scenes import build_scene, look_at
 h = hashlib.sha256()
 for quality in ("default", "high"):
-    w = BulletWorld("gl", render_quality=quality)
+    w = BulletBackend("gl", render_quality=quality)
     build_scene(w, {"generator": "tabletop", "seed": 2})
     w.p.loadURDF("franka_panda/panda.urdf", [0, 0, 0.62], useFixedBase=True, physicsClientId=w.client)
     for size in (96, 200):
@@ -237,7 +237,7 @@ def test_shadow_darkens_the_floor_under_a_box():
     T = look_at([0.0, -1.2, 1.6], [0.0, 0.0, 0.0])
     out = {}
     for size in (1024, 0):
-        w = BulletWorld("gl", gl=GLRenderer(shadow_size=size))
+        w = BulletBackend("gl", gl=GLRenderer(shadow_size=size))
         p = w.p
         floor = p.createVisualShape(p.GEOM_BOX, halfExtents=[2, 2, 0.05], rgbaColor=[0.8, 0.8, 0.8, 1],
                                     physicsClientId=w.client)
@@ -310,7 +310,7 @@ def test_shadow_map_redraws_only_what_moved_and_equals_a_full_redraw():
 
 
 def _slanted_box(gl, quality="default", colour=(0.02, 0.02, 0.02)):
-    w = BulletWorld("gl", gl=gl, render_quality=quality)
+    w = BulletBackend("gl", gl=gl, render_quality=quality)
     p = w.p
     vis = p.createVisualShape(p.GEOM_BOX, halfExtents=[0.4, 0.4, 0.4], rgbaColor=list(colour) + [1],
                               physicsClientId=w.client)
@@ -430,7 +430,7 @@ def test_auto_falls_back_to_tiny_saying_why(monkeypatch, capsys):
 
     monkeypatch.setattr(glpkg, "shared_renderer", refuse)
     monkeypatch.setattr(rendering, "_SAID", set())
-    w = BulletWorld("auto")
+    w = BulletBackend("auto")
     try:
         assert w.renderer == "tiny" and w.gl is None and "test" in w.fallback_reason
         assert w.render(np.eye(4), CameraSpec(8, 8))[0].shape == (8, 8, 3)
@@ -439,7 +439,7 @@ def test_auto_falls_back_to_tiny_saying_why(monkeypatch, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "renderer 'auto' uses tiny" in err[0] and "(test)" in err[0]
     with pytest.raises(glpkg.GLUnavailable, match="test"):
-        BulletWorld("gl")
+        BulletBackend("gl")
 
 
 def test_hand_visual_reads_as_a_hand_and_collision_is_unchanged():
@@ -475,7 +475,7 @@ def test_hand_visual_reads_as_a_hand_and_collision_is_unchanged():
 @pytest.mark.parametrize("kind", ["nav", "manip", "hand"])
 def test_render_quality_reaches_the_world_from_make_env_and_the_env_keywords(kind):
     """``make_env(..., render_quality=)`` and the environment's own keyword (``gymnasium.make``) reach the world, its
-    BulletWorld and its gl scene; the default is ``default``; an unknown quality is one line naming the options."""
+    BulletBackend and its gl scene; the default is ``default``; an unknown quality is one line naming the options."""
     import gymnasium as gym
 
     from spatialact.envs import make_env
@@ -601,7 +601,7 @@ def test_a_child_forked_after_gl_started_refuses_instead_of_hanging():
     if pid == 0:  # the child: report what happens, never run pytest's teardown
         code = 3
         try:
-            w = BulletWorld("auto")
+            w = BulletBackend("auto")
             code = 0 if (w.renderer == "tiny" and "spawn" in (w.fallback_reason or "")) else 1
             w.render(np.eye(4), CameraSpec(8, 8))
             w.close()

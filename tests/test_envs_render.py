@@ -4,13 +4,13 @@ import numpy as np
 import pytest
 
 from spatialact import geometry
-from spatialact.envs.rendering import BulletWorld, CameraSpec, EGLUnavailable, intrinsics_matrix
+from spatialact.envs.rendering import BulletBackend, CameraSpec, EGLUnavailable, intrinsics_matrix
 from spatialact.envs.scenes import build_scene, look_at, normalise_scene_spec
 
 
 @pytest.fixture(scope="module")
 def world():
-    w = BulletWorld("tiny")
+    w = BulletBackend("tiny")
     yield w
     w.close()
 
@@ -157,7 +157,7 @@ def test_mesh_scene_missing_file(world):
 def test_egl_renderer_loads_before_bodies_and_renders():
     """EGL (GPU, or Mesa's llvmpipe on a CPU): the plugin loads first, reports its GL renderer and draws the scene."""
     try:
-        w = BulletWorld("egl")
+        w = BulletBackend("egl")
     except EGLUnavailable as e:
         print(f"EGL unavailable: {e}")
         pytest.skip(f"EGL renderer unavailable here: {e} (needs libegl1 libgl1-mesa-dri libegl-mesa0)")
@@ -169,7 +169,7 @@ def test_egl_renderer_loads_before_bodies_and_renders():
         cam = CameraSpec(48, 48, 70.0)
         rgb, depth, _ = w.render(T, cam)
         assert rgb.std() > 10  # not an empty (uniform) frame
-        t = BulletWorld("tiny")
+        t = BulletBackend("tiny")
         try:
             build_scene(t, {"generator": "room", "seed": 3})
             _, depth_tiny, _ = t.render(T, cam)
@@ -189,7 +189,7 @@ def test_auto_renderer_picks_gl_when_it_starts():
     from spatialact.envs.rendering import gpu_present
 
     ok, why = gl_available()
-    w = BulletWorld("auto")
+    w = BulletBackend("auto")
     try:
         if ok:
             assert w.renderer == "gl" and w.gl_renderer.startswith("spatialact-gl on ")
@@ -201,7 +201,7 @@ def test_auto_renderer_picks_gl_when_it_starts():
     finally:
         w.close()
     with pytest.raises(ValueError, match="renderer"):
-        BulletWorld("vulkan")
+        BulletBackend("vulkan")
 
 
 def test_tiny_draws_the_same_at_either_render_quality():
@@ -209,7 +209,7 @@ def test_tiny_draws_the_same_at_either_render_quality():
     refused in one line."""
     out = []
     for quality in ("default", "high"):
-        w = BulletWorld("tiny", render_quality=quality)
+        w = BulletBackend("tiny", render_quality=quality)
         try:
             assert w.render_quality == quality
             build_scene(w, {"generator": "tabletop", "seed": 2})
@@ -218,4 +218,4 @@ def test_tiny_draws_the_same_at_either_render_quality():
             w.close()
     assert all(np.array_equal(a, b) for a, b in zip(out[0], out[1]))
     with pytest.raises(ValueError, match="render_quality must be one of default, high, got 'best'"):
-        BulletWorld("tiny", render_quality="best")
+        BulletBackend("tiny", render_quality="best")

@@ -100,9 +100,9 @@ def test_camera_spec_forms_and_resize():
 
 def test_off_centre_intrinsics_render_where_projected():
     """A small sphere rendered with non-square, off-centre intrinsics appears where ``project`` puts it."""
-    from spatialact.envs.rendering import BulletWorld
+    from spatialact.envs.rendering import BulletBackend
 
-    world = BulletWorld("tiny")
+    world = BulletBackend("tiny")
     try:
         p = world.p
         cam = CameraSpec.from_intrinsics(160, 120, 140.0, 110.0, 60.0, 72.0)

@@ -13,7 +13,7 @@ from spatialact import geometry
 from spatialact.action_space import ActionSequence, Step, StepSizes
 from spatialact.envs import collision_problem, make_env
 from spatialact.envs.collision import CAMERA_RADIUS, CONTACT_TOLERANCE, COLLIDES, SphereSweep
-from spatialact.envs.rendering import BulletWorld
+from spatialact.envs.rendering import BulletBackend
 from spatialact.envs.scenes import look_at
 from spatialact.tasks import Task
 
@@ -213,7 +213,7 @@ def test_check_env_with_and_without_walls():
 def test_sweep_sees_a_thin_plate_and_steps_longer_than_one_pass():
     """A 1 cm plate across a 1.6 m step, and a wall 2.5 m away (past one pass of 40 probes): stops found within
     1 cm, never through; a segment that only passes beside the plate is clear."""
-    w = BulletWorld("tiny")
+    w = BulletBackend("tiny")
     p, c = w.p, w.client
     col = p.createCollisionShape(p.GEOM_BOX, halfExtents=[0.005, 1.0, 1.0], physicsClientId=c)
     p.createMultiBody(0, col, -1, basePosition=[0.8, 0.0, 1.0], physicsClientId=c)

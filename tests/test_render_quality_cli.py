@@ -111,7 +111,7 @@ def test_report_warns_when_runs_differ_in_render_quality(runs, tmp_path):
 def test_the_quality_reaches_the_world_and_a_scope_sets_the_default():
     pytest.importorskip("pybullet")
     from spatialact.envs import make_env
-    from spatialact.envs.rendering import BulletWorld, default_render_quality, render_quality_default
+    from spatialact.envs.rendering import BulletBackend, default_render_quality, render_quality_default
 
     def quality(env):
         world = env.unwrapped.world
@@ -131,7 +131,7 @@ def test_the_quality_reaches_the_world_and_a_scope_sets_the_default():
         env = make_env("nav", renderer="tiny", render_quality="default")  # named: it wins
         assert quality(env) == ("default", "default")
         env.close()
-        w = BulletWorld("tiny")
+        w = BulletBackend("tiny")
         assert w.render_quality == "high"
         w.close()
     assert default_render_quality() == "default"
@@ -149,7 +149,7 @@ def _gl_or_skip():
 
 
 def test_prompt_draws_at_the_quality_asked(tmp_path, capsys):
-    """prompt --render-quality high draws what BulletWorld draws at high: another image than the default's, the
+    """prompt --render-quality high draws what BulletBackend draws at high: another image than the default's, the
     same scene (edges differ, the mean barely)."""
     pytest.importorskip("pybullet")
     _gl_or_skip()

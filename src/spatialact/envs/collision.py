@@ -36,7 +36,7 @@ import threading
 
 import numpy as np
 
-from .rendering import BulletWorld
+from .rendering import BulletBackend
 from .replay import build_replay_world, is_replay_scene
 from .scenes import build_scene, normalise_scene_spec
 
@@ -198,7 +198,7 @@ class CollisionChecker:
     while consecutive tasks share it. Close it (or use it as a context manager) to release the PyBullet client."""
 
     def __init__(self):
-        self.world = BulletWorld("tiny")
+        self.world = BulletBackend("tiny")
         self._key = None
         self._sweep: SphereSweep | None = None
         self._names: dict = {}

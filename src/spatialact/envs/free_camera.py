@@ -32,7 +32,7 @@ from .. import geometry
 from ..action_space import ActionSequence, StepSizes
 from .collision import SphereSweep, path_problem
 from .pybullet_world import PyBulletWorld
-from .rendering import BulletWorld, CameraSpec
+from .rendering import BulletBackend, CameraSpec
 from .sampling import sample_signed_counts
 from .scenes import look_at
 from .views import view_overlap
@@ -69,7 +69,7 @@ class FreeCameraWorld(PyBulletWorld):
     def blocks_motion(self) -> bool:
         """Whether a step can be stopped short (walls on, in a PyBullet scene: a subclass drawing through another
         simulator, habitat-sim, has no walls): an evaluation then records ``blocked`` per step."""
-        return self.collisions and isinstance(self.backend, BulletWorld)
+        return self.collisions and isinstance(self.backend, BulletBackend)
 
     @property
     def probes(self) -> tuple[int, ...]:

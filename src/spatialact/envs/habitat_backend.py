@@ -66,7 +66,7 @@ def habitat_hfov(fov_deg: float, width: int, height: int) -> float:
 
 
 class HabitatSim:
-    """habitat-sim as a world's backend: renders like :class:`~spatialact.envs.rendering.BulletWorld` (the same
+    """habitat-sim as a world's backend: renders like :class:`~spatialact.envs.rendering.BulletBackend` (the same
     ``render`` and ``render_batch``) from the mesh scene it loaded."""
 
     def __init__(self, fov_deg: float):

@@ -1,4 +1,4 @@
-"""What the PyBullet worlds share: a scene built from its spec into a :class:`~spatialact.envs.rendering.BulletWorld`
+"""What the PyBullet worlds share: a scene built from its spec into a :class:`~spatialact.envs.rendering.BulletBackend`
 (procedural rooms and tabletops, mesh files, replay scenes), rendering through it, replayed tasks' recordings.
 
 :class:`PyBulletWorld` implements the scene, rendering and recording parts of the :class:`~spatialact.envs.world.World`
@@ -6,7 +6,7 @@ protocol; its subclasses add the controlled body: :class:`~spatialact.envs.free_
 camera), :class:`~spatialact.envs.tabletop.TabletopWorld` and its :class:`~spatialact.envs.panda_world.PandaWorld` /
 :class:`~spatialact.envs.hand_world.HandWorld`. Poses are C2W (4, 4) float64, metres, world +Z up, OpenCV camera
 axes. The PyBullet client and the renderer are the world's ``backend`` (``p``, ``client``, ``gl``, ``render``,
-``render_batch`` reach it, as :class:`BulletWorld` offers them).
+``render_batch`` reach it, as :class:`BulletBackend` offers them).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import numpy as np
 from ..tasks import Task
 from .replay import (ReplayWorld, TaskRecording, build_replay_world, is_replay_scene, load_scene_trajectory,
                      scene_aspect)
-from .rendering import BulletWorld, check_render_quality, default_render_quality
+from .rendering import BulletBackend, check_render_quality, default_render_quality
 from .scenes import build_scene, normalise_scene_spec
 from .world import World
 
@@ -36,13 +36,13 @@ __all__ = ["PyBulletWorld"]
 class PyBulletWorld(World):
     """A world whose scene is built from a scene spec in PyBullet (see the module docstring).
 
-    ``backend`` is the :class:`BulletWorld` (``renderer``: ``tiny``, ``egl``, ``gl``, ``auto``); ``replay`` the
+    ``backend`` is the :class:`BulletBackend` (``renderer``: ``tiny``, ``egl``, ``gl``, ``auto``); ``replay`` the
     :class:`~spatialact.envs.replay.ReplayWorld` of a replay scene, else None; ``scene_key`` identifies the loaded
     scene (a replay scene's keyframes are not part of it: tasks on one trajectory share the world); ``keyframes``
     the configured replayed task's keyframes; ``step_count`` the whole steps moved since the start (an EgoDex
     replay's observing camera follows it). ``render_quality`` (``"default"`` or ``"high"``; None:
     :func:`~spatialact.envs.rendering.default_render_quality`): how the gl renderer draws this world
-    (:class:`BulletWorld`); every subclass takes it as a keyword, whether or not its constructor names it
+    (:class:`BulletBackend`); every subclass takes it as a keyword, whether or not its constructor names it
     (:meth:`__init_subclass__`).
     """
 
@@ -80,7 +80,7 @@ class PyBulletWorld(World):
 
     def make_backend(self, renderer: str):
         """The simulator client and renderer the world builds its scenes in (at the world's ``render_quality``)."""
-        return BulletWorld(renderer, render_quality=self.render_quality)
+        return BulletBackend(renderer, render_quality=self.render_quality)
 
     @classmethod
     def scene_aspect(cls, scene) -> float | None:
@@ -94,7 +94,7 @@ class PyBulletWorld(World):
     def check_scene(cls, spec) -> dict:
         return normalise_scene_spec(spec)
 
-    # ----- the backend, as BulletWorld offers it -------------------------------------------------------------------
+    # ----- the backend, as BulletBackend offers it -------------------------------------------------------------------
     @property
     def p(self):
         """The pybullet module the backend's client belongs to."""
@@ -121,11 +121,11 @@ class PyBulletWorld(World):
 
     def render(self, T_c2w, cam, depth: bool = True, segmentation: bool = False):
         """One view from C2W pose ``T_c2w`` with camera ``cam``: (rgb, depth m or None, seg or None), as
-        :meth:`BulletWorld.render`."""
+        :meth:`BulletBackend.render`."""
         return self.backend.render(np.asarray(T_c2w, dtype=np.float64), cam, depth=depth, segmentation=segmentation)
 
     def render_batch(self, poses, cam, depth: bool = True, segmentation: bool = False):
-        """K views with camera ``cam``, as :meth:`BulletWorld.render_batch`."""
+        """K views with camera ``cam``, as :meth:`BulletBackend.render_batch`."""
         return self.backend.render_batch(poses, cam, depth=depth, segmentation=segmentation)
 
     def render_views(self, poses, depth: bool = False, segmentation: bool = False) -> tuple:

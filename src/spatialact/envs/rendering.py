@@ -11,7 +11,7 @@ plugin and renders with OpenGL through EGL — on an NVIDIA GPU when one is pres
 CPU; ``"gl"`` is the project's own OpenGL renderer (:mod:`spatialact.envs.gl`: moderngl over EGL, lit, shadowed,
 edge-smoothed — 4× multisampled at ``render_quality="high"`` —, K views per call); ``"auto"`` is ``gl`` when its
 context starts, else ``tiny``, saying why in one line on stderr (once per process). The EGL plugin must be loaded
-*before* any body is created or it renders an empty scene, so :class:`BulletWorld` loads it in its constructor, and
+*before* any body is created or it renders an empty scene, so :class:`BulletBackend` loads it in its constructor, and
 records which GL renderer answered (``gl_renderer``). What PyBullet and the plugin print from C (the ``pybullet
 build time`` banner, GL vendor/renderer lines, ``Destroy EGL OpenGL window``) is kept off the console
 (:func:`capture_c_output`); the GL renderer string is read from it.
@@ -32,7 +32,7 @@ import numpy as np
 from .camera import TINY_SHIFT_PX, CameraSpec, intrinsics_matrix, projection_matrix, view_matrix
 from .gl.renderer import RENDER_QUALITIES
 
-__all__ = ["BulletWorld", "EGLUnavailable", "RENDERERS", "capture_c_output", "import_pybullet", "resolve_renderer",
+__all__ = ["BulletBackend", "EGLUnavailable", "RENDERERS", "capture_c_output", "import_pybullet", "resolve_renderer",
            "default_image_size", "MLLM_IMAGE_SIZE", "check_render_quality",
            "default_render_quality", "render_quality_default"]
 
@@ -60,7 +60,7 @@ def default_render_quality() -> str:
 
 @contextlib.contextmanager
 def render_quality_default(quality: str):
-    """Within the block, worlds made without a ``render_quality`` (``make_env``, ``BulletWorld``, and the code that
+    """Within the block, worlds made without a ``render_quality`` (``make_env``, ``BulletBackend``, and the code that
     makes them: a trajectory replay, a question builder) draw at ``quality``; a quality named explicitly wins."""
     token = _QUALITY.set(check_render_quality(quality))
     try:
@@ -142,7 +142,7 @@ def import_pybullet():
     return pybullet
 
 
-class BulletWorld:
+class BulletBackend:
     """One PyBullet physics client (DIRECT mode) with a renderer; owns everything created in it.
 
     ``renderer="egl"`` loads the EGL plugin immediately (before any body exists) and raises

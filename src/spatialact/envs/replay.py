@@ -2,7 +2,7 @@
 
 A replay scene (the ``scene`` of a task, docs/tasks.md "Replay scenes") references a recorded trajectory — path,
 format, episode, entity, keyframes — never per-frame arrays. :func:`build_replay_world` builds its world in a
-:class:`~spatialact.envs.rendering.BulletWorld`; the environments call it from ``reset`` and keep a
+:class:`~spatialact.envs.rendering.BulletBackend`; the environments call it from ``reset`` and keep a
 :class:`ReplayWorld` for the observing camera and the recorded frames. Frames, per source:
 
 * ``droid`` (GripperManip): the world *is* DROID's robot-base frame (+Z up, metres); the simulated Panda's base
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import geometry
-from .rendering import BulletWorld, CameraSpec
+from .rendering import BulletBackend, CameraSpec
 from .scenes import SceneBuilder, SceneInfo, build_scene, light_for
 from .textures import texture_path
 from .world import OBSERVATION_MODES
@@ -266,7 +266,7 @@ def check_droid_reachable(poses_ee, joint_seeds=None) -> tuple[np.ndarray, np.nd
 
     global _PANDA
     if _PANDA is None:
-        world = BulletWorld("tiny")
+        world = BulletBackend("tiny")
         _PANDA = PandaArm(world, np.eye(4))
     P = np.asarray(poses_ee, dtype=np.float64).reshape(-1, 4, 4)
     seeds = None if joint_seeds is None else np.asarray(joint_seeds, dtype=np.float64).reshape(-1, 7)
@@ -464,7 +464,7 @@ def _xyz_euler_pose(v, where: str, field_: str) -> np.ndarray:
     return geometry.pose_from_droid(a)
 
 
-def build_replay_world(world: BulletWorld, scene: dict, kind: str, where: str = "scene") -> tuple[SceneInfo,
+def build_replay_world(world: BulletBackend, scene: dict, kind: str, where: str = "scene") -> tuple[SceneInfo,
                                                                                                     ReplayWorld]:
     """Build a replay scene into an empty world; returns the :class:`SceneInfo` and the :class:`ReplayWorld`.
     ``kind``: the environment's task kind. Refuses (ValueError, one line ``<where>: scene.<field>: ...``) what

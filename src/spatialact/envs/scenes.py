@@ -1,4 +1,4 @@
-"""Seeded scenes in a :class:`~spatialact.envs.rendering.BulletWorld`: procedural rooms, tabletops, mesh files.
+"""Seeded scenes in a :class:`~spatialact.envs.rendering.BulletBackend`: procedural rooms, tabletops, mesh files.
 
 A scene is described by a JSON-able spec, the ``scene`` field of a task::
 
@@ -20,7 +20,7 @@ import numpy as np
 
 from .camera import look_at
 from .gl.meshes import box_faces
-from .rendering import BulletWorld
+from .rendering import BulletBackend
 from .textures import texture_path
 
 __all__ = ["SceneInfo", "SceneBuilder", "build_scene", "normalise_scene_spec", "load_scene_meshes", "ROOM_LAYOUTS",
@@ -105,7 +105,7 @@ def normalise_scene_spec(spec) -> dict:
     return out
 
 
-def build_scene(world: BulletWorld, spec) -> SceneInfo:
+def build_scene(world: BulletBackend, spec) -> SceneInfo:
     """Build the scene a spec describes into an empty world."""
     spec = normalise_scene_spec(spec)
     builder = {"room": _build_room, "tabletop": _build_tabletop, "mesh": _build_mesh}[spec["generator"]]
@@ -154,7 +154,7 @@ def _box_obj(half, tile: float) -> str:
 
 
 class _Builder:
-    def __init__(self, world: BulletWorld, rng: np.random.Generator):
+    def __init__(self, world: BulletBackend, rng: np.random.Generator):
         self.w = world
         self.p = world.p
         self.cid = world.client
@@ -240,7 +240,7 @@ class _Builder:
         return out
 
 
-SceneBuilder = _Builder  # public name: bodies (boxes, textured boxes, URDFs) in a BulletWorld, seeded
+SceneBuilder = _Builder  # public name: bodies (boxes, textured boxes, URDFs) in a BulletBackend, seeded
 
 
 def light_for(seed: int) -> dict:
@@ -376,7 +376,7 @@ def _table_with_clutter(b: _Builder, x, y, yaw, square: bool):
     return [t] + b.clutter(lo2, hi2, float(hi[2]), int(b.rng.integers(2, 5)))
 
 
-def _build_room(world: BulletWorld, spec: dict) -> SceneInfo:
+def _build_room(world: BulletBackend, spec: dict) -> SceneInfo:
     """A furnished room of a layout (living, kitchen, office, playroom), seeded: the shell (floor, ceiling, four
     walls), what hangs on the walls (a door, a window, paintings), the furniture of the layout and the distractors
     of ``params["distractors"]``. Every part draws from one random stream in a fixed order, so a seed always gives
@@ -567,7 +567,7 @@ def _distractors_param(value) -> int:
     return int(value)
 
 
-def _distractors(world: BulletWorld, plan: _Floorplan, seed: int, n: int) -> list:
+def _distractors(world: BulletBackend, plan: _Floorplan, seed: int, n: int) -> list:
     """``n`` look-alike objects on free floor spots of a room — copies of one floor toy or of one coloured shape,
     so that what the start view shows can be mistaken for another of them (the difficulty ladder's distractors,
     ``scene.params.distractors``). Drawn from their own random stream: the rest of the room is the same with or
@@ -613,7 +613,7 @@ def _light(rng) -> dict:
 TABLE_CENTRE = np.array([0.55, 0.0])
 
 
-def _build_tabletop(world: BulletWorld, spec: dict) -> SceneInfo:
+def _build_tabletop(world: BulletBackend, spec: dict) -> SceneInfo:
     """A table (top at ``table_z``), a floor and two backdrop walls, static clutter near the table's edges and
     the dynamic task objects of ``params["objects"]``. The robot or hand is added by the environment."""
     params = spec.get("params", {})
@@ -731,7 +731,7 @@ def load_scene_meshes(path: str) -> list:
     return meshes
 
 
-def _build_mesh(world: BulletWorld, spec: dict) -> SceneInfo:
+def _build_mesh(world: BulletBackend, spec: dict) -> SceneInfo:
     """A scene from a mesh file (.glb/.gltf/.obj/.ply, Habitat's scene formats) loaded with trimesh.
 
     glTF files are +Y up by their standard (Habitat scenes too) and are turned to +Z up; other formats are taken
@@ -762,7 +762,7 @@ def _build_mesh(world: BulletWorld, spec: dict) -> SceneInfo:
     return SceneInfo(spec=spec, bodies=bodies, nav_box=nav_box, light=_light(b.rng))
 
 
-def _add_mesh_groups(world: BulletWorld, meshes, R: np.ndarray, tmpdir: str, bodies: dict, lo_all: np.ndarray,
+def _add_mesh_groups(world: BulletBackend, meshes, R: np.ndarray, tmpdir: str, bodies: dict, lo_all: np.ndarray,
                      hi_all: np.ndarray) -> None:
     """One static visual + collision body per colour group of each mesh (turned by ``R``), exported as .obj files
     under ``tmpdir``; fills ``bodies`` and widens the bounds ``lo_all`` / ``hi_all`` (world frame, metres) in place."""

@@ -58,7 +58,7 @@ _STRUCTURAL = ("floor", "ceiling", "wall", "door", "window", "painting", "rug")
 
 @dataclass
 class SceneViews(Views):
-    """What questions are generated from: a world to render (a :class:`~spatialact.envs.rendering.BulletWorld`), its
+    """What questions are generated from: a world to render (a :class:`~spatialact.envs.rendering.BulletBackend`), its
     camera (:class:`~spatialact.envs.rendering.CameraSpec`), camera poses inside it (C2W), the replayed ground truths
     ``flows`` ((start pose, ActionSequence), the camera being the moving body), the object bodies (body id → object
     name; walls, floor and the like excluded), where a camera may be (``bounds`` (3, 2) world box, or None) and the

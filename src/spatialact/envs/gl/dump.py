@@ -84,7 +84,7 @@ def _unpack(a: dict, prefix: str, textures: np.ndarray) -> list:
 class SceneRecorder:
     """Records a world's gl scene for a ``width`` × ``height`` image: the geometry once (the levels of detail a
     render at that size draws: the size's face budget, and the coarser one its shadow map is drawn from), then the
-    link poses of each frame :meth:`frame` is called at. ``world``: a ``BulletWorld`` drawn by gl."""
+    link poses of each frame :meth:`frame` is called at. ``world``: a ``BulletBackend`` drawn by gl."""
 
     def __init__(self, world, width: int, height: int):
         from .context import current

@@ -9,9 +9,9 @@ frame), with the shape's local visual frame and mesh scale applied:
   meshes over ``max_faces`` faces (default 1,500) are decimated (:mod:`.decimate`). Parsed and decimated meshes are
   cached on disk (``<cache root>/gl-meshes-v1``, keyed by the file's path, size and modification time and the face
   budget) and in memory;
-* a mesh a scene builder made in a temporary file and registered with the world (``BulletWorld.register_mesh``) is
+* a mesh a scene builder made in a temporary file and registered with the world (``BulletBackend.register_mesh``) is
   taken from the registration (drawn as given: a scene's own geometry is not decimated), and a texture set through
-  ``BulletWorld.set_texture`` replaces the shape's own.
+  ``BulletBackend.set_texture`` replaces the shape's own.
 
 Colours: PyBullet's ``rgbaColor`` × the material's diffuse colour × vertex colours, in sRGB; a material with a
 diffuse map is drawn with the map alone (as PyBullet does: ``Kd`` is then ignored); textures are RGBA uint8 images

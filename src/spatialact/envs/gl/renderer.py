@@ -22,7 +22,7 @@ are OpenCV camera-to-world (4, 4), metres, world +Z up; images are row 0 at the 
   (−1 background); at ``high`` resolved from the samples (the body covering most of them, at its nearest depth).
 
 ``pixel_convention``: ``"opencv"`` (default) samples pixel (u, v) on the ray of :attr:`CameraSpec.K` at (u, v) — as
-``BulletWorld``'s tiny and egl renderers do; ``"tinyrenderer"`` reproduces the half-pixel offset of PyBullet's
+``BulletBackend``'s tiny and egl renderers do; ``"tinyrenderer"`` reproduces the half-pixel offset of PyBullet's
 TinyRenderer when it is given the same projection matrix unshifted (``camera.TINY_SHIFT_PX``), for comparing with
 images made by calling ``getCameraImage`` directly.
 """
@@ -110,7 +110,7 @@ def texture_side(images: list) -> int:
 class GLScene:
     """The GPU copy of one world's visual scene; rebuilt when the world's bodies change, matrices every frame.
 
-    ``world``: a ``rendering.BulletWorld`` (its PyBullet client, the meshes and textures its scene builder
+    ``world``: a ``rendering.BulletBackend`` (its PyBullet client, the meshes and textures its scene builder
     registered, its light); ``quality``: its render quality (:data:`RENDER_QUALITIES`). Created by
     :meth:`GLRenderer.scene`."""
 
