@@ -232,7 +232,7 @@ class CollisionChecker:
 
     def problem(self, task) -> str | None:
         """:func:`collision_problem` for ``task``, in this checker's world."""
-        if task.kind != "nav" or not isinstance(task.scene, dict) or task.scene.get("type") == "game":
+        if task.kind != "nav" or task.scene is None or task.scene.is_game:
             return None
         self._load(task.scene, f"task {task.id}")
         return path_problem(self._sweep, task.gt.to_poses(task.start_pose), self._names, goal=task.goal_pose)

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..tasks.scene import GameScene
 from .lmms_task import IMAGE_COLUMNS
 from .views import first_observation, images_match, replace_images, shows_files
 
@@ -58,7 +59,7 @@ def track_of(task) -> str:
     track = (task.meta or {}).get("track")
     if isinstance(track, str) and track:
         return track
-    if task.source == "game" or (isinstance(task.scene, dict) and task.scene.get("type") == "game"):
+    if task.source == "game" or isinstance(task.scene, GameScene):
         return "game"
     return task.kind
 
