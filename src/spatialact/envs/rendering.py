@@ -143,7 +143,9 @@ def import_pybullet():
 
 
 class BulletBackend:
-    """One PyBullet physics client (DIRECT mode) with a renderer; owns everything created in it.
+    """One PyBullet physics client (DIRECT mode) with a renderer; owns everything created in it. Not a world: it is
+    the backend a :class:`~spatialact.envs.pybullet_world.PyBulletWorld` (the :class:`~spatialact.envs.world.World`
+    of the PyBullet scenes) builds its scene in and renders through (``world.backend``).
 
     ``renderer="egl"`` loads the EGL plugin immediately (before any body exists) and raises
     :class:`EGLUnavailable` when it cannot; ``renderer="gl"`` attaches a scene of the process's shared gl renderer
