@@ -23,11 +23,28 @@ file said, or None where the file said nothing.
 from __future__ import annotations
 
 import copy
+import functools
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 __all__ = ["Scene", "RoomScene", "TabletopScene", "MeshScene", "ReplayScene", "GameScene", "OtherScene",
            "parse_scene", "register_scene_type", "SCENE_TYPES"]
+
+
+def _copy(v):
+    """A deep copy of JSON-shaped data (dicts, lists, scalars; anything else is copied by ``copy.deepcopy``)."""
+    if isinstance(v, dict):
+        return {k: _copy(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_copy(x) for x in v]
+    if v is None or isinstance(v, (str, int, float, bool)):
+        return v
+    return copy.deepcopy(v)
+
+
+@functools.cache
+def _init_fields(cls) -> tuple:
+    return tuple(f.name for f in fields(cls) if f.init)
 
 
 def _frozen(self, *args, **kwargs):
@@ -57,21 +74,22 @@ class Scene(dict):
         for f in fields(self):
             v = getattr(self, f.name)
             if v is not None:
-                out[f.name] = copy.deepcopy(v)
+                out[f.name] = _copy(v)
         return out
 
     @classmethod
     def from_dict(cls, d: dict) -> "Scene":
         """The scene of a task file's object ``d`` (its keys and their order kept exactly; ``to_dict`` returns
         them)."""
-        obj = cls(**{f.name: copy.deepcopy(d.get(f.name)) for f in fields(cls) if f.init})
+        raw = _copy(dict(d))
+        obj = cls(**{name: raw.get(name) for name in _init_fields(cls)})
         dict.clear(obj)
-        dict.update(obj, copy.deepcopy(dict(d)))
+        dict.update(obj, raw)  # the fields and the object share their values (one copy of what was read)
         return obj
 
     def to_dict(self) -> dict:
         """The scene object of the task file, a new plain dict (deep copy): what ``from_dict`` read."""
-        return copy.deepcopy(dict(self))
+        return _copy(dict(self))
 
     def __reduce__(self):
         return (type(self).from_dict, (self.to_dict(),))
