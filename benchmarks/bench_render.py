@@ -147,7 +147,8 @@ def main(argv=None) -> int:
     unknown = [r for r in labels_asked if r not in CONFIGS]
     if unknown:
         ap.error(f"--renderers: unknown {', '.join(unknown)} (known: {', '.join(CONFIGS)})")
-    from spatialact.envs.rendering import CameraSpec, EGLUnavailable
+    from spatialact.envs.camera import CameraSpec
+    from spatialact.envs.rendering import EGLUnavailable
 
     sizes = [int(s) for s in args.sizes.split(",")]
     ks = [int(k) for k in args.ks.split(",")]

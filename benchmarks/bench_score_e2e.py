@@ -17,7 +17,7 @@ Side by side in one run, on the same files:
 Both report wall time and CPU time (user + system of the process; for lmms-eval, of its loop): on a shared machine
 the CPU time is the steadier figure.
 
-Data: navigation tasks sampled from synthetic camera paths with the real task builder (``tasks_from_trajectory``;
+Data: navigation tasks sampled from synthetic camera paths with the real task builder (``pairs_from_trajectory``;
 1–4 steps each, stepped format) in two weights: light (the builder's own in-context example, about 2.6 KB a task)
 and heavy (an in-context example 15 s earlier on the path, about 27 steps, and image paths: about 7 KB a task, the
 weight of ``tasks from-trajectory`` files); and model-like answers: the ground truth with ±1 count noise on about a
@@ -88,12 +88,12 @@ def make_tasks(n: int, heavy: bool = False) -> list:
     in-context example (a nearby frame). Heavy (about 7 KB, the weight of ``tasks from-trajectory`` files with
     their in-context examples and images): the example starts 15 s earlier on the path (a sequence of about 27
     steps, extracted as the builder extracts it) and the start, goal and example images are named."""
-    from spatialact.tasks.from_trajectory import tasks_from_trajectory
+    from spatialact.tasks.trajectory_pairs import pairs_from_trajectory
 
     tasks, seed = [], 0
     while len(tasks) < n:
         path = camera_path(seed)
-        got = tasks_from_trajectory(path, n=min(TASKS_PER_PATH, n - len(tasks)), seed=seed, max_seconds=2.0,
+        got = pairs_from_trajectory(path, n=min(TASKS_PER_PATH, n - len(tasks)), seed=seed, max_seconds=2.0,
                                     id_prefix=f"cam{seed:03d}")
         tasks += [with_long_example(path, t) for t in got] if heavy else got
         seed += 1

@@ -1,7 +1,7 @@
 """Task building from a camera path, without images: tasks per second.
 
 Measures, on one core:
-- ``tasks_from_trajectory`` (pairs sampled, ground truth extracted by closed-loop quantisation, in-context example
+- ``pairs_from_trajectory`` (pairs sampled, ground truth extracted by closed-loop quantisation, in-context example
   extracted, tasks made) on ``examples/camera_walk.txt`` (600 frames, TUM format) and on a 20 000-frame walk;
 - the whole ``spatialact tasks from-trajectory --no-images --no-scene`` path in-process (``build_trajectory_tasks``:
   the above, plus every record validated against the task schema and written).
@@ -56,7 +56,7 @@ def _rate(fn, n_tasks_hint: int, repeat: int) -> tuple[float, int]:
 
 def measure(quick: bool) -> dict:
     from spatialact.taskgen import build_trajectory_tasks
-    from spatialact.tasks import tasks_from_trajectory
+    from spatialact.tasks import pairs_from_trajectory
     from spatialact.trajectories import load_trajectory
 
     n = 200 if quick else 1000
@@ -64,12 +64,12 @@ def measure(quick: bool) -> dict:
     walk_file = ROOT / "examples" / "camera_walk.txt"
     cam = load_trajectory(walk_file)
     long = _walk(20_000)
-    tasks_from_trajectory(cam, n=10)  # warm imports and caches
+    pairs_from_trajectory(cam, n=10)  # warm imports and caches
     out = {}
     out["tasks_from_trajectory, camera_walk.txt (600 frames)"] = _rate(
-        lambda: len(tasks_from_trajectory(cam, n=n, seed=0)), n, repeat)
+        lambda: len(pairs_from_trajectory(cam, n=n, seed=0)), n, repeat)
     out["tasks_from_trajectory, 20 000-frame walk"] = _rate(
-        lambda: len(tasks_from_trajectory(long, n=n, seed=0)), n, repeat)
+        lambda: len(pairs_from_trajectory(long, n=n, seed=0)), n, repeat)
     with tempfile.TemporaryDirectory() as d:
         def build():
             return len(build_trajectory_tasks(walk_file, Path(d) / "t.jsonl", n=n, images=False, scene=False).tasks)

@@ -1,6 +1,6 @@
 """Task files loaded per second: the new loader (compiled schema checks) against the jsonschema validator.
 
-One run, side by side, on the same file of real task records (``tasks_from_trajectory`` on smooth camera paths,
+One run, side by side, on the same file of real task records (``pairs_from_trajectory`` on smooth camera paths,
 written by ``save_tasks``; ~2 KB a line):
 
 * ``jsonschema``: what the loader did before (parse, ``jsonschema`` Draft 2020-12 validation, the semantic checks,
@@ -35,7 +35,7 @@ from traj_helpers import smooth_poses  # noqa: E402
 from spatialact.tasks import Task, clear_task_cache, load_tasks, save_tasks, task_schema  # noqa: E402
 from spatialact.jsonline import fast_loads  # noqa: E402
 from spatialact.tasks.validation import schema_validator, semantic_problems  # noqa: E402
-from spatialact.tasks import tasks_from_trajectory  # noqa: E402
+from spatialact.tasks import pairs_from_trajectory  # noqa: E402
 from spatialact.trajectories import Trajectory  # noqa: E402
 
 
@@ -47,7 +47,7 @@ def build_tasks(n: int) -> list[Task]:
         P, t = smooth_poses(240, 30.0, seed=seed, scale=0.8)
         tr = Trajectory(P, t, 30.0, meta={"source": "tum", "path": f"/data/seq{seed:03d}.txt"})
         # every other path without the example (the three-image prompt): lines of 1.5-3 KB, ~2 KB on average
-        out += tasks_from_trajectory(tr, n=min(400, n - len(out)), seed=seed, max_motion=0.8, example=seed % 2 == 1)
+        out += pairs_from_trajectory(tr, n=min(400, n - len(out)), seed=seed, max_motion=0.8, example=seed % 2 == 1)
         seed += 1
     return out[:n]
 

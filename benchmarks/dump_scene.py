@@ -40,7 +40,7 @@ def dump(args) -> dict:
     from bench_render import make_world, poses
 
     from spatialact.envs.gl.dump import SceneRecorder
-    from spatialact.envs.rendering import CameraSpec
+    from spatialact.envs.camera import CameraSpec
 
     world, info, robot = make_world("gl", args.quality)
     p, cid = world.p, world.client

@@ -6,7 +6,7 @@ Everything comes from the project's own builders, deterministically (same bytes 
 
 * ``tasks.jsonl`` — 17 tasks: 6 navigation, 4 Franka manipulation and 4 floating-hand tasks in procedural scenes
   (``spatialact.taskgen.procedural_tasks``, seed 0), and 3 camera-path tasks cut from a TUM trajectory written here
-  (``spatialact.tasks.tasks_from_trajectory``, no replay scene, no images): two sources, three kinds.
+  (``spatialact.tasks.pairs_from_trajectory``, no replay scene, no images): two sources, three kinds.
 * ``answers.jsonl`` — what a mediocre model might answer, one ``{"task_id", "response"}`` line per task: the
   noisy-oracle baseline's answer (the ground truth with seeded count noise, gripper flipped now and then) wrapped
   the ways models write — a ```json fence after a sentence, bare JSON, a ``<think>`` block, primitive symbols,
@@ -40,7 +40,7 @@ def camera_path_file(folder: Path) -> Path:
     """A 12 s hand-held camera walk (30 Hz) in TUM format: forward along +X at eye height, drifting sideways,
     bobbing, panning slowly left and back. Poses are C2W, world +Z up, camera OpenCV axes."""
     from spatialact import geometry
-    from spatialact.envs.scenes import look_at
+    from spatialact.envs.camera import look_at
 
     t = np.arange(360) / 30.0
     pos = np.stack([0.35 * t, 0.4 * np.sin(0.5 * t), 1.5 + 0.05 * np.sin(3.0 * t)], axis=1)
@@ -56,7 +56,7 @@ def camera_path_file(folder: Path) -> Path:
 
 def build_tasks() -> list:
     from spatialact.taskgen import procedural_tasks
-    from spatialact.tasks import tasks_from_trajectory
+    from spatialact.tasks import pairs_from_trajectory
     from spatialact.trajectories import load_trajectory
 
     tasks = []
@@ -64,7 +64,7 @@ def build_tasks() -> list:
         tasks += procedural_tasks(kind, n, seed)
     with tempfile.TemporaryDirectory() as tmp:
         traj = load_trajectory(camera_path_file(Path(tmp)), "tum")
-        cam = tasks_from_trajectory(traj, n=3, seed=0, id_prefix="walk")
+        cam = pairs_from_trajectory(traj, n=3, seed=0, id_prefix="walk")
     # the file must not name the temporary folder the trajectory lived in
     tasks += [t.with_(meta={k: v for k, v in t.meta.items() if k not in ("path", "trajectory")}) for t in cam]
     return tasks

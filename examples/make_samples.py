@@ -180,7 +180,7 @@ def panda_joint_positions(cart) -> np.ndarray:
     from spatialact import geometry
     from spatialact.envs.panda import ARM_JOINTS, FINGER_OPEN, PANDA_HOME, PandaArm, solve_panda_ik
     from spatialact.envs.rendering import BulletBackend
-    from spatialact.envs.replay import DROID_TOOL_OFFSET
+    from spatialact.envs.replay_world import DROID_TOOL_OFFSET
 
     poses = geometry.pose_from_droid(np.asarray(cart, dtype=np.float32).astype(np.float64))
     world = BulletBackend("tiny")
@@ -208,7 +208,7 @@ def panda_links(joints: np.ndarray, finger: np.ndarray) -> tuple[np.ndarray, np.
     from spatialact import geometry
     from spatialact.envs.panda import ARM_JOINTS, EE_LINK, FINGER_JOINTS, PandaArm
     from spatialact.envs.rendering import BulletBackend
-    from spatialact.envs.replay import DROID_TOOL_OFFSET
+    from spatialact.envs.replay_world import DROID_TOOL_OFFSET
 
     world = BulletBackend("tiny")
     try:
@@ -269,7 +269,7 @@ def droid_frames(name: str, cams: np.ndarray, links: np.ndarray, flange: np.ndar
                  table_z: float) -> np.ndarray:
     """The drawn video (N, H, W, 3) of one camera (C2W per frame (N, 4, 4)): floor, table (where the replay puts
     them: 0.25 m around the grasp points), block, arm."""
-    from spatialact.envs.replay import DROID_TOOL_OFFSET, droid_default_intrinsics
+    from spatialact.envs.replay_world import DROID_TOOL_OFFSET, droid_default_intrinsics
 
     w, h = DROID_SIZE
     d = droid_default_intrinsics(w, h)
@@ -300,7 +300,7 @@ def droid_frames(name: str, cams: np.ndarray, links: np.ndarray, flange: np.ndar
 def droid_episode() -> dict:
     """Everything one DROID episode records, per frame (see the module docstring)."""
     from spatialact import geometry
-    from spatialact.envs.replay import DROID_TOOL_OFFSET, droid_table_height
+    from spatialact.envs.replay_world import DROID_TOOL_OFFSET, droid_table_height
 
     m = droid_motion()
     n = len(m["flange"])

@@ -18,9 +18,10 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw
 
+from spatialact.envs.camera import CameraSpec, look_at
 from spatialact.envs.gl import GLRenderer
-from spatialact.envs.rendering import BulletBackend, CameraSpec
-from spatialact.envs.scenes import build_scene, look_at
+from spatialact.envs.rendering import BulletBackend
+from spatialact.envs.scenes import build_scene
 
 SCENES = [({"generator": "tabletop", "seed": 2}, look_at([1.0, -1.0, 1.3], [0.45, 0.0, 0.78]), 128),
           ({"generator": "room", "seed": 5}, look_at([1.0, -1.0, 1.5], [0.0, 0.5, 0.8]), 128),

@@ -363,3 +363,27 @@ def reexports(root: Path = SRC) -> list[str]:
             elif target != "(dynamic)" and target != name and not target.startswith(inside):
                 bad.append(f"{name}:{line}: __getattr__ imports {target}, outside the package (an alias)")
     return bad
+
+
+def imports_not_from_home(root: Path = SRC) -> list[str]:
+    """``from M import name`` anywhere in spatialact (imports inside functions included) where ``M`` is a module, not
+    a package, that does not define ``name`` but imports it: the name is to be imported from its home."""
+    files = sorted((root / PKG).rglob("*.py"))
+    info, trees = {}, {}
+    for p in files:
+        name, is_pkg = _module_name(p, root)
+        trees[name] = (is_pkg, ast.parse(p.read_text(encoding="utf-8"), filename=str(p)))
+        info[name] = (is_pkg, *_bindings(name, is_pkg, trees[name][1]))
+    bad = []
+    for name, (is_pkg, tree) in sorted(trees.items()):
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            target = _resolve(name, is_pkg, node.level, node.module)
+            if target not in info or info[target][0]:
+                continue
+            for a in node.names:
+                if a.name in info[target][2]:
+                    bad.append(f"{name}:{node.lineno}: {a.name} from {target}, which imports it from "
+                               f"{info[target][2][a.name]}")
+    return bad

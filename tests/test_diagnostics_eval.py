@@ -18,7 +18,8 @@ pytest.importorskip("pybullet")
 from spatialact.action_space import mirror, parse_response  # noqa: E402
 from spatialact.diagnostics import (bias_summary, flip_summary, ladder_summary, lr_bias,  # noqa: E402
                                     run_diagnostics, viewpoint_delta, viewpoint_summary)
-from spatialact.diagnostics.summaries import LEVELS, calibration_levels, record_sequence  # noqa: E402
+from spatialact.diagnostics.summaries import calibration_levels, record_sequence  # noqa: E402
+from spatialact.vocab import LEVELS  # noqa: E402
 from spatialact.evaluation.episode import EpisodeConfig, run_episode  # noqa: E402
 from spatialact.evaluation.results import read_records  # noqa: E402
 from spatialact.evaluation.runner import AgentSpec, run_eval  # noqa: E402

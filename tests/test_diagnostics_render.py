@@ -23,8 +23,9 @@ pytest.importorskip("gymnasium")
 from spatialact import geometry  # noqa: E402
 from spatialact.action_space import MIRROR, ActionSequence, Primitive, Step, mirror  # noqa: E402
 from spatialact.diagnostics import MirrorWrapper, mirror_task  # noqa: E402
-from spatialact.envs.rendering import BulletBackend, CameraSpec  # noqa: E402
-from spatialact.envs.scenes import SceneBuilder, look_at  # noqa: E402
+from spatialact.envs.camera import CameraSpec, look_at  # noqa: E402
+from spatialact.envs.rendering import BulletBackend  # noqa: E402
+from spatialact.envs.scenes import SceneBuilder  # noqa: E402
 
 EDGE_LEVELS, DEPTH_M = 8, 0.01
 # renderer -> (mean |Δ| grey levels, share of pixels beyond EDGE_LEVELS, share of depth pixels beyond DEPTH_M)

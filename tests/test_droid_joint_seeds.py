@@ -21,7 +21,7 @@ from spatialact.envs import make_env, replay_scene_for  # noqa: E402
 from spatialact.envs import panda as panda_mod  # noqa: E402
 from spatialact.envs import panda_world  # noqa: E402
 from spatialact.envs.panda import ARM_JOINTS, PANDA_HOME  # noqa: E402
-from spatialact.envs.replay import DROID_TOOL_OFFSET, droid_joint_positions  # noqa: E402
+from spatialact.envs.replay_world import DROID_TOOL_OFFSET, droid_joint_positions  # noqa: E402
 from spatialact.tasks import Task, extract_actions  # noqa: E402
 from spatialact.trajectories import load_trajectory  # noqa: E402
 

@@ -15,9 +15,10 @@ pytest.importorskip("pybullet")
 pytest.importorskip("moderngl")
 
 from spatialact import geometry  # noqa: E402
+from spatialact.envs.camera import TINY_SHIFT_PX, CameraSpec, look_at, projection_matrix, view_matrix  # noqa: E402
 from spatialact.envs.gl import GLRenderer, gl_available  # noqa: E402
-from spatialact.envs.rendering import TINY_SHIFT_PX, BulletBackend, CameraSpec, projection_matrix, view_matrix  # noqa: E402
-from spatialact.envs.scenes import build_scene, look_at  # noqa: E402
+from spatialact.envs.rendering import BulletBackend  # noqa: E402
+from spatialact.envs.scenes import build_scene  # noqa: E402
 
 _OK, _WHY = gl_available()
 pytestmark = pytest.mark.skipif(not _OK, reason=f"the gl renderer cannot start here: {_WHY}")
@@ -422,8 +423,7 @@ def test_face_budget_and_shadow_size_follow_the_image_size():
 
 
 def test_auto_falls_back_to_tiny_saying_why(monkeypatch, capsys):
-    from spatialact.envs import gl as glpkg
-    from spatialact.envs import rendering
+    from spatialact.envs import gl as glpkg, rendering
 
     def refuse():
         raise glpkg.GLUnavailable("no EGL OpenGL 3.3 context (test)")

@@ -9,7 +9,7 @@ from spatialact import geometry
 from spatialact.envs import make_env
 from spatialact.envs.habitat_backend import (INSTALL_HINT, HabitatUnavailable, habitat_available, habitat_hfov,
                                              pose_from_habitat, pose_to_habitat)
-from spatialact.envs.scenes import look_at
+from spatialact.envs.camera import look_at
 
 
 def test_identity_habitat_camera_known_answer():

@@ -9,7 +9,7 @@ from spatialact import geometry
 from spatialact.action_space import ActionSequence, Step
 from spatialact.envs import execute_sequence, make_env
 from spatialact.taskgen import procedural_tasks
-from spatialact.envs.gripper_manip import REACH_TOLERANCE
+from spatialact.envs.panda import REACH_TOLERANCE
 from spatialact.tasks import validate_record
 
 SCENE = {"generator": "tabletop", "seed": 2}

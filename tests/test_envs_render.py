@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 from spatialact import geometry
-from spatialact.envs.rendering import BulletBackend, CameraSpec, EGLUnavailable, intrinsics_matrix
-from spatialact.envs.scenes import build_scene, look_at, normalise_scene_spec
+from spatialact.envs.camera import CameraSpec, intrinsics_matrix, look_at
+from spatialact.envs.rendering import BulletBackend, EGLUnavailable
+from spatialact.envs.scenes import build_scene, normalise_scene_spec
 
 
 @pytest.fixture(scope="module")

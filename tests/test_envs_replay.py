@@ -14,9 +14,8 @@ import pytest
 from spatialact import geometry
 from spatialact.action_space import StepSizes
 from spatialact.envs import check_droid_reachable, make_env, replay_scene_for, replay_trajectory
-from spatialact.envs import replay as rp
-from spatialact.envs.rendering import CameraSpec
-from spatialact.envs.scenes import look_at
+from spatialact.envs import replay_world as rp
+from spatialact.envs.camera import CameraSpec, look_at
 from spatialact.tasks import Task, extract_actions, validate_record
 from spatialact.trajectories import load_trajectory
 
@@ -176,7 +175,7 @@ def test_droid_end_effector_projects_where_extrinsics_and_intrinsics_say(data):
         obs, info = env.reset(options={"task": task})
         assert obs["rgb"].shape == (72, 128, 3)  # the recorded 16:9 aspect
         # the simulated arm: its grasp frame is the recorded flange pose times the documented tool offset
-        from spatialact.envs.gripper_manip import EE_LINK
+        from spatialact.envs.panda import EE_LINK
 
         base = env.unwrapped
         st = base.world.p.getLinkState(base.world.robot, EE_LINK, computeForwardKinematics=True,

@@ -14,7 +14,7 @@ from spatialact.action_space import ActionSequence, Step, StepSizes
 from spatialact.envs import collision_problem, make_env
 from spatialact.envs.collision import CAMERA_RADIUS, CONTACT_TOLERANCE, COLLIDES, SphereSweep
 from spatialact.envs.rendering import BulletBackend
-from spatialact.envs.scenes import look_at
+from spatialact.envs.camera import look_at
 from spatialact.tasks import Task
 
 R = CAMERA_RADIUS

@@ -22,7 +22,7 @@ from spatialact.envs.panda import REACH_TOLERANCE  # noqa: E402
 from spatialact.envs.panda_world import PandaWorld  # noqa: E402
 from spatialact.envs.pybullet_world import PyBulletWorld  # noqa: E402
 from spatialact.envs.registry import KIND_TO_ID, env_class  # noqa: E402
-from spatialact.envs.rendering import CameraSpec  # noqa: E402
+from spatialact.envs.camera import CameraSpec  # noqa: E402
 from spatialact.envs.world import World  # noqa: E402
 
 W, H = 40, 30

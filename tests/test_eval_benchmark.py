@@ -126,7 +126,7 @@ def _wall_tasks():
     """Two hand-made room tasks from the middle of room 0, facing the +x wall: 'clear' (Dolly In ×2, 12.5 cm) and
     'through' (6 × Dolly In ×10, 3.75 m: its ground truth goes through the wall)."""
     from spatialact.action_space import ActionSequence, StepSizes
-    from spatialact.envs.scenes import look_at
+    from spatialact.envs.camera import look_at
     from spatialact.tasks import Task
 
     eye = np.array([0.0, 0.0, 2.4])

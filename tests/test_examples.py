@@ -279,7 +279,7 @@ def test_egodex_sample_is_what_the_script_writes():
 def test_droid_sample_records_the_posture_of_its_poses():
     """``cart`` is forward kinematics of ``joint_position`` (as on the robot): the replay's IK seeds are exact."""
     from spatialact import geometry
-    from spatialact.envs.replay import droid_joint_positions
+    from spatialact.envs.replay_world import droid_joint_positions
 
     ms = make_samples_module()
     traj = load_trajectory(EXAMPLES / "droid", episode=0)

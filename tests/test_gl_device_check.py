@@ -71,7 +71,7 @@ def test_a_dumped_scene_draws_as_its_world_frame_by_frame(tmp_path):
         sys.path.remove(str(ROOT / "benchmarks"))
     from spatialact.envs.gl import View
     from spatialact.envs.gl.dump import DumpedScene, SceneRecorder, load_dump
-    from spatialact.envs.rendering import CameraSpec
+    from spatialact.envs.camera import CameraSpec
 
     world, info, robot = make_world("gl")
     try:

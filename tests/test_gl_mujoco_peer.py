@@ -42,7 +42,7 @@ def peer_and_world():
 
 
 def test_depth_matches_gl_as_the_arm_moves(peer_and_world):
-    from spatialact.envs.rendering import CameraSpec
+    from spatialact.envs.camera import CameraSpec
 
     peer, world, info, robot = peer_and_world
     sys.path.insert(0, str(BENCH))

@@ -99,7 +99,7 @@ def test_suite_info_and_refusals(card):
 
 def test_pins_are_the_prompt_and_profile_of_this_version():
     from spatialact.agents.prompts import PROMPT_VERSION
-    from spatialact.envs.rendering import RENDER_QUALITIES
+    from spatialact.envs.gl.renderer import RENDER_QUALITIES
 
     assert L.PINS["prompt_version"] == PROMPT_VERSION
     assert L.PINS["renderer"] == "tiny" and L.PINS["render_quality"] in RENDER_QUALITIES

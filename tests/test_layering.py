@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from _architecture import (HEAVY, HEAVY_EXEMPT, LAYERS, LIGHT_CORE, SRC, floor_of, read_source, reexports,
-                           strongly_connected)
+from _architecture import (HEAVY, HEAVY_EXEMPT, LAYERS, LIGHT_CORE, SRC, floor_of, imports_not_from_home,
+                           read_source, reexports, strongly_connected)
 from traj_helpers import smooth_poses, write_tum
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -116,6 +116,17 @@ def test_using_the_light_core_loads_no_heavy_library(tmp_path):
     assert set(json.loads(mods)) & set(HEAVY) == set()
 
 
+def test_no_module_hands_out_a_name_it_imports():
+    """One home per public name: no module re-exports (``__all__``) or aliases (``__getattr__``) another module's
+    names; a package's ``__init__`` hands out only names its own modules define."""
+    assert reexports() == []
+
+
+def test_names_are_imported_from_their_home():
+    """``from M import name`` only where M defines the name (or M is a package handing out its own names)."""
+    assert imports_not_from_home() == []
+
+
 def test_the_reexport_rule_catches_a_shim(tmp_path):
     """Known answers: a re-export in ``__all__``, an alias ``__getattr__``, a package ``__init__`` that hands out
     a name from outside the package and one that hands out a name its submodule only imports."""
@@ -131,6 +142,10 @@ def test_the_reexport_rule_catches_a_shim(tmp_path):
     (pkg / "b" / "__init__.py").write_text("from ..a.home import f\n__all__ = ['f', 'h']\n\n\n"
                                            "def __getattr__(name):\n    from ..a import home\n\n"
                                            "    return home.g\n")
+    (pkg / "a" / "user.py").write_text("from .relay import f\n")
+    assert imports_not_from_home(tmp_path) == [
+        "spatialact.a:2: g from spatialact.a.relay, which imports it from spatialact.a.home",
+        "spatialact.a.user:1: f from spatialact.a.relay, which imports it from spatialact.a.home"]
     assert reexports(tmp_path) == [
         "spatialact.a: __all__ lists 'g', which spatialact.a.relay imports from spatialact.a.home",
         "spatialact.a.old:2: __getattr__ imports spatialact.a (an alias)",

@@ -68,3 +68,17 @@ def test_the_entry_points_are_exported():
     now = _exports()
     assert {p: [n for n in names if n not in now[p]] for p, names in ENTRY_POINTS.items()} == \
         {p: [] for p in ENTRY_POINTS}
+
+
+@pytest.mark.parametrize("package", PUBLIC)
+def test_every_exported_function_and_class_is_defined_in_its_package(package):
+    """A package hands out its own names only (docs/architecture.md, "One home per name"): no function or class it
+    exports is defined in another package (the lazy ``__getattr__`` maps are checked here, where ast cannot)."""
+    import inspect
+
+    mod = importlib.import_module(f"spatialact.{package}")
+    foreign = [f"{name} ({obj.__module__})" for name in mod.__all__
+               for obj in [getattr(mod, name)]
+               if (inspect.isfunction(obj) or inspect.isclass(obj))
+               and not (obj.__module__ == mod.__name__ or obj.__module__.startswith(mod.__name__ + "."))]
+    assert foreign == []

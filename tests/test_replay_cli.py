@@ -9,7 +9,7 @@ import pytest
 
 from spatialact import geometry
 from spatialact.cli.main import main
-from spatialact.envs.scenes import look_at
+from spatialact.envs.camera import look_at
 
 from traj_helpers import droid_episode, smooth_poses, write_droid, write_tum
 

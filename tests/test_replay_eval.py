@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from spatialact.cli.main import main
-from spatialact.envs.scenes import look_at
+from spatialact.envs.camera import look_at
 from spatialact.evaluation.results import read_records
 from spatialact.tasks import load_tasks, quantisation_bound
 

@@ -23,7 +23,8 @@ import pytest
 from _chat_server import SECRET, closed_port_url
 from _fabricate import image_tasks, make_task
 from spatialact.cli.main import main
-from spatialact.evaluation.episode import EpisodeConfig, episode_key, record_key
+from spatialact.evaluation.episode import EpisodeConfig
+from spatialact.records import episode_key, record_key
 from spatialact.evaluation.results import load_run, read_records
 from spatialact.evaluation.runner import AgentSpec, run_eval
 from spatialact.tasks import save_tasks

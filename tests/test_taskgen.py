@@ -143,7 +143,7 @@ def test_camera_path_tasks_through_a_wall_are_dropped_and_counted(tmp_path):
     from traj_helpers import write_tum
 
     from spatialact.envs.collision import COLLIDES
-    from spatialact.envs.scenes import look_at
+    from spatialact.envs.camera import look_at
     from spatialact.taskgen import build_trajectory_tasks
 
     room = trimesh.creation.box(extents=[6.0, 3.0, 2.8])

@@ -1,7 +1,7 @@
 """Task building's fast paths give what the plain ones gave (benchmarks/bench_tasks_build.py measures the speed).
 
 - ``Trajectory.select`` does not validate rows of a validated trajectory again, and gives the same fields, read-only;
-- the pairs ``tasks_from_trajectory`` samples are the distinct (i, j) of the plain reference (``np.unique`` over
+- the pairs ``pairs_from_trajectory`` samples are the distinct (i, j) of the plain reference (``np.unique`` over
   rows), in the same seeded order, for short trajectories (every pair) and long ones (random draws);
 - the candidate in-context examples exclude the task's own segment as before.
 """
@@ -11,7 +11,7 @@ import pytest
 
 import spatialact.trajectories.trajectory as trajectory_module
 from spatialact.geometry import ptr_to_matrix
-from spatialact.tasks import tasks_from_trajectory
+from spatialact.tasks import pairs_from_trajectory
 from spatialact.trajectories import Trajectory
 
 
@@ -80,7 +80,7 @@ def _reference_pairs(P, lo, hi, want, seed):
 @pytest.mark.parametrize("frames", [600, 5000])
 def test_pairs_are_the_reference_pairs_in_order(frames):
     t = _walk(frames, seed=1)
-    tasks = tasks_from_trajectory(t, n=30, seed=7, example=False, min_motion=0.3, max_motion=1.2)
+    tasks = pairs_from_trajectory(t, n=30, seed=7, example=False, min_motion=0.3, max_motion=1.2)
     assert len(tasks) == 30
     ref = _reference_pairs(t.positions, 0.3, 1.2, 30, 7)
     got = [(tk.meta["start_frame"], tk.meta["goal_frame"]) for tk in tasks]
@@ -90,7 +90,7 @@ def test_pairs_are_the_reference_pairs_in_order(frames):
 
 def test_examples_lie_outside_the_task_segment_within_the_motion_range():
     t = _walk(900, seed=2)
-    for tk in tasks_from_trajectory(t, n=40, seed=3, min_motion=0.3, max_motion=1.2):
+    for tk in pairs_from_trajectory(t, n=40, seed=3, min_motion=0.3, max_motion=1.2):
         i, j, e = tk.meta["start_frame"], tk.meta["goal_frame"], tk.meta["example_frame"]
         assert e is not None and not (i <= e <= j)
         assert 0.3 <= np.linalg.norm(t.positions[e] - t.positions[i]) <= 1.2

@@ -10,8 +10,8 @@ import tempfile
 import numpy as np
 import pytest
 
-from spatialact.tasks import (TaskFileError, clear_task_cache, file_sha256, load_task_file, load_tasks, save_tasks,
-                              task_cache_dir, tasks_from_trajectory)
+from spatialact.tasks import (TaskFileError, clear_task_cache, file_sha256, load_task_file, load_tasks,
+                              pairs_from_trajectory, save_tasks, task_cache_dir)
 from spatialact.tasks import io as task_io
 from spatialact.trajectories import Trajectory
 from traj_helpers import smooth_poses
@@ -20,7 +20,7 @@ from traj_helpers import smooth_poses
 @pytest.fixture(scope="module")
 def tasks():
     P, t = smooth_poses(200, 30.0, seed=6, scale=1.0)
-    return tasks_from_trajectory(Trajectory(P, t, 30.0), n=5, seed=0)
+    return pairs_from_trajectory(Trajectory(P, t, 30.0), n=5, seed=0)
 
 
 @pytest.fixture

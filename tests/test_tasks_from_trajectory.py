@@ -10,7 +10,7 @@ import pytest
 from spatialact import geometry
 from spatialact.action_space import StepSizes, parse_response
 from spatialact.cli.main import main
-from spatialact.tasks import load_tasks, quantisation_bound, save_tasks, tasks_from_trajectory
+from spatialact.tasks import load_tasks, pairs_from_trajectory, quantisation_bound, save_tasks
 from spatialact.trajectories import Trajectory, load_trajectory
 from traj_helpers import droid_episode, smooth_poses, write_droid, write_egodex
 
@@ -45,7 +45,7 @@ def egodex_file(tmp_path_factory):
 
 def test_droid_tasks(tmp_path, droid_root):
     tr = load_trajectory(droid_root)
-    tasks = tasks_from_trajectory(tr, n=6, seed=1, image_dir=tmp_path / "img")
+    tasks = pairs_from_trajectory(tr, n=6, seed=1, image_dir=tmp_path / "img")
     assert len(tasks) == 6 and all(t.kind == "manip" and t.source == "droid" for t in tasks)
     for t in tasks:
         _lands(t)
@@ -76,7 +76,7 @@ def test_droid_tasks(tmp_path, droid_root):
 
 def test_egodex_hand_tasks(tmp_path, egodex_file):
     tr = load_trajectory(egodex_file)
-    tasks = tasks_from_trajectory(tr, n=5, seed=0, image_dir=tmp_path / "img")
+    tasks = pairs_from_trajectory(tr, n=5, seed=0, image_dir=tmp_path / "img")
     assert tasks and all(t.kind == "hand" and t.source == "egodex" for t in tasks)
     for t in tasks:
         _lands(t)
@@ -91,9 +91,9 @@ def test_nav_tasks_from_smooth_trajectory(tmp_path):
     P, t = smooth_poses(300, 30.0, seed=9, scale=1.0)
     np.savez(tmp_path / "cam.npz", c2w=P, timestamps=t)
     tr = load_trajectory(tmp_path / "cam.npz")
-    a = tasks_from_trajectory(tr, n=8, seed=3)
-    b = tasks_from_trajectory(tr, n=8, seed=3)
-    c = tasks_from_trajectory(tr, n=8, seed=4)
+    a = pairs_from_trajectory(tr, n=8, seed=3)
+    b = pairs_from_trajectory(tr, n=8, seed=3)
+    c = pairs_from_trajectory(tr, n=8, seed=4)
     assert [x.to_record() for x in a] == [x.to_record() for x in b]  # determinism
     assert [x.id for x in a] != [x.id for x in c]
     u = StepSizes.navigation().translation
@@ -107,7 +107,7 @@ def test_nav_tasks_from_smooth_trajectory(tmp_path):
     text = a[0].gt.to_text("stepped")
     assert parse_response(text, strict=True, sizes=a[0].sizes).sequence.to_dict()["steps"] == \
         a[0].gt.to_dict()["steps"]
-    flat = tasks_from_trajectory(tr, n=4, seed=0, answer_format="flat", max_motion=0.5)
+    flat = pairs_from_trajectory(tr, n=4, seed=0, answer_format="flat", max_motion=0.5)
     assert all(len(x.gt) == 1 for x in flat)
 
 
@@ -115,12 +115,12 @@ def test_bound_must_fit_success_thresholds():
     P, t = smooth_poses(60, 30.0, seed=1)
     tr = Trajectory(P, t, 30.0)
     with pytest.raises(ValueError, match="too coarse for the success thresholds"):
-        tasks_from_trajectory(tr, n=2, kind="manip", sizes=StepSizes(0.1, 0.05))
+        pairs_from_trajectory(tr, n=2, kind="manip", sizes=StepSizes(0.1, 0.05))
     with pytest.raises(ValueError, match="too coarse"):
-        tasks_from_trajectory(tr, n=2, kind="nav", sizes=StepSizes(0.0626, 0.4509))  # the paper's appendix value
+        pairs_from_trajectory(tr, n=2, kind="nav", sizes=StepSizes(0.0626, 0.4509))  # the paper's appendix value
     with pytest.raises(ValueError, match="min_motion"):
-        tasks_from_trajectory(tr, n=2, min_motion=1.0, max_motion=0.5)
-    assert tasks_from_trajectory(tr, n=3, min_motion=50.0, max_motion=60.0) == []
+        pairs_from_trajectory(tr, n=2, min_motion=1.0, max_motion=0.5)
+    assert pairs_from_trajectory(tr, n=3, min_motion=50.0, max_motion=60.0) == []
 
 
 # ----- CLI ------------------------------------------------------------------------------------------------------------

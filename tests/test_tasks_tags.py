@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from spatialact import geometry
-from spatialact.tasks import tasks_from_trajectory
+from spatialact.tasks import pairs_from_trajectory
 from spatialact.tasks.tags import bin_label, motion_tags, steps_tag
 from spatialact.trajectories import Trajectory
 from traj_helpers import smooth_poses
@@ -41,7 +41,7 @@ def test_motion_tags_hand_computed():
 
 def test_trajectory_tasks_have_category_tags():
     P, t = smooth_poses(300, 30.0, seed=9, scale=1.0)
-    tasks = tasks_from_trajectory(Trajectory(P, t, 30.0), n=12, seed=3)
+    tasks = pairs_from_trajectory(Trajectory(P, t, 30.0), n=12, seed=3)
     assert tasks
     for task in tasks:
         assert set(task.tags) == {"distance", "turn", "steps", "metric"}

@@ -14,8 +14,8 @@ import pytest
 
 from spatialact.action_space import MOTION_PRIMITIVES, Primitive
 from spatialact.schema_compiler import SchemaCompileError, compile_schema
-from spatialact.tasks import (Task, TaskFileError, clear_task_cache, load_tasks, save_tasks, schema_problems,
-                              task_schema, tasks_from_trajectory, validate_record)
+from spatialact.tasks import (Task, TaskFileError, clear_task_cache, load_tasks, pairs_from_trajectory, save_tasks,
+                              schema_problems, task_schema, validate_record)
 from spatialact.tasks.validation import schema_validator
 from spatialact.trajectories import Trajectory, load_trajectory
 from traj_helpers import smooth_poses
@@ -32,7 +32,7 @@ def traj_file(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def nav_tasks(traj_file):
-    return tasks_from_trajectory(load_trajectory(traj_file), n=6, seed=2)
+    return pairs_from_trajectory(load_trajectory(traj_file), n=6, seed=2)
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +42,7 @@ def manip_tasks():
     grip = (np.arange(150) > 50).astype(np.int64)
     tr = Trajectory(P, t, 15.0, gripper=grip, instruction="put the cup\tin the sink",
                     meta={"source": "droid", "kind": "manip", "path": "/data/droid", "episode": 3})
-    return tasks_from_trajectory(tr, n=4, seed=1)
+    return pairs_from_trajectory(tr, n=4, seed=1)
 
 
 @pytest.fixture(scope="module")

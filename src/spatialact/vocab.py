@@ -4,8 +4,7 @@ that commands on different floors share (:data:`MAX_WORKERS`, :data:`MAX_N_BOOT`
 line builds its parser from them without importing numpy.
 
 This module imports nothing from spatialact, so every layer (tasks, scorers, envs, agents, evaluation, the CLI) can
-import from it. The old homes re-export these names (``spatialact.tasks.KINDS``,
-``spatialact.evaluation.episode.MODES``, ``spatialact.diagnostics.summaries.LEVELS``, …); the shipped JSON Schemas
+import from it; they are imported from here only (no other module re-exports them). The shipped JSON Schemas
 spell the same values out, and tests check that they agree.
 """
 

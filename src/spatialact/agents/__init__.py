@@ -23,8 +23,9 @@ from __future__ import annotations
 from typing import Any
 
 from .base import Agent, AgentConfigError, AgentTurn
+from .images import PromptImage, png_data_url
 from .plugins import ENTRY_POINT_GROUP, adapt_agent, installed_plugins
-from .prompts import PROMPT_VERSION, PromptImage, build_prompt, png_data_url, prompt_text
+from .prompts import PROMPT_VERSION, build_prompt, prompt_text
 
 __all__ = ["Agent", "AgentTurn", "AgentConfigError", "AGENT_NAMES", "AGENT_ALIASES", "make_agent",
            "canonical_agent_name", "check_agent_args", "build_prompt", "PROMPT_VERSION", "PromptImage",

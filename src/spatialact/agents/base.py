@@ -25,7 +25,7 @@ from .. import geometry
 from ..action_space import ActionSequence, ParseResult, Step, StepSizes
 from ..vocab import ERROR_KINDS, MODES
 
-__all__ = ["Agent", "AgentTurn", "AgentConfigError", "MODES", "ERROR_KINDS", "observation_mode", "observation_step",
+__all__ = ["Agent", "AgentTurn", "AgentConfigError", "observation_mode", "observation_step",
            "quantise_motion", "split_counts", "answer_text", "turn_from_sequence", "task_rng"]
 
 # Why an agent call failed: no connection; no answer in time; an HTTP error status; a reply that is not a

@@ -168,7 +168,8 @@ def run(args: argparse.Namespace) -> int:
 def _run_text(args: argparse.Namespace) -> int:
     from spatialact.agents import AgentConfigError, build_prompt
     from spatialact.agents.cues import cue_problem, parse_cues
-    from spatialact.agents.prompts import png_bytes, prompt_version
+    from spatialact.agents.images import png_bytes
+    from spatialact.agents.prompts import prompt_version
     from spatialact.evaluation.results import safe_name
     from spatialact.outputs import make_folder, write_bytes, write_text
 

@@ -71,9 +71,9 @@ def _scene_from_file(path: str, traj_path: str) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     from spatialact.envs import replay_trajectory
-    from spatialact.envs.replay import replay_scene_for
+    from spatialact.envs.replay_world import replay_scene_for
     from spatialact.envs.rendering import render_quality_default
-    from spatialact.envs.replay_run import write_contact_sheet, write_side_by_side_video
+    from spatialact.envs.replay_compare import write_contact_sheet, write_side_by_side_video
     from spatialact.outputs import make_folder, output_path, write_text
     from spatialact.trajectories import load_trajectory
     from spatialact.tasks.extraction import keyframe_indices

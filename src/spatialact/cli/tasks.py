@@ -73,7 +73,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def _from_trajectory(args: argparse.Namespace):
-    from spatialact.taskgen.from_trajectory import build_trajectory_tasks
+    from spatialact.taskgen.trajectory_tasks import build_trajectory_tasks
 
     from .main import CLIError
 
@@ -147,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
     check_out(args.out, folder=False, stdout=to_stdout)
     if args.action == "from-trajectory" and not args.no_images:
         from spatialact.outputs import check_output_beside
-        from spatialact.taskgen.from_trajectory import image_dir_for
+        from spatialact.taskgen.trajectory_tasks import image_dir_for
 
         check_output_beside(args.out, image_dir_for(args.out))  # a device: refused, the images have no place
     folder = contextlib.nullcontext()

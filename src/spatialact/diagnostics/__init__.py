@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from .metrics import (LEFT_PRIMITIVES, RIGHT_PRIMITIVES, SIGN_LABELS, chance_normalised, label_counts, label_cv,
                       lr_bias, lr_units, normalised_label_cv, rpdr, sign_confusion, step_signs, viewpoint_delta)
-from .mirror import (VARIANTS, MirroredAgent, flip_image, mirror_inconsistency, mirror_instruction,
+from .mirror import (MirroredAgent, flip_image, mirror_inconsistency, mirror_instruction,
                      mirror_observation, mirror_task, mirror_turn, variant_agent)
 from .summaries import bias_summary, flip_summary, ladder_summary, run_diagnostics, viewpoint_summary
 from .circular import circular_eval
@@ -25,7 +25,7 @@ from .circular import circular_eval
 __all__ = ["rpdr", "circular_eval", "chance_normalised", "viewpoint_delta", "label_counts", "label_cv",
            "normalised_label_cv",
            "lr_units", "lr_bias", "step_signs", "sign_confusion", "LEFT_PRIMITIVES", "RIGHT_PRIMITIVES",
-           "SIGN_LABELS", "VARIANTS", "MirroredAgent", "MirrorWrapper", "flip_image", "mirror_inconsistency",
+           "SIGN_LABELS", "MirroredAgent", "MirrorWrapper", "flip_image", "mirror_inconsistency",
            "mirror_instruction", "mirror_observation", "mirror_task", "mirror_turn", "variant_agent",
            "flip_summary", "viewpoint_summary", "ladder_summary", "bias_summary", "run_diagnostics"]
 

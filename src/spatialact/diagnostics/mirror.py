@@ -32,8 +32,8 @@ from ..tasks import Task
 from ..vocab import VARIANTS  # episode variants the runner knows: "" the task as it is, "mirror" FlipEval's
 
 __all__ = ["flip_image", "mirror_instruction", "mirror_task", "mirror_observation", "mirror_turn", "MirroredAgent",
-           "mirror_inconsistency", "variant_agent", "check_variant", "mirror_K", "mirror_info", "VARIANTS",
-           "IMAGE_KEYS", "POSE_KEYS"]
+           "mirror_inconsistency", "variant_agent", "check_variant", "mirror_K", "mirror_info", "IMAGE_KEYS",
+           "POSE_KEYS"]
 
 #: Observation entries that are images (H, W[, C]) and are flipped left-right.
 IMAGE_KEYS = ("rgb", "goal_rgb", "start_rgb", "example_rgb", "wrist_rgb", "recorded_rgb", "depth")

@@ -32,7 +32,7 @@ from .metrics import (chance_normalised, label_counts, label_cv, lr_bias, normal
 from .mirror import mirror_inconsistency
 
 __all__ = ["flip_summary", "viewpoint_summary", "ladder_summary", "bias_summary", "run_diagnostics",
-           "calibration_levels", "record_sequence", "LEVELS", "KINDS"]
+           "calibration_levels", "record_sequence"]
 
 
 def _score(r: dict) -> float:

@@ -12,7 +12,7 @@ order enforcing and the passive checker); use ``env.unwrapped`` for ``apply_step
 and ``env.unwrapped.world`` for its :class:`~spatialact.envs.world.World`. ``wrap=False`` returns the raw
 environment. :func:`collision_problem` (``task`` → a one-line reason or None) says whether a navigation task's
 ground-truth path and straight start→goal segment are clear of its scene for the camera sphere. This module only
-re-exports (:mod:`.registry`, :mod:`.executor`, :mod:`.replay`, :mod:`.replay_run`,
+hands out its modules' names (:mod:`.registry`, :mod:`.executor`, :mod:`.replay_world`, :mod:`.replay_compare`,
 :mod:`.vector`); the task generators live above, in :mod:`spatialact.taskgen`.
 """
 
@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from .executor import ExecutionResult, execute_sequence
 from .registry import ENV_IDS, KIND_TO_ID, make_env
-from .replay import check_droid_reachable, replay_scene_for
-from .replay_run import ReplayResult, replay_trajectory
+from .replay_compare import ReplayResult, replay_trajectory
+from .replay_world import check_droid_reachable, replay_scene_for
 
 __all__ = ["make_env", "execute_sequence", "ExecutionResult", "ENV_IDS", "KIND_TO_ID",
            "CameraNavEnv", "GripperManipEnv", "HandManipEnv", "GameNavEnv", "replay_trajectory", "ReplayResult",

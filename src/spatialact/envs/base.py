@@ -47,7 +47,7 @@ from .. import geometry
 from ..action_space import Step, StepSizes
 from ..action_space.primitives import N_MOTION
 from ..tasks import Task
-from .rendering import CameraSpec
+from .camera import CameraSpec
 from .world import OBSERVATION_MODES, World
 
 __all__ = ["SpatialActEnv", "ACTION_MODES", "SUCCESS_BONUS", "POSITION_SCALE", "ROTATION_SCALE"]

@@ -37,7 +37,7 @@ import threading
 import numpy as np
 
 from .rendering import BulletBackend
-from .replay import build_replay_world, is_replay_scene
+from .replay_world import build_replay_world, is_replay_scene
 from .scenes import build_scene, normalise_scene_spec
 
 __all__ = ["CAMERA_RADIUS", "CONTACT_TOLERANCE", "SAMPLE_SPACING", "POOL_SIZE", "SphereSweep", "path_problem",

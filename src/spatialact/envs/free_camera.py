@@ -30,11 +30,11 @@ import numpy as np
 
 from .. import geometry
 from ..action_space import ActionSequence, StepSizes
+from .camera import CameraSpec, look_at
 from .collision import SphereSweep, path_problem
 from .pybullet_world import PyBulletWorld
-from .rendering import BulletBackend, CameraSpec
+from .rendering import BulletBackend
 from .sampling import sample_signed_counts
-from .scenes import look_at
 from .views import view_overlap
 
 __all__ = ["FreeCameraWorld"]

@@ -29,7 +29,7 @@ from .base import SpatialActEnv
 from .panda import EE_LINK, IK_TOLERANCE, PANDA_HOME, REACH_TOLERANCE, PandaArm
 from .panda_world import PandaWorld
 
-__all__ = ["GripperManipEnv", "PandaArm", "PANDA_HOME", "IK_TOLERANCE", "REACH_TOLERANCE", "EE_LINK"]
+__all__ = ["GripperManipEnv"]
 
 
 class GripperManipEnv(SpatialActEnv):

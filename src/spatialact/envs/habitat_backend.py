@@ -23,7 +23,7 @@ import numpy as np
 from .. import geometry
 from .camera_nav import CameraNavEnv
 from .free_camera import FreeCameraWorld
-from .rendering import CameraSpec
+from .camera import CameraSpec
 from .scenes import SceneInfo, normalise_scene_spec
 
 __all__ = ["HabitatCameraNavEnv", "HabitatWorld", "HabitatSim", "HabitatUnavailable", "INSTALL_HINT", "pose_to_habitat", "pose_from_habitat",

@@ -20,7 +20,7 @@ import numpy as np
 from .. import geometry
 from .panda import (ARM_JOINTS, EE_LINK, FINGER_JOINTS, FINGER_OPEN, PANDA_HOME, REACH_TOLERANCE, panda_limits,
                     solve_panda_ik)
-from .replay import check_droid_reachable
+from .replay_world import check_droid_reachable
 from .tabletop import TabletopWorld
 
 __all__ = ["PandaWorld"]

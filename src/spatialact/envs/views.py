@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .rendering import CameraSpec
+from .camera import CameraSpec
 
 __all__ = ["view_overlap", "clear_view"]
 

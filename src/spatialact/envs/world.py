@@ -182,7 +182,7 @@ class World(ABC):
 
     @property
     def recording(self):
-        """The recording of the configured task when it replays one (:class:`~spatialact.envs.replay.TaskRecording`:
+        """The recording of the configured task when it replays one (:class:`.replay_world.TaskRecording`:
         recorded frames, the frame nearest a pose, the recorded gripper at the start), else None."""
         return None
 

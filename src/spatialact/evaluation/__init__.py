@@ -10,9 +10,8 @@ from __future__ import annotations
 import importlib
 
 _EXPORTS = {
-    "EpisodeConfig": "episode", "run_episode": "episode", "episode_key": "episode", "record_key": "episode",
-    "check_runnable": "episode", "execution_limit": "episode", "is_failure": "episode",
-    "TaskInputError": "episode",
+    "EpisodeConfig": "episode", "run_episode": "episode", "check_runnable": "episode",
+    "execution_limit": "episode", "TaskInputError": "episode",
     "AgentSpec": "runner", "run_eval": "runner", "RunSummary": "runner", "TaskNotRunnable": "runner",
     "EndpointUnreachable": "runner",
     "RunStore": "results", "load_run": "results", "read_records": "results", "export_parquet": "results",

@@ -47,9 +47,9 @@ import numpy as np
 from ..jsonline import node_kind
 from ..records import episode_key, is_failure, record_key
 
-__all__ = ["RunStore", "RunConfigError", "RunStoreError", "MUTABLE_KEYS", "RESULTS_FILE", "CONFIG_FILE",
-           "load_run", "read_records", "export_parquet", "read_parquet", "provenance", "episode_key",
-           "record_key", "safe_name", "config_diff", "find_runs", "is_run_dir", "new_run_id", "read_run_id"]
+__all__ = ["RunStore", "RunConfigError", "RunStoreError", "MUTABLE_KEYS", "RESULTS_FILE", "CONFIG_FILE", "load_run",
+           "read_records", "export_parquet", "read_parquet", "provenance", "safe_name", "config_diff", "find_runs",
+           "is_run_dir", "new_run_id", "read_run_id"]
 
 RESULTS_FILE = "results.jsonl"
 CONFIG_FILE = "config.json"

@@ -91,7 +91,8 @@ def group_name(label: str) -> str:
 def _prompt_parts(task, obs: dict) -> tuple[list, dict]:
     """spatialact's one-shot prompt of ``task`` on ``obs`` (:func:`spatialact.agents.build_prompt`): the messages
     with each image part replaced by ``{"type": "image", "image": ROLE}``, and {role: PNG bytes}."""
-    from ..agents.prompts import build_prompt, png_bytes
+    from ..agents.images import png_bytes
+    from ..agents.prompts import build_prompt
 
     messages, images = build_prompt(task, obs, "one-shot")
     out = replace_images(messages, lambda k: {"type": "image", "image": images[k].role})

@@ -243,7 +243,7 @@ def marked_point(T, cam, depth, label: str, view: int, x: int, y: int, obj: str 
 
 
 def write_png(path: Path, rgb: np.ndarray) -> None:
-    from ..agents.prompts import png_bytes
+    from ..agents.images import png_bytes
 
     path.write_bytes(png_bytes(rgb))
 

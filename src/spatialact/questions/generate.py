@@ -45,8 +45,7 @@ from .record import QUESTION_TYPES, TYPE_FORMATS, save_questions
 from .shared import SHARED_GENERATORS, FovShot, Views, field_of_view_deg
 
 __all__ = ["build_questions", "BuildResult", "SceneViews", "procedural_scenes", "trajectory_scenes",
-           "generate_in_scene", "pose_text", "sequence_text", "FRAME_TEXT", "ROTATION_TEXT",
-           "QUESTIONS_PER_SCENE", "TASKS_PER_SCENE"]
+           "generate_in_scene", "sequence_text", "QUESTIONS_PER_SCENE", "TASKS_PER_SCENE"]
 
 QUESTIONS_PER_SCENE = 6   # procedural: one room for about this many questions
 TASKS_PER_SCENE = 4       # procedural tasks (start → goal) per room: their poses are the room's views
@@ -138,7 +137,7 @@ class SceneViews(Views):
         """A random view rendered with a camera of random intrinsics: the scene camera's width, an aspect ratio of
         1, 4:3, 3:2 or 16:9, a vertical field of view in [35°, 95°], square pixels, centred; None when its horizontal
         field of view is outside [20°, 150°] or the view is not clear."""
-        from ..envs.rendering import CameraSpec
+        from ..envs.camera import CameraSpec
 
         W = int(self.camera.width)
         T = self.views[int(rng.integers(len(self.views)))]
@@ -202,7 +201,7 @@ def trajectory_scenes(traj, *, renderer: str = "tiny", size: int = 384, mesh: st
     Recordings with frames (game, DROID, EgoDex) go to :mod:`.recorded`; an EgoDex hand without its video is refused
     (ValueError)."""
     from ..envs import make_env, replay_trajectory
-    from ..envs.replay import replay_scene_for, scene_aspect
+    from ..envs.replay_world import replay_scene_for, scene_aspect
     from ..tasks.extraction import keyframe_indices
 
     src = traj.meta.get("source")
@@ -251,7 +250,7 @@ def _render(scene: SceneViews, T, cam=None, seg: bool = False):
 
 def _clear(scene: SceneViews, T) -> bool:
     """A usable view: nothing within 0.3 m, half of it at least 0.8 m away, nothing at the far plane."""
-    from ..envs.rendering import CameraSpec
+    from ..envs.camera import CameraSpec
 
     cam = CameraSpec(16, 16, scene.camera.fov_deg)
     _, d, _ = scene.world.render(np.asarray(T, dtype=np.float64), cam, depth=True)
@@ -382,7 +381,7 @@ def _marked_views(scene: SceneViews, rng, seg: bool = False, extra=()):
 def _object_views(scene: SceneViews, rng, n: int = 12):
     """Views aimed between two objects of the scene: from the eye of a random view, looking at the midpoint of
     the centres of two objects (their bounding boxes) at most 4 m apart."""
-    from ..envs.scenes import look_at
+    from ..envs.camera import look_at
 
     w = scene.world
     boxes: dict = {}

@@ -111,7 +111,7 @@ def image_png_bytes(path: str) -> bytes:
     try:
         with Image.open(io.BytesIO(data)) as im:
             im.load()  # decodes every pixel: a truncated or forged file fails here, not at the endpoint
-            from ..agents.prompts import png_bytes
+            from ..agents.images import png_bytes
 
             return png_bytes(np.asarray(im.convert("RGB")))
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as e:

@@ -8,7 +8,7 @@ episode or an EgoDex episode, nothing re-rendered.
   only where its answer margin exceeds that step (:data:`DEPTH_TOLERANCE`);
 * ``droid``: every recorded camera with a video and extrinsics (the wrist camera, both exterior cameras; or the one
   ``camera`` names), poses ``camera_extrinsics.<camera>`` as recorded. DROID stores no intrinsics, so views carry
-  the replay's assumed ZED 2 intrinsics (``spatialact.envs.replay.droid_default_intrinsics``, said in ``meta``)
+  the replay's assumed ZED 2 intrinsics (``spatialact.envs.replay_world.droid_default_intrinsics``, said in ``meta``)
   and no question is computed from them;
 * ``egodex``: the head camera (``transforms/camera``), its recorded intrinsics (``camera/intrinsic``, pixels of the
   1920×1080 video) and frames from the episode's ``.mp4``.
@@ -210,7 +210,7 @@ def recording_from(traj, *, camera: str | None = None, max_keyframes: int | None
     EgoDex episode with its video; ``max_keyframes``: only the first N seconds' worth (N keyframes, one a second).
     Refusals (ValueError) are one line naming the file and what it lacks."""
     from ..envs.camera import CameraSpec
-    from ..envs.replay import EGODEX_IMAGE_SIZE, droid_default_intrinsics
+    from ..envs.replay_world import EGODEX_IMAGE_SIZE, droid_default_intrinsics
 
     src = traj.meta.get("source")
     path = traj.meta.get("path")

@@ -34,8 +34,8 @@ from .prompt import QUESTION_PROMPT_VERSION, n_rotations, question_prompt, rotat
 from .record import option_letters
 from .scoring import score_response
 
-__all__ = ["QUESTION_AGENTS", "make_answerer", "Reply", "run_questions", "QuestionRunSummary", "question_key",
-           "check_question_inputs", "asked_question"]
+__all__ = ["QUESTION_AGENTS", "make_answerer", "Reply", "run_questions", "QuestionRunSummary", "check_question_inputs",
+           "asked_question"]
 
 #: The agents that answer questions (aliases of ``openai`` such as ``mllm`` are accepted).
 QUESTION_AGENTS = ("oracle", "constant", "random", "openai")

@@ -27,8 +27,7 @@ from ..jsonline import LineTooLong, LongLine, check_depth, iter_lines, open_inpu
 from ..records import FAILURE_REASONS, is_failure as _failed, is_question
 from .prompt import n_rotations, rotate_options, rotated_answer
 
-__all__ = ["score_response", "summarise_answers", "summarise", "summary_rows", "score_answers_file",
-           "FAILURE_REASONS"]
+__all__ = ["score_response", "summarise_answers", "summarise", "summary_rows", "score_answers_file"]
 
 
 def _bounded_lines(f, label) -> Iterator[bytes]:

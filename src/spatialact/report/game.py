@@ -25,7 +25,7 @@ from .document import Document
 from .load import RunData, as_float, record_poses, record_value
 from .skill import blocked_steps, run_provenance
 
-__all__ = ["game_map", "blocked_steps", "game_rows", "game_section", "game_json", "ALL_MAPS", "game_levels",
+__all__ = ["game_map", "game_rows", "game_section", "game_json", "ALL_MAPS", "game_levels",
            "level_segments", "draw_level", "plot_game_paths", "N_GAME_VIEWS"]
 
 #: The row of a run's game episodes on every map together.

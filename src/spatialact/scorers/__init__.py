@@ -29,10 +29,10 @@ from .null import null_answer, null_score
 from .lmms_eval import score_lmms_eval, to_lmms_answer, to_lmms_extra_info
 from .offline import OFFLINE_PROFILES, score_file
 from .questions import MRA_THRESHOLDS, extract_choice, extract_number, score_multiple_choice, score_numeric
-from .step import DEFAULT_WEIGHTS, EPS, PROFILES, normalise_weights, parse_weights, score_step, step_total
+from .step import DEFAULT_WEIGHTS, EPS, normalise_weights, parse_weights, score_step, step_total
 
 __all__ = [
-    "EPS", "DEFAULT_WEIGHTS", "PROFILES", "ANSWER_PROFILES",
+    "EPS", "DEFAULT_WEIGHTS", "ANSWER_PROFILES",
     "score_step", "step_total", "normalise_weights", "parse_weights",
     "score_steps_batch", "step_totals_batch", "rotations_from_motions", "score_episodes_batch", "sequence_arrays",
     "KIND_CODES",

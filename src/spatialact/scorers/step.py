@@ -32,7 +32,7 @@ from typing import Sequence
 
 from ..vocab import KINDS, PROFILES
 
-__all__ = ["EPS", "DEFAULT_WEIGHTS", "PROFILES", "KINDS", "score_step", "step_total", "normalise_weights",
+__all__ = ["EPS", "DEFAULT_WEIGHTS", "score_step", "step_total", "normalise_weights",
            "parse_weights"]
 
 #: Translations shorter than this (metres) count as "no translation".

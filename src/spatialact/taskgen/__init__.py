@@ -11,7 +11,7 @@ It builds tasks through the environments' public world methods (:mod:`spatialact
   the frozen benchmark suite ``l4-v1`` among them (:mod:`.l4_suite`, docs/benchmark.md);
 * :func:`attach_replay_scenes` — replay scenes, and the pairs the simulator cannot run dropped
   (:mod:`.replay_scenes`);
-* :func:`build_trajectory_tasks` — the trajectory → task file pipeline (:mod:`.from_trajectory`).
+* :func:`build_trajectory_tasks` — the trajectory → task file pipeline (:mod:`.trajectory_tasks`).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ _HOME = {"procedural_tasks": "procedural", "TASK_VARIANTS": "procedural",
          "builtin_suite": "suites", "is_suite": "suites", "suite_info": "suites", "SUITES": "suites",
          "DIAGNOSTIC_SUITES": "suites", "FROZEN_SUITES": "suites", "MAX_PER_KIND": "suites",
          "attach_replay_scenes": "replay_scenes",
-         "build_trajectory_tasks": "from_trajectory", "TrajectoryTasks": "from_trajectory",
-         "NoTasks": "from_trajectory"}
+         "build_trajectory_tasks": "trajectory_tasks", "TrajectoryTasks": "trajectory_tasks",
+         "NoTasks": "trajectory_tasks"}
 
 
 def __getattr__(name):

@@ -103,7 +103,7 @@ def recorded_wad(traj, wad=None) -> Path:
 
 
 def attach_game_scenes(tasks, traj, *, wad=None, recording: bool = True, limit: int | None = None):
-    """The builder's last step for a game recording: each task (from ``tasks_from_trajectory``, whose
+    """The builder's last step for a game recording: each task (from ``pairs_from_trajectory``, whose
     ``meta["keyframes"]`` are its ground truth's frame indices) gets its level as scene — with the recording's
     ``trajectory`` path and ``keyframes`` when ``recording`` — and the tag ``map``, and is run in GameNav from
     its start with its ground truth (what the oracle does); tasks whose start or goal the game cannot reach, or
@@ -120,7 +120,7 @@ def attach_game_scenes(tasks, traj, *, wad=None, recording: bool = True, limit: 
                 break
             kf = (t.meta or {}).get("keyframes")
             if not kf:
-                raise ValueError(f"task {t.id!r}: meta.keyframes is missing (build it with tasks_from_trajectory)")
+                raise ValueError(f"task {t.id!r}: meta.keyframes is missing (build it with pairs_from_trajectory)")
             ref = {"trajectory": str(traj.meta.get("path")), "keyframes": kf} if recording else {}
             t = replace(t, scene=game_scene(path, level, t.start_pose, **ref), tags={**t.tags, "map": level})
             why = None

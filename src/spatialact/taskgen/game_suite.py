@@ -2,8 +2,8 @@
 
 How it is made (:func:`build_game_suite`, ``python scripts/make_game_suite.py``): on each map of :data:`SUITE_MAPS`
 (``freedoom2.wad``), the deterministic explorer walks :data:`SUITE_SECONDS` seconds from the map's start (seed 0);
-start/goal pairs of that walk get their exact ground truth (:func:`~spatialact.tasks.from_trajectory.
-tasks_from_trajectory`, metric extraction, seeded), their level as scene and their geodesic start→goal distance as
+start/goal pairs of that walk get their exact ground truth (:func:`~spatialact.tasks.trajectory_pairs.
+pairs_from_trajectory`, metric extraction, seeded), their level as scene and their geodesic start→goal distance as
 ``meta["d0"]`` (metres, SPL's d0; :func:`~spatialact.taskgen.game_scenes.attach_game_scenes`), and the pairs the game
 does not execute to the goal are dropped; the first :data:`PER_MAP` of each map whose ground truth has at most :data:`MAX_STEPS` steps are kept.
 Nothing of the walk is stored: the tasks reference the level
@@ -62,14 +62,14 @@ def build_game_suite(out=None, *, maps=SUITE_MAPS, seconds: float = SUITE_SECOND
     """Build the suite's tasks (see the module docstring) and, with ``out``, write them as a task file. Returns
     (tasks, {map: {reason: pairs dropped}}). Deterministic: the same arguments give the same file."""
     from ..tasks import save_tasks
-    from ..tasks.from_trajectory import tasks_from_trajectory
+    from ..tasks.trajectory_pairs import pairs_from_trajectory
     from .game_scenes import attach_game_scenes
 
     tasks, skipped = [], {}
     for name in maps:
         traj = _walk(name, seconds, seed)
         prefix = f"game-v{SUITE_VERSION}-{name.lower()}"
-        cand = tasks_from_trajectory(traj, n=8 * per_map, seed=seed, image_dir=None, example=False,
+        cand = pairs_from_trajectory(traj, n=8 * per_map, seed=seed, image_dir=None, example=False,
                                      id_prefix=prefix)
         cand = [t for t in cand if t.n_steps <= MAX_STEPS]
         kept, dropped = attach_game_scenes(cand, traj, recording=False, limit=per_map)

@@ -10,7 +10,7 @@ Tracks (:data:`TRACKS`; every task carries ``tags.track`` and ``meta.track``):
   walks and ground truths, :data:`GAME_PER_MAP` a map);
 * ``camera`` — smooth camera paths generated in procedural rooms (a spline through clear waypoints, the view swinging
   about the direction of travel), cut into tasks as ``tasks from-trajectory`` cuts a recording: metric extraction
-  (:func:`~spatialact.tasks.from_trajectory.tasks_from_trajectory`), the room as the scene.
+  (:func:`~spatialact.tasks.trajectory_pairs.pairs_from_trajectory`), the room as the scene.
 
 Each track is drawn from fixed seeds and kept in the order drawn; a candidate is left out when its ground-truth path
 passes through the scene's geometry (:func:`spatialact.envs.collision_problem`) or when doing nothing already scores
@@ -279,7 +279,7 @@ def camera_path(world, rng) -> tuple[np.ndarray, np.ndarray] | None:
 def _camera_candidates(drops: Counter):
     """The camera track's candidates: one generated path per room, cut into tasks as a recording is."""
     from ..envs.registry import make_env
-    from ..tasks.from_trajectory import tasks_from_trajectory
+    from ..tasks.trajectory_pairs import pairs_from_trajectory
     from ..trajectories.trajectory import Trajectory
 
     env = make_env("nav", width=32, height=32, renderer="tiny", wrap=False)
@@ -296,7 +296,7 @@ def _camera_candidates(drops: Counter):
             poses, t = got
             traj = Trajectory(poses, t, _CAMERA["fps"], meta={"source": "camera_path", "kind": "nav",
                                                              "metric": True, "path": None})
-            for task in tasks_from_trajectory(traj, n=_CAMERA["tasks_per_path"], seed=room, example=False,
+            for task in pairs_from_trajectory(traj, n=_CAMERA["tasks_per_path"], seed=room, example=False,
                                               max_seconds=_CAMERA["max_seconds"], id_prefix=f"camera-path{k:03d}"):
                 if not (world.view_ok(task.start_pose) and world.view_ok(task.goal_pose)):
                     drops[BLANK_VIEW] += 1

@@ -17,10 +17,11 @@ from .. import geometry
 from ..action_space import ActionSequence, StepSizes
 from ..envs.collision import COLLIDES
 from ..envs.registry import make_env
-from ..envs.scenes import look_at
+from ..envs.camera import look_at
 from ..envs.views import clear_view, view_overlap
 from ..tasks import Task
-from ..tasks.tags import LEVELS, camera_attitude, motion_tags, viewpoint_tag
+from ..tasks.tags import camera_attitude, motion_tags, viewpoint_tag
+from ..vocab import LEVELS
 
 __all__ = ["ladder_tasks", "viewpoint_pairs", "LEVEL_FACTORS", "LADDER_KINDS", "UNCOMMON_FACTORS"]
 

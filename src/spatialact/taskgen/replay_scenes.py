@@ -1,10 +1,10 @@
 """Replay scenes for trajectory tasks: the task builder's last step, and which pairs it drops (docs/trajectories.md).
 
 Each task built from a trajectory gets the replay scene it runs in closed-loop
-(:func:`~spatialact.envs.replay.replay_scene_for`). The policy of what is dropped, never clamped: a DROID pair whose
-start or goal the simulated Panda cannot reach (:func:`~spatialact.envs.replay.check_droid_reachable`, seeded with
-the recorded joint positions), a DROID pair whose ground truth the simulated Panda, executing it from the start
-as the oracle does, does not follow to the goal, and a camera-path pair whose ground-truth path or straight
+(:func:`~spatialact.envs.replay_world.replay_scene_for`). The policy of what is dropped, never clamped: a DROID pair
+whose start or goal the simulated Panda cannot reach (:func:`~spatialact.envs.replay_world.check_droid_reachable`,
+seeded with the recorded joint positions), a DROID pair whose ground truth the simulated Panda, executing it from the
+start as the oracle does, does not follow to the goal, and a camera-path pair whose ground-truth path or straight
 start→goal segment its replay scene (the mesh, or the room box) blocks for CameraNav's camera sphere
 (:func:`~spatialact.envs.collision.collision_problem`: the walls would stop the oracle short). Poses are the
 trajectory's C2W (4, 4), metres.
@@ -17,9 +17,9 @@ from dataclasses import replace
 from ..envs.collision import COLLIDES, CollisionChecker
 from ..envs.executor import execute_sequence
 from ..envs.registry import make_env
-from ..envs.replay import check_droid_reachable, droid_joint_positions, replay_scene_for
+from ..envs.replay_world import check_droid_reachable, droid_joint_positions, replay_scene_for
 
-__all__ = ["attach_replay_scenes", "UNREACHABLE", "NOT_FOLLOWED", "COLLIDES"]
+__all__ = ["attach_replay_scenes", "UNREACHABLE", "NOT_FOLLOWED"]
 
 #: The reasons a pair is dropped (the keys of the skipped counts).
 UNREACHABLE = "start or goal out of the simulated Panda's reach"
@@ -27,7 +27,7 @@ NOT_FOLLOWED = "the simulated Panda does not follow the ground truth to the goal
 
 
 def attach_replay_scenes(tasks, traj, *, mesh: str | None = None, extrinsics=None, table: bool = True):
-    """The builder's last step (docs/trajectories.md): each task of ``traj`` (from ``tasks_from_trajectory``, whose
+    """The builder's last step (docs/trajectories.md): each task of ``traj`` (from ``pairs_from_trajectory``, whose
     ``meta["keyframes"]`` are the absolute frame indices of its ground-truth keyframes) gets its replay scene
     (:func:`replay_scene_for`), so that it runs closed-loop. DROID tasks whose start or goal the simulated Panda
     cannot reach (:func:`check_droid_reachable`, seeded with the recorded joint positions) are dropped and counted,
@@ -45,7 +45,7 @@ def attach_replay_scenes(tasks, traj, *, mesh: str | None = None, extrinsics=Non
         for t in tasks:
             kf = (t.meta or {}).get("keyframes")
             if not kf:
-                raise ValueError(f"task {t.id!r}: meta.keyframes is missing (build it with tasks_from_trajectory)")
+                raise ValueError(f"task {t.id!r}: meta.keyframes is missing (build it with pairs_from_trajectory)")
             if src == "droid":
                 ends = [kf[0], kf[-1]]
                 ok, pe, _ = check_droid_reachable(traj.poses[ends], None if seeds is None else seeds[ends])

@@ -15,7 +15,7 @@ from .. import geometry
 from ..vocab import LEVELS
 
 __all__ = ["DISTANCE_EDGES_M", "TURN_EDGES_DEG", "STEPS_EDGES", "bin_label", "motion_tags", "steps_tag",
-           "camera_attitude", "viewpoint_tag", "VIEWPOINT_COMMON", "VIEWPOINT_UNCOMMON", "VIEWPOINTS", "LEVELS"]
+           "camera_attitude", "viewpoint_tag", "VIEWPOINT_COMMON", "VIEWPOINT_UNCOMMON", "VIEWPOINTS"]
 
 # Start-to-goal distance, metres: navigation moves about 5x further than a hand or a gripper (docs/trajectories.md
 # ranges).

@@ -8,8 +8,9 @@ grip states, image references, intrinsics, instruction and metadata. This packag
 :mod:`spatialact.tasks.extraction`).
 """
 
+from .errors import TrajectoryError
 from .loader import FORMATS, guess_format, load_trajectory
-from .trajectory import FrameRef, Trajectory, TrajectoryError
+from .trajectory import FrameRef, Trajectory
 
 __all__ = ["Trajectory", "TrajectoryError", "FrameRef", "load_trajectory", "guess_format", "FORMATS"]
 

@@ -35,9 +35,8 @@ import numpy as np
 
 from .. import geometry
 from ..jsonline import check_depth
-from .errors import check_regular
-from .trajectory import FrameRef, Trajectory, check_fps, check_timestamps, describe_value, fail, read_json_file, \
-    read_text_file
+from .errors import check_regular, describe_value, fail
+from .trajectory import FrameRef, Trajectory, check_fps, check_timestamps, read_json_file, read_text_file
 
 __all__ = ["read_droid", "CAMERA_ALIASES", "CARTESIAN", "GRIPPER"]
 

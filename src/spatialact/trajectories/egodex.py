@@ -28,8 +28,8 @@ from pathlib import Path
 import numpy as np
 
 from .. import geometry
-from .errors import check_regular
-from .trajectory import FrameRef, Trajectory, TrajectoryError, as_numbers, check_intrinsics, check_poses, describe_value, fail
+from .errors import TrajectoryError, check_regular, describe_value, fail
+from .trajectory import FrameRef, Trajectory, as_numbers, check_intrinsics, check_poses
 
 __all__ = ["read_egodex", "grip_from_distance", "hand_frame", "ENTITIES", "GRIP_CLOSE_BELOW", "GRIP_OPEN_ABOVE"]
 

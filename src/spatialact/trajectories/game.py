@@ -36,10 +36,10 @@ from typing import Sequence
 import numpy as np
 
 from ..outputs import OutputError
-from .errors import check_regular
+from .errors import check_regular, describe_value, fail
 from .generic import read_npz_arrays
-from .trajectory import FrameRef, Trajectory, as_numbers, check_fps, check_intrinsics, check_poses, \
-    check_timestamps, describe_value, fail, read_json_file
+from .trajectory import (FrameRef, Trajectory, as_numbers, check_fps, check_intrinsics, check_poses, check_timestamps,
+                         read_json_file)
 
 __all__ = ["read_game", "read_depth", "read_game_arrays", "GameTrajectoryWriter", "is_game_folder", "FORMAT",
            "VERSION", "META_FILE", "POSES_FILE", "RGB_FILE", "DEPTH_DIR", "remove_stale_partials",

@@ -26,10 +26,9 @@ import numpy as np
 
 from .. import geometry
 from ..jsonline import input_problem
-from .errors import check_regular
-from .trajectory import FrameRef, Trajectory, as_numbers, check_fps, check_intrinsics, check_poses, \
-    check_timestamps, describe_value, fail, fps_from_timestamps, read_json_file, \
-    read_text_file
+from .errors import check_regular, describe_value, fail
+from .trajectory import (FrameRef, Trajectory, as_numbers, check_fps, check_intrinsics, check_poses, check_timestamps,
+                         fps_from_timestamps, read_json_file, read_text_file)
 
 __all__ = ["read_npz", "read_json", "read_tum", "read_kitti", "read_realestate10k", "sniff_text_format"]
 

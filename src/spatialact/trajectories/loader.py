@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .trajectory import Trajectory, check_fps, fail
+from .errors import fail
+from .trajectory import Trajectory, check_fps
 
 __all__ = ["load_trajectory", "guess_format", "FORMATS"]
 

@@ -35,8 +35,8 @@ from ..jsonline import TooDeep, check_depth
 from .errors import TrajectoryError, check_regular, describe_value, fail
 from .video import read_frames
 
-__all__ = ["Trajectory", "TrajectoryError", "FrameRef", "check_poses", "check_timestamps", "check_fps",
-           "check_intrinsics", "as_numbers", "describe_value", "fail", "read_json_file", "read_text_file",
+__all__ = ["Trajectory", "FrameRef", "check_poses", "check_timestamps", "check_fps",
+           "check_intrinsics", "as_numbers", "read_json_file", "read_text_file",
            "project_rotations", "ORTHO_TOL", "MAX_FPS", "MAX_COORDINATE"]
 
 # Largest accepted max|RᵀR − I| + |det R − 1|. float32 storage gives ~1e-7; anything near 1e-3 is a broken file.

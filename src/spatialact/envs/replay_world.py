@@ -31,14 +31,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import geometry
-from .rendering import BulletBackend, CameraSpec
+from .camera import CameraSpec
+from .rendering import BulletBackend
 from .scenes import SceneBuilder, SceneInfo, build_scene, light_for
 from .textures import texture_path
 from .world import OBSERVATION_MODES
 
 __all__ = ["DROID_TOOL_OFFSET", "DROID_TABLE_CLEARANCE", "EGODEX_TABLE_CLEARANCE", "ZED2_IMAGE_SIZE",
            "ZED2_VFOV_DEG", "ROOM_MARGIN", "ROOM_BELOW", "ROOM_ABOVE", "RECORDED_POSITION_SCALE",
-           "RECORDED_ROTATION_SCALE", "OBSERVATION_MODES", "ReplayWorld", "TaskRecording", "is_replay_scene", "replay_kind",
+           "RECORDED_ROTATION_SCALE", "ReplayWorld", "TaskRecording", "is_replay_scene", "replay_kind",
            "load_scene_trajectory", "clear_trajectory_cache", "build_replay_world", "droid_default_intrinsics",
            "droid_table_height", "egodex_table_height", "hand_points", "room_for_segment", "segment_up",
            "check_droid_reachable", "droid_joint_positions", "replay_scene_for", "replay_camera_spec",
@@ -325,7 +326,7 @@ class ReplayWorld:
                 local = R.T @ (T[:3, 3] - c)
                 if np.any(np.abs(local) > size / 2):
                     raise _bad(where, name, "lies outside the replay room (scene.room); size the room with "
-                                            "spatialact.envs.replay.room_for_segment")
+                                            "spatialact.envs.replay_world.room_for_segment")
         return kf
 
     def observing_camera(self, keyframes: np.ndarray, step: int) -> np.ndarray | None:

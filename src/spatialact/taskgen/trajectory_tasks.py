@@ -1,7 +1,7 @@
 """The trajectory → task pipeline in one function (``spatialact tasks from-trajectory``; docs/trajectories.md).
 
 :func:`build_trajectory_tasks` loads the trajectory, builds start/goal pairs with exact ground truth
-(:func:`spatialact.tasks.from_trajectory.tasks_from_trajectory`, which writes the start / goal / example frames as
+(:func:`spatialact.tasks.trajectory_pairs.pairs_from_trajectory`, which writes the start / goal / example frames as
 PNGs beside the task file), gives every task the replay scene it runs in closed-loop and drops the pairs the
 simulator cannot run (:func:`~spatialact.taskgen.replay_scenes.attach_replay_scenes`; a game recording's tasks get
 their level instead, and drop what the game does not execute:
@@ -20,7 +20,7 @@ import numpy as np
 
 from ..action_space import StepSizes
 from ..tasks import Task, save_tasks
-from ..tasks.from_trajectory import motion_range, task_kind, tasks_from_trajectory
+from ..tasks.trajectory_pairs import motion_range, pairs_from_trajectory, task_kind
 
 __all__ = ["build_trajectory_tasks", "TrajectoryTasks", "NoTasks", "image_dir_for"]
 
@@ -55,7 +55,7 @@ def build_trajectory_tasks(traj_path, out, *, format: str | None = None, episode
 
     ``format``, ``episode``, ``entity``, ``camera``: how to read the trajectory (``load_trajectory``). ``n``,
     ``seed``, ``min_motion`` / ``max_motion`` (metres), ``max_seconds``, ``kind``, ``answer_format``: the pairs
-    (:func:`~spatialact.tasks.from_trajectory.tasks_from_trajectory`). ``images``: write the frames as PNGs
+    (:func:`~spatialact.tasks.trajectory_pairs.pairs_from_trajectory`). ``images``: write the frames as PNGs
     (:func:`image_dir_for`). ``scene``: give each task its replay scene (needs the simulator) — ``mesh``: a mesh
     file for a camera path (absolute path), ``extrinsics``: DROID's exterior camera [x, y, z, rx, ry, rz] overriding
     the recorded one, ``wad``: a game recording's WAD file (default: the bundled WAD it names; its SHA-256 must be
@@ -80,7 +80,7 @@ def build_trajectory_tasks(traj_path, out, *, format: str | None = None, episode
     made = [d for d in (parent, *parent.parents) if not d.exists()]  # folders a refusal must not leave
     before = _listing(image_dir)
     try:
-        tasks = tasks_from_trajectory(traj, n=n, seed=seed, min_motion=min_motion, max_motion=max_motion,
+        tasks = pairs_from_trajectory(traj, n=n, seed=seed, min_motion=min_motion, max_motion=max_motion,
                                       kind=kind, answer_format=answer_format, image_dir=image_dir,
                                       max_seconds=max_seconds)
     except BaseException:  # a frame that does not decode, an interrupt: no half image folder stays

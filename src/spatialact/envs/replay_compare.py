@@ -1,7 +1,7 @@
 """``replay_trajectory``: a recorded trajectory stepped in its replay scene, recorded beside simulated.
 
 The trajectory's metric-mode ground truth over its keyframes (docs/trajectories.md, the body frame) is executed in the
-environment of its replay scene (:mod:`spatialact.envs.replay`); at every keyframe the simulated view from the
+environment of its replay scene (:mod:`spatialact.envs.replay_world`); at every keyframe the simulated view from the
 recorded observing camera (DROID's exterior camera, EgoDex's head camera at that keyframe, the simulated camera
 itself for camera paths) is rendered beside the recorded frame, and the pose reached is compared with the recorded
 one. Poses: (4, 4) C2W in the trajectory's frame (metres, radians).
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import geometry
-from .replay import prime_trajectory_cache, replay_kind, replay_scene_for
+from .replay_world import prime_trajectory_cache, replay_kind, replay_scene_for
 
 __all__ = ["ReplayResult", "replay_trajectory", "contact_sheet", "write_contact_sheet", "write_side_by_side_video"]
 

@@ -26,7 +26,7 @@ from .extraction import extract_actions, quantisation_bound, replay
 from ..trajectories.trajectory import Trajectory
 from ..vocab import ANSWER_FORMATS
 
-__all__ = ["tasks_from_trajectory", "default_motion_range", "motion_range", "task_kind", "check_bound_fits"]
+__all__ = ["pairs_from_trajectory", "default_motion_range", "motion_range", "task_kind", "check_bound_fits"]
 
 
 def default_motion_range(kind: str, sizes: StepSizes) -> tuple[float, float]:
@@ -102,7 +102,7 @@ def _sample_pairs(P: np.ndarray, lo: float, hi: float, want: int, rng: np.random
     return [(int(a), int(b)) for a, b in pairs[order[: max(want * 4, want + 16)]]]
 
 
-def tasks_from_trajectory(traj: Trajectory, n: int = 10, seed: int = 0, min_motion: float | None = None,
+def pairs_from_trajectory(traj: Trajectory, n: int = 10, seed: int = 0, min_motion: float | None = None,
                           max_motion: float | None = None, *, kind: str | None = None, sizes: StepSizes | None = None,
                           success: dict | None = None, answer_format: str = "stepped",
                           image_dir: str | Path | None = None, example: bool = True, max_seconds: float | None = None,
