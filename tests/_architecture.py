@@ -316,7 +316,9 @@ def _getattr_imports(module: str, is_pkg: bool, tree: ast.Module) -> list[tuple[
             continue
         for n in ast.walk(node):
             if isinstance(n, ast.ImportFrom):
-                out.append((n.lineno, _resolve(module, is_pkg, n.level, n.module)))
+                target = _resolve(module, is_pkg, n.level, n.module)
+                # ``from .. import taskgen``: the module imported is the name
+                out.extend((n.lineno, f"{target}.{a.name}" if n.module is None else target) for a in n.names)
             elif isinstance(n, ast.Import):
                 out.extend((n.lineno, a.name) for a in n.names if a.name.split(".")[0] == PKG)
             elif (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "import_module"

@@ -148,7 +148,7 @@ def test_the_reexport_rule_catches_a_shim(tmp_path):
         "spatialact.a.user:1: f from spatialact.a.relay, which imports it from spatialact.a.home"]
     assert reexports(tmp_path) == [
         "spatialact.a: __all__ lists 'g', which spatialact.a.relay imports from spatialact.a.home",
-        "spatialact.a.old:2: __getattr__ imports spatialact.a (an alias)",
+        "spatialact.a.old:2: __getattr__ imports spatialact.a.home (an alias)",
         "spatialact.a.relay: __all__ lists 'g', imported from spatialact.a.home",
         "spatialact.b: __all__ lists 'f', imported from spatialact.a.home, outside the package",
         "spatialact.b:6: __getattr__ imports spatialact.a, outside the package (an alias)",
