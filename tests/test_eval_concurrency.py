@@ -24,11 +24,10 @@ import pytest
 pytest.importorskip("openai")
 
 from _chat_server import SECRET, FakeServer  # noqa: E402
-from _fabricate import image_tasks  # noqa: E402
+from _eval_cli import api_args, eval_json, image_task_file  # noqa: E402
 from spatialact.agents.wire import RequestGate, retry_after  # noqa: E402
 from spatialact.cli.main import main  # noqa: E402
 from spatialact.evaluation.results import read_records  # noqa: E402
-from spatialact.tasks import save_tasks  # noqa: E402
 
 SRC = str(Path(__file__).parents[1] / "src")
 ANSWER = '{"actions": ["Dolly In"], "step_nums": [1]}'
@@ -37,27 +36,6 @@ ANSWER = '{"actions": ["Dolly In"], "step_nums": [1]}'
 @pytest.fixture
 def key(monkeypatch):
     monkeypatch.setenv("SPATIALACT_TEST_KEY", SECRET)
-
-
-def _api(url, *extra):
-    args = ["--agent", "openai", "--agent-arg", "model=test-vlm", "--agent-arg", f"base_url={url}",
-            "--agent-arg", "api_key_env=SPATIALACT_TEST_KEY", "--agent-arg", "backoff=0"]
-    for e in extra:
-        args += ["--agent-arg", e]
-    return args
-
-
-def _eval(capsys, *argv) -> tuple[int, dict | None, str]:
-    """``spatialact eval ... --json`` here: (exit status, the JSON summary or None, stderr)."""
-    code = main(["eval", "--no-progress", "--json", *argv])
-    out = capsys.readouterr()
-    return code, (json.loads(out.out) if out.out.strip() else None), out.err
-
-
-def _image_task_file(folder: Path, n: int) -> Path:
-    path = folder / "tasks.jsonl"
-    save_tasks(image_tasks(folder, n), path)
-    return path
 
 
 def _lines(run: Path) -> list[dict]:
@@ -69,10 +47,10 @@ def test_eight_requests_are_in_flight_at_once(tmp_path, capsys, key):
     """16 one-shot episodes, a server answering after 0.3 s, --concurrency 8: the server sees 8 requests at once
     (one at a time before --concurrency existed), and the summary says so."""
     srv = FakeServer(latency=0.3)
-    tf = _image_task_file(tmp_path / "t", 16)
+    tf = image_task_file(tmp_path / "t", 16)
     try:
-        code, js, _ = _eval(capsys, "--tasks", str(tf), "--env", "none", "--concurrency", "8", "--out",
-                            str(tmp_path / "run"), *_api(srv.url))
+        code, js, _ = eval_json(capsys, "--tasks", str(tf), "--env", "none", "--concurrency", "8", "--out",
+                            str(tmp_path / "run"), *api_args(srv.url))
     finally:
         srv.close()
     assert code == 0 and js["new"] == 16
@@ -91,8 +69,8 @@ def test_requests_are_in_flight_while_worlds_step(tmp_path, capsys, key):
     pytest.importorskip("pybullet")
     srv = FakeServer(latency=0.6)
     try:
-        code, js, _ = _eval(capsys, "--suite", "nav:24", "--size", "32", "--renderer", "tiny", "--concurrency", "4",
-                            "--out", str(tmp_path / "run"), *_api(srv.url))
+        code, js, _ = eval_json(capsys, "--suite", "nav:24", "--size", "32", "--renderer", "tiny", "--concurrency", "4",
+                            "--out", str(tmp_path / "run"), *api_args(srv.url))
     finally:
         srv.close()
     f = js["figures"]
@@ -101,16 +79,16 @@ def test_requests_are_in_flight_while_worlds_step(tmp_path, capsys, key):
 
 
 def test_api_agents_default_to_sixteen_and_baselines_to_one(tmp_path, capsys, key, server):
-    tf = _image_task_file(tmp_path / "t", 3)
-    code, js, _ = _eval(capsys, "--tasks", str(tf), "--env", "none", "--out", str(tmp_path / "a"), *_api(server.url))
+    tf = image_task_file(tmp_path / "t", 3)
+    code, js, _ = eval_json(capsys, "--tasks", str(tf), "--env", "none", "--out", str(tmp_path / "a"), *api_args(server.url))
     assert code == 0 and js["concurrency"] == 16
-    code, js, _ = _eval(capsys, "--tasks", str(tf), "--env", "none", "--agent", "oracle", "--out",
+    code, js, _ = eval_json(capsys, "--tasks", str(tf), "--env", "none", "--agent", "oracle", "--out",
                         str(tmp_path / "b"))
     assert code == 0 and js["concurrency"] == 1
 
 
 def test_bad_concurrency_and_budgets_are_refused_in_one_line(tmp_path, capsys, key, server):
-    tf = _image_task_file(tmp_path / "t", 1)
+    tf = image_task_file(tmp_path / "t", 1)
     for bad, what in ((["--concurrency", "0"], "--concurrency"), (["--concurrency", "100000"], "MAX_CONCURRENCY"),
                       (["--max-rpm", "0"], "--max-rpm"), (["--max-tpm", "nan"], "--max-tpm"),
                       (["--max-cost", "-1"], "--max-cost")):
@@ -121,7 +99,7 @@ def test_bad_concurrency_and_budgets_are_refused_in_one_line(tmp_path, capsys, k
         assert len(err) == 1 and what in err[0] and "Traceback" not in err[0]
     # a cost budget for an API agent without prices would never be reached: refused
     code = main(["eval", "--tasks", str(tf), "--env", "none", "--out", str(tmp_path / "y"), "--no-progress",
-                 "--max-cost", "1", *_api(server.url)])
+                 "--max-cost", "1", *api_args(server.url)])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and "--max-cost needs the agent's prices" in err[0]
     assert not server.requests
@@ -148,8 +126,8 @@ def test_the_same_seed_gives_the_same_records_at_concurrency_one_and_eight(tmp_p
     try:
         for n in ("1", "8"):
             out = tmp_path / f"c{n}"
-            code, js, _ = _eval(capsys, "--suite", "nav:8", "--size", "32", "--renderer", "tiny", "--mode", mode,
-                                "--max-steps", "3", "--concurrency", n, "--out", str(out), *_api(srv.url))
+            code, js, _ = eval_json(capsys, "--suite", "nav:8", "--size", "32", "--renderer", "tiny", "--mode", mode,
+                                "--max-steps", "3", "--concurrency", n, "--out", str(out), *api_args(srv.url))
             assert code == 0 and js["new"] == 8
             runs[n] = {r["key"]: r for r in _lines(out)}
     finally:
@@ -168,7 +146,7 @@ def test_baselines_and_worker_processes_give_the_same_records(tmp_path, capsys):
     for name, extra in (("one", []), ("four", ["--concurrency", "4"]),
                         ("workers", ["--concurrency", "4", "--workers", "2"])):
         out = tmp_path / name
-        code, js, _ = _eval(capsys, "--suite", "nav:6", "--size", "32", "--renderer", "tiny", "--agent",
+        code, js, _ = eval_json(capsys, "--suite", "nav:6", "--size", "32", "--renderer", "tiny", "--agent",
                             "noisy-oracle", "--mode", "closed-loop", "--max-steps", "4", "--out", str(out), *extra)
         assert code == 0 and js["new"] == 6
         runs[name] = {r["key"]: (r["score"], r["pred"], r["pred_poses"], r["response"]) for r in _lines(out)}
@@ -182,7 +160,7 @@ def test_ray_runs_each_workers_share_concurrently_with_the_same_records(tmp_path
     runs = {}
     for name, extra in (("local", []), ("ray", ["--backend", "ray", "--workers", "2", "--concurrency", "3"])):
         out = tmp_path / name
-        code, js, _ = _eval(capsys, "--suite", "nav:6", "--size", "32", "--renderer", "tiny", "--agent",
+        code, js, _ = eval_json(capsys, "--suite", "nav:6", "--size", "32", "--renderer", "tiny", "--agent",
                             "noisy-oracle", "--out", str(out), *extra)
         assert code == 0 and js["new"] == 6
         runs[name] = {r["key"]: (r["score"], r["pred"], r["pred_poses"]) for r in _lines(out)}
@@ -191,10 +169,10 @@ def test_ray_runs_each_workers_share_concurrently_with_the_same_records(tmp_path
 
 # ----- rate limits ------------------------------------------------------------------------------------------------
 def test_retry_after_is_waited_out_and_the_episode_gets_its_answer(tmp_path, capsys, key, server):
-    tf = _image_task_file(tmp_path / "t", 1)
+    tf = image_task_file(tmp_path / "t", 1)
     server.script = [("status", 429, "1"), ("ok", ANSWER)]
-    code, js, _ = _eval(capsys, "--tasks", str(tf), "--env", "none", "--out", str(tmp_path / "r"),
-                        *_api(server.url, "max_retries=2"))
+    code, js, _ = eval_json(capsys, "--tasks", str(tf), "--env", "none", "--out", str(tmp_path / "r"),
+                        *api_args(server.url, "max_retries=2"))
     (rec,) = read_records(tmp_path / "r")
     assert code == 0 and rec["reason"] != "api_error" and rec["error"] is None
     (_, end429), (start_ok, _) = sorted(server.spans)
@@ -203,11 +181,11 @@ def test_retry_after_is_waited_out_and_the_episode_gets_its_answer(tmp_path, cap
 
 
 def test_a_retry_after_beyond_the_limit_is_not_waited_for(tmp_path, capsys, key, server):
-    tf = _image_task_file(tmp_path / "t", 1)
+    tf = image_task_file(tmp_path / "t", 1)
     server.script = [("status", 429, "100000")]
     t0 = time.perf_counter()
-    code, _, err = _eval(capsys, "--tasks", str(tf), "--env", "none", "--out", str(tmp_path / "r"),
-                         *_api(server.url, "max_retries=3"))
+    code, _, err = eval_json(capsys, "--tasks", str(tf), "--env", "none", "--out", str(tmp_path / "r"),
+                         *api_args(server.url, "max_retries=3"))
     (rec,) = read_records(tmp_path / "r")
     assert code == 1 and rec["reason"] == "api_error" and "more than 300 s" in rec["error"]
     assert len(server.requests) == 1 and time.perf_counter() - t0 < 20
@@ -279,10 +257,10 @@ def test_a_run_against_a_rate_limiting_server_lowers_its_concurrency(tmp_path, c
     """Half the requests answered 429 (Retry-After 0): the run's adaptive limit drops below --concurrency 8, and
     every episode still gets its answer within its retries."""
     srv = FakeServer(latency=0.05, rate_429=0.5, retry_after="0", seed=1)
-    tf = _image_task_file(tmp_path / "t", 24)
+    tf = image_task_file(tmp_path / "t", 24)
     try:
-        code, js, _ = _eval(capsys, "--tasks", str(tf), "--env", "none", "--concurrency", "8", "--out",
-                            str(tmp_path / "r"), *_api(srv.url, "max_retries=12"))
+        code, js, _ = eval_json(capsys, "--tasks", str(tf), "--env", "none", "--concurrency", "8", "--out",
+                            str(tmp_path / "r"), *api_args(srv.url, "max_retries=12"))
     finally:
         srv.close()
     f = js["figures"]
@@ -292,9 +270,9 @@ def test_a_run_against_a_rate_limiting_server_lowers_its_concurrency(tmp_path, c
 
 def test_max_rpm_spaces_the_requests(tmp_path, capsys, key, server):
     """--max-rpm 120 (2 a second, a bucket of one second): 6 requests take at least 2 s from first to last."""
-    tf = _image_task_file(tmp_path / "t", 6)
-    code, js, _ = _eval(capsys, "--tasks", str(tf), "--env", "none", "--concurrency", "8", "--max-rpm", "120",
-                        "--out", str(tmp_path / "r"), *_api(server.url))
+    tf = image_task_file(tmp_path / "t", 6)
+    code, js, _ = eval_json(capsys, "--tasks", str(tf), "--env", "none", "--concurrency", "8", "--max-rpm", "120",
+                        "--out", str(tmp_path / "r"), *api_args(server.url))
     starts = sorted(s for s, _ in server.spans)
     assert code == 0 and js["new"] == 6 and starts[-1] - starts[0] >= 1.9
 
@@ -325,27 +303,27 @@ def test_max_cost_stops_the_run_cleanly_and_a_resume_goes_on(tmp_path, capsys, k
     """Each answer costs 321 prompt tokens at 1000 USD per million: $0.321. --max-cost 1 stops after the fourth
     (and whatever answer was in flight then), exit 3 with one line; the same budget again runs nothing; a larger
     one finishes the run, every episode recorded once."""
-    tf = _image_task_file(tmp_path / "t", 10)
+    tf = image_task_file(tmp_path / "t", 10)
     out = tmp_path / "r"
     argv = ["--tasks", str(tf), "--env", "none", "--concurrency", "2", "--out", str(out),
-            *_api(server.url, "price_in=1000", "price_out=0")]
-    code, js, err = _eval(capsys, *argv, "--max-cost", "1")
+            *api_args(server.url, "price_in=1000", "price_out=0")]
+    code, js, err = eval_json(capsys, *argv, "--max-cost", "1")
     lines = [x for x in err.splitlines() if x.strip()]
     assert code == 3 and js["stopped"] == "max_cost" and len(lines) == 1
     assert lines[0].startswith("spatialact eval: stopped:") and "--max-cost 1 USD" in lines[0]
     n = len(_lines(out))
     assert 4 <= n <= 6 and js["figures"]["cost_usd_run"] >= 1.0
     asked = len(server.requests)
-    code, js, _ = _eval(capsys, *argv, "--max-cost", "1")
+    code, js, _ = eval_json(capsys, *argv, "--max-cost", "1")
     assert code == 3 and js["new"] == 0 and len(server.requests) == asked
-    code, js, _ = _eval(capsys, *argv, "--max-cost", "100")
+    code, js, _ = eval_json(capsys, *argv, "--max-cost", "100")
     assert code == 0 and js["stopped"] is None
     keys = [r["key"] for r in _lines(out)]
     assert len(keys) == 10 == len(set(keys))
     # one at a time: exactly the episodes that reached the budget ($0.321, $0.642 >= 0.5)
     one = tmp_path / "one"
-    code, js, _ = _eval(capsys, "--tasks", str(tf), "--env", "none", "--concurrency", "1", "--max-cost", "0.5",
-                        "--out", str(one), *_api(server.url, "price_in=1000", "price_out=0"))
+    code, js, _ = eval_json(capsys, "--tasks", str(tf), "--env", "none", "--concurrency", "1", "--max-cost", "0.5",
+                        "--out", str(one), *api_args(server.url, "price_in=1000", "price_out=0"))
     assert code == 3 and len(_lines(one)) == 2 and js["stopped"] == "max_cost"
 
 
@@ -354,10 +332,10 @@ def test_a_run_killed_mid_way_resumes_with_nothing_lost_or_doubled(tmp_path, key
     """SIGKILL while 8 requests are in flight; the records written survive, the resume runs the rest, and no
     episode is recorded twice."""
     srv = FakeServer(latency=0.25)
-    tf = _image_task_file(tmp_path / "t", 40)
+    tf = image_task_file(tmp_path / "t", 40)
     out = tmp_path / "r"
     cmd = [sys.executable, "-m", "spatialact.cli.main", "eval", "--no-progress", "--tasks", str(tf), "--env",
-           "none", "--concurrency", "8", "--out", str(out), *_api(srv.url)]
+           "none", "--concurrency", "8", "--out", str(out), *api_args(srv.url)]
     try:
         proc = subprocess.Popen(cmd, env=dict(os.environ, PYTHONPATH=SRC), stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
@@ -411,12 +389,12 @@ def test_the_response_cache_from_many_threads(tmp_path):
 
 def test_a_second_run_reads_every_answer_from_the_cache(tmp_path, capsys, key):
     srv = FakeServer(latency=0.05)
-    tf = _image_task_file(tmp_path / "t", 12)
+    tf = image_task_file(tmp_path / "t", 12)
     cache = tmp_path / "cache"
     try:
         for name in ("a", "b"):
-            code, js, _ = _eval(capsys, "--tasks", str(tf), "--env", "none", "--concurrency", "8", "--out",
-                                str(tmp_path / name), *_api(srv.url, f"cache_dir={cache}"))
+            code, js, _ = eval_json(capsys, "--tasks", str(tf), "--env", "none", "--concurrency", "8", "--out",
+                                str(tmp_path / name), *api_args(srv.url, f"cache_dir={cache}"))
             assert code == 0 and js["new"] == 12
     finally:
         srv.close()

@@ -7,7 +7,6 @@ with stand-ins); the server is a real HTTP server on loopback that counts what i
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import pytest
 pytest.importorskip("openai")
 
 from _chat_server import SECRET, FakeServer  # noqa: E402
+from _eval_cli import api_args, eval_json  # noqa: E402
 from _fabricate import make_task  # noqa: E402
 from spatialact.cli.main import main  # noqa: E402
 from spatialact.tasks import save_tasks  # noqa: E402
@@ -34,20 +34,6 @@ def server():
     srv = FakeServer()
     yield srv
     srv.close()
-
-
-def _api(url, *extra, agent="openai"):
-    args = ["--agent", agent, "--agent-arg", "model=test-vlm", "--agent-arg", f"base_url={url}",
-            "--agent-arg", "api_key_env=SPATIALACT_TEST_KEY", "--agent-arg", "backoff=0"]
-    for e in extra:
-        args += ["--agent-arg", e]
-    return args
-
-
-def _eval(capsys, *argv) -> tuple[int, dict | None, str]:
-    code = main(["eval", "--no-progress", "--json", *argv])
-    out = capsys.readouterr()
-    return code, (json.loads(out.out) if out.out.strip() else None), out.err
 
 
 def _tasks_384(folder: Path, n: int) -> tuple[list, Path]:
@@ -132,8 +118,8 @@ def test_one_shot_dry_run_gives_the_hand_computed_figures_and_sends_and_writes_n
         obs = {"rgb": np.asarray(Image.open(t.start_image)), "goal_rgb": np.asarray(Image.open(t.goal_image))}
         expected += math.ceil(_text_chars(build_prompt(t, obs, "one-shot")[0]) / 4) + 2 * 255
     out = tmp_path / "run"
-    code, js, err = _eval(capsys, "--tasks", str(tf), "--env", "none", "--dry-run", "--out", str(out),
-                          *_api(server.url, "price_in=2.5", "price_out=10"))
+    code, js, err = eval_json(capsys, "--tasks", str(tf), "--env", "none", "--dry-run", "--out", str(out),
+                          *api_args(server.url, "price_in=2.5", "price_out=10"))
     assert code == 0, err
     assert js["dry_run"] is True and js["episodes"] == 3 and js["episodes_done"] == 0 and js["calls"] == 3
     assert js["prompt_tokens"] == expected
@@ -151,8 +137,8 @@ def test_closed_loop_calls_are_bounded_by_episodes_times_max_steps(tmp_path, cap
     tasks = builtin_suite("nav:2", seed=0)
     assert max(len(t.gt) for t in tasks) <= 12
     out = tmp_path / "run"
-    code, js, err = _eval(capsys, "--suite", "nav:2", "--mode", "closed-loop", "--max-steps", "12", "--size", "64",
-                          "--repeats", "2", "--dry-run", "--out", str(out), *_api(server.url, "max_tokens=100"))
+    code, js, err = eval_json(capsys, "--suite", "nav:2", "--mode", "closed-loop", "--max-steps", "12", "--size", "64",
+                          "--repeats", "2", "--dry-run", "--out", str(out), *api_args(server.url, "max_tokens=100"))
     assert code == 0, err
     assert js["episodes"] == 4 and js["calls"] == 4 * 12 and js["calls_bound"] is True
     assert js["completion_tokens"] == 4 * 12 * 100
@@ -174,28 +160,28 @@ def test_a_resume_counts_only_the_episodes_left(tmp_path, capsys, key, server):
     api_error episode counts as left (a resume asks again)."""
     _, tf = _tasks_384(tmp_path / "t", 2)
     out = tmp_path / "run"
-    argv = ["--tasks", str(tf), "--env", "none", "--concurrency", "1", "--out", str(out), *_api(server.url)]
-    code, js, _ = _eval(capsys, *argv)
+    argv = ["--tasks", str(tf), "--env", "none", "--concurrency", "1", "--out", str(out), *api_args(server.url)]
+    code, js, _ = eval_json(capsys, *argv)
     assert code == 0 and js["new"] == 2
     n_requests, before = len(server.requests), (out / "results.jsonl").read_bytes()
-    code, js, _ = _eval(capsys, *argv, "--repeats", "3", "--dry-run")
+    code, js, _ = eval_json(capsys, *argv, "--repeats", "3", "--dry-run")
     assert code == 0 and (js["episodes"], js["episodes_done"], js["episodes_total"]) == (4, 2, 6)
     assert js["calls"] == 4
     assert len(server.requests) == n_requests and (out / "results.jsonl").read_bytes() == before
     # a failed episode is asked again on a resume: the dry run counts it
     server.script = [("status", 400)]
-    code, _, _ = _eval(capsys, *argv, "--repeats", "2")
+    code, _, _ = eval_json(capsys, *argv, "--repeats", "2")
     assert code == 1
-    code, js, _ = _eval(capsys, *argv, "--repeats", "2", "--dry-run")
+    code, js, _ = eval_json(capsys, *argv, "--repeats", "2", "--dry-run")
     assert code == 0 and (js["episodes"], js["episodes_done"]) == (1, 3) and js["calls"] == 1  # the api_error
 
 
 def test_dry_run_of_a_run_made_otherwise_is_refused_as_the_run_would_be(tmp_path, capsys, key, server):
     _, tf = _tasks_384(tmp_path / "t", 1)
     out = tmp_path / "run"
-    argv = ["--tasks", str(tf), "--env", "none", "--out", str(out), *_api(server.url)]
-    assert _eval(capsys, *argv)[0] == 0
-    code, js, err = _eval(capsys, *argv, "--max-steps", "7", "--dry-run")
+    argv = ["--tasks", str(tf), "--env", "none", "--out", str(out), *api_args(server.url)]
+    assert eval_json(capsys, *argv)[0] == 0
+    code, js, err = eval_json(capsys, *argv, "--max-steps", "7", "--dry-run")
     assert code == 2 and js is None and "max_steps" in err and "Traceback" not in err
 
 
@@ -204,13 +190,13 @@ def test_tool_agents_and_baselines(tmp_path, capsys, key, server):
     _, tf = _tasks_384(tmp_path / "t", 2)
     out = tmp_path / "run"
     base = ["--tasks", str(tf), "--env", "none", "--dry-run", "--out", str(out)]
-    code, js, err = _eval(capsys, *base, *_api(server.url, "max_calls=3", agent="react"))
+    code, js, err = eval_json(capsys, *base, *api_args(server.url, "max_calls=3", agent="react"))
     assert code == 0, err
     assert js["calls"] == 2 * 4 and js["completion_tokens"] == 2 * 4 * 2048 and js["requests_per_turn"] == 4
     assert any("tool" in n for n in js["notes"])
-    code, js, _ = _eval(capsys, *base, *_api(server.url, agent="plan-execute"))
+    code, js, _ = eval_json(capsys, *base, *api_args(server.url, agent="plan-execute"))
     assert code == 0 and js["calls"] == 2 * 2
-    code, js, _ = _eval(capsys, *base, "--agent", "oracle")
+    code, js, _ = eval_json(capsys, *base, "--agent", "oracle")
     assert code == 0 and js["episodes"] == 2 and js["calls"] == 0 and js["cost_usd"] == 0.0
     assert not out.exists() and server.requests == []
 
@@ -223,7 +209,7 @@ def test_the_printed_table_and_no_endpoint_check(tmp_path, capsys, key):
     _, tf = _tasks_384(tmp_path / "t", 3)
     out = tmp_path / "run"
     code = main(["eval", "--tasks", str(tf), "--env", "none", "--dry-run", "--out", str(out),
-                 *_api(closed_port_url())])
+                 *api_args(closed_port_url())])
     printed = capsys.readouterr()
     assert code == 0, printed.err
     lines = printed.out.strip().splitlines()

@@ -4,19 +4,15 @@ port where nothing listens, and the chat server of tests/_chat_server.py."""
 
 from __future__ import annotations
 
-import json
 import socket
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip("openai")
 
 from _chat_server import SECRET, FakeServer, closed_port_url  # noqa: E402
-from _fabricate import image_tasks  # noqa: E402
-from spatialact.cli.main import main  # noqa: E402
+from _eval_cli import api_args, eval_json, image_task_file  # noqa: E402
 from spatialact.evaluation.results import read_records  # noqa: E402
-from spatialact.tasks import save_tasks  # noqa: E402
 
 
 @pytest.fixture
@@ -27,32 +23,12 @@ def key(monkeypatch):
         monkeypatch.delenv(name, raising=False)
 
 
-def _api(url, *extra):
-    args = ["--agent", "openai", "--agent-arg", "model=test-vlm", "--agent-arg", f"base_url={url}",
-            "--agent-arg", "api_key_env=SPATIALACT_TEST_KEY", "--agent-arg", "backoff=0"]
-    for e in extra:
-        args += ["--agent-arg", e]
-    return args
-
-
-def _eval(capsys, *argv) -> tuple[int, dict | None, str]:
-    code = main(["eval", "--no-progress", "--json", *argv])
-    out = capsys.readouterr()
-    return code, (json.loads(out.out) if out.out.strip() else None), out.err
-
-
-def _task_file(folder: Path, n: int) -> Path:
-    path = folder / "tasks.jsonl"
-    save_tasks(image_tasks(folder, n), path)
-    return path
-
-
 def test_nothing_listening_is_one_line_exit_2_and_no_run_folder(tmp_path, capsys, key):
     """Before: a run folder with three api_error records, then the stop. Now: refused before the folder exists."""
-    tf = _task_file(tmp_path / "t", 3)
+    tf = image_task_file(tmp_path / "t", 3)
     url = closed_port_url()
     out = tmp_path / "deep" / "run"
-    code, js, err = _eval(capsys, "--tasks", str(tf), "--env", "none", "--out", str(out), *_api(url))
+    code, js, err = eval_json(capsys, "--tasks", str(tf), "--env", "none", "--out", str(out), *api_args(url))
     assert code == 2 and js is None and "Traceback" not in err
     assert err.strip().splitlines() == [f"spatialact eval: error: cannot reach {url} (connection refused): is the "
                                         "server running, is base_url right? nothing was written"]
@@ -66,9 +42,9 @@ def test_a_listening_server_runs_and_the_check_sends_no_request(tmp_path, capsys
     try:
         assert endpoint_problem(srv.url) is None
         assert srv.requests == []  # a connection opened and closed: no HTTP request
-        tf = _task_file(tmp_path / "t", 2)
-        code, js, err = _eval(capsys, "--tasks", str(tf), "--env", "none", "--out", str(tmp_path / "run"),
-                              *_api(srv.url))
+        tf = image_task_file(tmp_path / "t", 2)
+        code, js, err = eval_json(capsys, "--tasks", str(tf), "--env", "none", "--out", str(tmp_path / "run"),
+                              *api_args(srv.url))
         assert code == 0, err
         assert js["new"] == 2 and len(srv.requests) == 2  # one per episode: the check added none
     finally:
@@ -135,19 +111,19 @@ def test_a_server_that_dies_after_the_check_still_stops_after_three_connection_f
     """The check passes (the server accepts connections), then every request is dropped unanswered: the run stops
     after three connection failures, as before; a gone server on the resume is refused before anything is added."""
     srv = FakeServer()
-    tf = _task_file(tmp_path / "t", 5)
+    tf = image_task_file(tmp_path / "t", 5)
     out = tmp_path / "run"
     argv = ["--tasks", str(tf), "--env", "none", "--concurrency", "1", "--out", str(out)]
     try:
         srv.script = [("drop",)] * 3
-        code, _, err = _eval(capsys, *argv, *_api(srv.url, "max_retries=0"))
+        code, _, err = eval_json(capsys, *argv, *api_args(srv.url, "max_retries=0"))
     finally:
         srv.close()
     assert code == 2 and "stopped after 3 connection failures in a row at the start" in err
     recs = read_records(out)
     assert len(recs) == 3 and all(r["error_kind"] == "connection" for r in recs)
     before = (out / "results.jsonl").read_bytes()
-    code, _, err = _eval(capsys, *argv, *_api(srv.url, "max_retries=0"))
+    code, _, err = eval_json(capsys, *argv, *api_args(srv.url, "max_retries=0"))
     assert code == 2 and f"cannot reach {srv.url} (connection refused)" in err
     assert (out / "results.jsonl").read_bytes() == before
 
@@ -156,22 +132,22 @@ def test_a_finished_run_reads_its_summary_without_the_server(tmp_path, capsys, k
     """Nothing left to run: no check (the summary needs no server); one more repeat needs it: refused, nothing
     added."""
     srv = FakeServer()
-    tf = _task_file(tmp_path / "t", 2)
+    tf = image_task_file(tmp_path / "t", 2)
     out = tmp_path / "run"
     argv = ["--tasks", str(tf), "--env", "none", "--out", str(out)]
     try:
-        code, js, _ = _eval(capsys, *argv, *_api(srv.url))
+        code, js, _ = eval_json(capsys, *argv, *api_args(srv.url))
     finally:
         srv.close()
     assert code == 0 and js["new"] == 2
-    code, js, err = _eval(capsys, *argv, *_api(srv.url))
+    code, js, err = eval_json(capsys, *argv, *api_args(srv.url))
     assert code == 0 and js["new"] == 0 and js["skipped"] == 2, err
     before = (out / "results.jsonl").read_bytes()
-    code, js, err = _eval(capsys, *argv, "--repeats", "2", *_api(srv.url))
+    code, js, err = eval_json(capsys, *argv, "--repeats", "2", *api_args(srv.url))
     assert code == 2 and "cannot reach" in err and (out / "results.jsonl").read_bytes() == before
 
 
 def test_agents_without_an_endpoint_are_not_checked(tmp_path, capsys):
-    code, js, err = _eval(capsys, "--suite", "nav:1", "--agent", "oracle", "--size", "32", "--out",
+    code, js, err = eval_json(capsys, "--suite", "nav:1", "--agent", "oracle", "--size", "32", "--out",
                           str(tmp_path / "run"))
     assert code == 0 and js["new"] == 1, err
