@@ -27,12 +27,11 @@ import argparse
 import copy
 import json
 import sys
-import time
 from importlib import resources
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from figures import record  # noqa: E402
+from figures import best, record  # noqa: E402
 
 import jsonschema  # noqa: E402
 
@@ -48,16 +47,6 @@ def suite_records(n: int) -> list[dict]:
     if n > len(lines):
         raise SystemExit(f"bench_schema: --n {n}: the suite has {len(lines)} tasks")
     return [json.loads(lines[i * len(lines) // n]) for i in range(n)]
-
-
-def best(fn, repeats: int) -> float:
-    """CPU seconds of this process for the fastest of ``repeats`` calls."""
-    times = []
-    for _ in range(repeats):
-        t0 = time.process_time()
-        fn()
-        times.append(time.process_time() - t0)
-    return min(times)
 
 
 def probes(base: dict) -> list[tuple[str, dict]]:

@@ -23,12 +23,11 @@ import json
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from figures import record  # noqa: E402
+from figures import best, record  # noqa: E402
 
 from traj_helpers import smooth_poses  # noqa: E402
 
@@ -50,17 +49,6 @@ def build_tasks(n: int) -> list[Task]:
         out += pairs_from_trajectory(tr, n=min(400, n - len(out)), seed=seed, max_motion=0.8, example=seed % 2 == 1)
         seed += 1
     return out[:n]
-
-
-def best(fn, repeats: int) -> float:
-    """CPU seconds of this process for the fastest of ``repeats`` calls (CPU time, not wall time: the machines
-    these run on are often shared, and another process's load would otherwise count as ours)."""
-    times = []
-    for _ in range(repeats):
-        t0 = time.process_time()
-        fn()
-        times.append(time.process_time() - t0)
-    return min(times)
 
 
 def main() -> None:

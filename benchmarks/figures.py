@@ -29,3 +29,16 @@ def record(bench: str, figure: str, value: float, unit: str, *, anchor: str | No
            "anchor_value": anchor_value, "ratio": ratio, "aim": aim}
     with open(path, "a", encoding="utf-8") as f:
         f.write(json.dumps(row) + "\n")
+
+
+def best(fn, repeats: int) -> float:
+    """CPU seconds of this process for the fastest of ``repeats`` calls of ``fn()`` (CPU time, not wall time: the
+    machines these run on are often shared, and another process's load would otherwise count as ours)."""
+    import time
+
+    times = []
+    for _ in range(repeats):
+        t0 = time.process_time()
+        fn()
+        times.append(time.process_time() - t0)
+    return min(times)
