@@ -20,7 +20,7 @@ turn makes 64). Two prompt lengths:
   costs about as much at batch 8 as at batch 1 while the weights are read once for eight rows.
 
 Prints, per prompt, the wall time of the eight turns, the generated tokens/s (wall) and per CPU-second (this
-process, all its threads: less moved by other programs on shared cores), the mean time a turn waited for its
+process, all its threads: a cross-check of the wall-clock figure on shared cores), the mean time a turn waited for its
 answer, the batch sizes formed, and the ratio of batch 8 to batch 1; the answers are checked to be the same both
 ways. Best of ``--repeats`` rounds (3), the rounds at batch 1 and 8 alternating. The machine's load is printed:
 the figures move with it (the CPUs are shared).
