@@ -67,9 +67,9 @@ from figures import record  # noqa: E402
 LATENCY, JITTER, RATE_429, RETRY_AFTER = 2.0, 0.5, 0.05, "1"
 STORM_LATENCY, STORM_JITTER, STORM_S = 10.0, 1.0, 30.0
 MEMORY_LATENCY = 30.0
-#: (the storm's start, seconds after the run's first request; Retry-After during it; the agent's max_retries: None =
-#: as shipped); --quick runs the first two
-STORM_RUNS = ((0.0, "10", None), (25.0, "10", None), (25.0, "5", None), (25.0, "5", 6))
+#: (the storm's start, seconds after the run's first request; Retry-After during it; the agent's retry options that
+#: differ from the shipped ones); --quick runs the first two. The last run turns rate_limit_wait off: max_retries alone.
+STORM_RUNS = ((0.0, "10", {}), (25.0, "10", {}), (25.0, "5", {}), (25.0, "5", {"rate_limit_wait": 0}))
 SECTIONS = ("throughput", "memory", "storm", "kills")
 
 
@@ -315,12 +315,15 @@ def _storm(args, tmp: Path) -> None:
     from _chat_server import FakeServer
     from spatialact.agents.openai_agent import OpenAIAgent
 
-    shipped = inspect.signature(OpenAIAgent.__init__).parameters["max_retries"].default
+    params = inspect.signature(OpenAIAgent.__init__).parameters
+    shipped = {k: params[k].default for k in ("max_retries", "rate_limit_wait")}
     n, c = args.storm_episodes or (32 if args.quick else 100), 16
     print(f"\nslow model and a rate-limit storm: the server answers after {STORM_LATENCY:g} s ± {STORM_JITTER:g} s; "
           f"for {STORM_S:g} s it answers every request with a 429 at once; {n} one-shot episodes, --concurrency {c}, "
-          f"128², tiny renderer; the agent's max_retries as shipped: {shipped}; t: seconds from the first request")
-    for k, (offset, ra, retries) in enumerate(STORM_RUNS[:2] if args.quick else STORM_RUNS):
+          f"128², tiny renderer; the agent's retries as shipped: max_retries {shipped['max_retries']}, 429s also past "
+          f"them while their waits add up to rate_limit_wait {shipped['rate_limit_wait']:g} s; t: seconds from the "
+          f"first request")
+    for k, (offset, ra, changed) in enumerate(STORM_RUNS[:2] if args.quick else STORM_RUNS):
         srv = FakeServer(latency=STORM_LATENCY, jitter=STORM_JITTER, seed=0)
         stop = threading.Event()
         if offset:
@@ -330,7 +333,7 @@ def _storm(args, tmp: Path) -> None:
         try:
             res = _run({"url": srv.url, "mode": "one-shot", "n": n, "concurrency": c, "renderer": "tiny",
                         "out": str(tmp / f"storm-{k}"), "trace": True,
-                        "agent_args": {"max_retries": retries, "backoff": None}})
+                        "agent_args": {"max_retries": None, "backoff": None, **changed}})
             with srv.lock:
                 spans, t_storm, n429 = list(srv.spans), srv.storm_start, srv.storm_429
         finally:
@@ -342,10 +345,11 @@ def _storm(args, tmp: Path) -> None:
         busy = sum(b - a for a, b in ok)
         inside = sum(max(0.0, min(b, t_storm + STORM_S) - max(a, t_storm)) for a, b in ok)
         ideal = first + STORM_S + (busy - inside) / c
-        used = shipped if retries is None else retries
+        used = dict(shipped, **changed)
         print(f"\n  storm from t = {t_storm - t_first:.0f} s to {t_storm - t_first + STORM_S:.0f} s, Retry-After "
-              f"{ra} s, max_retries {used}{' (as shipped)' if retries is None else ''} (a {STORM_S:g} s storm needs "
-              f"{math.ceil(STORM_S / float(ra))}):")
+              f"{ra} s, max_retries {used['max_retries']}, rate_limit_wait {used['rate_limit_wait']:g} s"
+              f"{' (as shipped)' if not changed else ''} (a {STORM_S:g} s storm needs {math.ceil(STORM_S / float(ra))} "
+              f"retries):")
         _storm_trace(res, spans, t_first)
         print(f"    wall {res['wall']:.1f} s; ideal {ideal:.1f} s (first request {first:.1f} s after the start + the "
               f"{STORM_S:g} s storm + the answers' busy time outside it, {busy - inside:.0f} s, ÷ {c}): "
