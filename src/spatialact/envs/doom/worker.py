@@ -67,6 +67,7 @@ START_DEADLINE_S = 60.0     # start the worker and the game (a fresh interpreter
 CALL_DEADLINE_S = 30.0      # any other call (the longest, a walk of the explorer or a blocked step: ~1 s)
 CLOSE_DEADLINE_S = 5.0      # close: the game's own shut-down, then the worker is killed
 WATCH_S = 0.1               # while a call waits: look for the game's process (until found; without a pidfd: check it)
+WORKER_GONE_S = 0.5         # the game found gone: how long to wait for the worker's own exit, to tell which went first
 PARENT_WATCH_S = 0.5        # the worker checks that its parent is alive this often
 PR_SET_PDEATHSIG = 1
 _HEADER = struct.Struct("<Q")
@@ -530,6 +531,17 @@ class EngineProcess:
             return bool(select.select([self._pidfd], [], [], 0)[0])
         return self.engine_pid is not None and _process_gone(self.engine_pid)
 
+    def _why_the_game_is_gone(self) -> str:
+        """Why the game's process is gone: its worker was killed or crashed first (the game dies with it, and may be
+        seen gone before the worker's pipe ends) — said as :meth:`_worker_died` says it —, else the game exited."""
+        try:
+            rc = self._proc.wait(timeout=WORKER_GONE_S)
+        except subprocess.TimeoutExpired:
+            rc = None
+        if rc is not None and rc < 0:
+            return self._worker_died()
+        return f"its process (pid {self.engine_pid}) exited"
+
     def _worker_died(self) -> str:
         """Why the worker's pipe ended: its exit status and the last line it wrote to stderr."""
         try:
@@ -565,7 +577,7 @@ class EngineProcess:
             if self._reply in ready:
                 return
             if ready:
-                self._fail_now(f"its process (pid {self.engine_pid}) exited")
+                self._fail_now(self._why_the_game_is_gone())
 
     def _receive(self, end: float, deadline: float, watch: bool) -> bytes:
         msg = self._reader.message()
