@@ -17,7 +17,7 @@
 #       line on stdout; under 5 minutes (each step has its own timeout).
 #
 # Environment: PYTHON (default python3; prepare: .venv/bin/python), DEVICE_DIR (default scratch/device),
-# DEVICE_CHECK_QUICK=1 (small K, N and rounds: how tests/test_gl_device_check.py runs it on a CPU).
+# DEVICE_CHECK_QUICK=1 (small K, N and rounds: how tests/envs/test_gl_device_check.py runs it on a CPU).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DEV=${DEVICE_DIR:-scratch/device}

@@ -1,5 +1,5 @@
 """Kills of the game engine during `spatialact eval --suite game` runs, and of `eval` itself, counted (not part of the
-tests: tests/test_game_crash.py checks a few of each, bounded in time).
+tests: tests/envs/doom/test_worker_crash.py checks a few of each, bounded in time).
 
 Three experiments, each on fresh run folders in a temporary directory, closed-loop with the oracle:
 

@@ -2,7 +2,7 @@
 
 :data:`PICTURES` is the table: for each picture, the files it writes into docs/images, the pages that show them,
 and what those pages show beside them — the command lines of a ```bash block, which this script runs exactly as
-written, or the name of the script that draws it. tests/test_doc_images.py reads this table and the pages and
+written, or the name of the script that draws it. tests/docs/test_doc_images.py reads this table and the pages and
 checks that they agree, so a page's command and its picture cannot drift apart.
 
 * ``pairs`` — a start / goal pair from each environment, 256×256, drawn here (the pages name this script): with the

@@ -7,7 +7,7 @@ commit and mode. This script reads that table and rewrites the README's block be
 :data:`END` with one row per figure, every number copied as the page prints it (nothing rounded, nothing typed),
 the aim followed by "met" or "not met" where the aim is a plain bound on the figure or its ratio. Figures the
 README names that the page does not hold (:data:`NOT_MEASURED`) are listed as "not measured", with the command that
-measures them. ``tests/test_docs_drift.py`` fails when the README's block is not what this script makes from the
+measures them. ``tests/docs/test_docs_drift.py`` fails when the README's block is not what this script makes from the
 committed page, or when a number in it is not in the page.
 
 Usage: .venv/bin/python scripts/make_readme_speed.py [--check] [--perf PATH] [--readme PATH]

@@ -6,7 +6,7 @@
 
 Removes code-cell outputs and execution counts, and notebook and cell metadata that Jupyter adds while running
 (widgets, timings, collapsed/scrolled state, the running Python's version); keeps the kernelspec and the
-language's name. tests/test_notebooks.py
+language's name. tests/docs/test_notebooks.py
 fails on a committed notebook with outputs.
 """
 

@@ -1,6 +1,6 @@
 """Running the shell commands a Markdown page shows, as a newcomer runs them from a fresh clone.
 
-One place for what tests/test_readme_commands.py (README.md) and tests/test_docs_commands.py (docs/*.md) share:
+One place for what tests/docs/test_readme_commands.py (README.md) and tests/docs/test_docs_commands.py (docs/*.md) share:
 
 * :func:`shell_commands` — the commands of a page's ```bash blocks (also ``sh``, ``shell``, ``console``), in order,
   continuation lines (ending in a backslash) joined, blank and comment-only lines left out, a leading ``$ `` dropped;

@@ -1,4 +1,4 @@
-"""A corpus of realistic model answers, each with its expected outcome (data only; see test_parse_corpus.py).
+"""A corpus of realistic model answers, each with its expected outcome (data only; see action_space/test_parsing_corpus.py).
 
 Every entry:
 
@@ -292,7 +292,7 @@ CORPUS = [
 # ----- hostile answers: the parser's worst case ---------------------------------------------------------
 _W2 = '{"actions": ["W"], "step_nums": [2]}'
 
-# Hostile answers for the worst-case tests (test_parse_worst_case.py) and benchmarks/bench_parse.py:
+# Hostile answers for the worst-case tests (action_space/test_parsing_worst_case.py) and benchmarks/bench_parse.py:
 # name -> (a function n -> text of about n characters, whether lenient parsing finds a usable step). Each one is a
 # reproducer of a blow-up that existed (the fence regex, duplicate keys) or that a naive scanner would have: regex
 # backtracking over fence headers, many tags, nesting, long runs of one character.

@@ -1,6 +1,6 @@
 """Hostile answer shapes of about n characters that stress the *content* level of the parser (many steps, many
 keys, many numbers, deep nesting, long strings), beside tests/parse_corpus.py's HOSTILE (text level). Shared by
-tests/test_parse_repeats.py and benchmarks/bench_parse.py. Each maker gives a string of at most n characters."""
+tests/action_space/test_parsing_repeats.py and benchmarks/bench_parse.py. Each maker gives a string of at most n characters."""
 
 from __future__ import annotations
 

@@ -368,3 +368,17 @@ def write_egodex(path, camera_c2w_zup, right_wrist_zup, grip_distance, fps=30.0,
     if video:
         write_mp4(path.with_suffix(".mp4"), color_frames(n), fps)
     return path
+
+
+def droid_down_episode(n=45, seed=0):
+    """A DROID episode with the gripper pointing down over a table (flange poses in the robot-base frame)."""
+    from spatialact.envs.camera import look_at
+
+    ep = droid_episode(n=n, seed=seed)
+    P = ep["poses"].copy()
+    P[:, :3, :3] = geometry.rot_x(np.pi) @ P[:, :3, :3]
+    P[:, :3, 3] -= [0.0, 0.0, 0.05]
+    ep["cart"] = geometry.pose_to_droid(P)
+    ep["poses"] = P
+    ep["ext"] = geometry.pose_to_droid(look_at([1.1, -0.6, 0.7], [0.5, 0.0, 0.15]))  # looking at the workspace
+    return ep

@@ -15,7 +15,7 @@ compiler of our own"):
   of that node, or an object keyed by keyword).
 
 So the checks *are* the schema's: no second hand-maintained copy of every bound. Tests
-(``tests/test_tasks_validation.py``, ``tests/test_schema_compiler.py``) mutate real records thousands of times, and
+(``tests/tasks/test_validation.py``, ``tests/core/test_schema_compiler.py``) mutate real records thousands of times, and
 generate schemas and values, and assert that the predicate, the messages and ``jsonschema`` accept and reject
 exactly the same values.
 

@@ -119,7 +119,7 @@ def project_points(T_c2w, cam, points_world):
     Returns ``(u, v, z)``, each of the points' leading shape (float64 scalars for one point): pixels, NaN where
     ``Z ≤ MIN_DEPTH_M`` (behind or on the camera plane), and ``z = Z``, the z-depth along the optical axis in metres
     (given for every point). ``Rᵀ (p − t)`` is computed as ``(p − t) @ R`` (the question files' known bytes rest on
-    this form: tests/test_questions_identity.py).
+    this form: tests/questions/test_identity.py).
     """
     T = np.asarray(T_c2w, dtype=np.float64)
     pc = (np.asarray(points_world, dtype=np.float64) - T[:3, 3]) @ T[:3, :3]

@@ -7,7 +7,7 @@ and goal poses of their replayed ground truths) or from a recorded camera path r
 DROID, EgoDex) are asked on those frames by :mod:`spatialact.questions.recorded`. Every answer is computed
 from what the record stores — camera poses (C2W, metres, world +Z up, camera +X right, +Y down, +Z forward),
 pinhole intrinsics in pixels, the depth map of the render (z-depth, metres), marked pixels (x right, y down, pixel
-centres at integers) — so it can be recomputed from the record alone (tests/test_questions.py does, by another
+centres at integers) — so it can be recomputed from the record alone (tests/questions/test_generate.py does, by another
 route). Types (``TYPE_FORMATS``):
 
 * ``relative_pose``: the pose of camera 2 in camera 1's frame; multiple choice (distractors: relative poses of other

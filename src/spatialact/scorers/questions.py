@@ -29,7 +29,7 @@ _THINK_TAG = re.compile(r"<(/?)think>", re.IGNORECASE)
 _ANSWER = re.compile(r"answer", re.IGNORECASE)
 
 # Model text is untrusted: every rule below runs in time linear in its length (no regex that can backtrack over a
-# run of spaces, newlines or tags; tests/test_questions_score.py times the worst cases).
+# run of spaces, newlines or tags; tests/questions/test_scoring.py times the worst cases).
 
 
 def drop_think(text: str) -> str:

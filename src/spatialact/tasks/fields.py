@@ -45,7 +45,7 @@ __all__ = ["TaskFields", "DecodedTasks", "decode_task_fields", "FIELDS_VERSION"]
 FIELDS_VERSION = 1
 
 # Every bound, length, pattern and name below is read from the task schema when this module is imported: the
-# schema is their one home, and tests/test_score_task_fields.py probes each bound from both sides against jsonschema.
+# schema is their one home, and tests/tasks/test_fields.py probes each bound from both sides against jsonschema.
 _SCHEMA = task_schema()
 _META = {"minimum": "ge", "maximum": "le", "exclusiveMinimum": "gt", "exclusiveMaximum": "lt",
          "minLength": "min_length", "maxLength": "max_length", "minItems": "min_length", "maxItems": "max_length",

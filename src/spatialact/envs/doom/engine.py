@@ -63,7 +63,7 @@ ANGLE_UNITS = 65536                 # the game's turn and look resolution: 360/6
 # Resolutions with a measured depth calibration (4:3, so the 90° field of view is horizontal).
 RESOLUTIONS = ((160, 120), (320, 240), (640, 480))
 # Depth: level k covers perpendicular distances [STEP·k + c, STEP·(k+1) + c) map units, c per screen height,
-# measured on a wall 20-350 units away (tests/test_game_engine.py checks it). The reported depth is the middle.
+# measured on a wall 20-350 units away (tests/envs/doom/test_engine.py checks it). The reported depth is the middle.
 DEPTH_STEP_UNITS = 7.14
 DEPTH_CALIBRATION = {120: 2.57, 240: 5.39, 480: 10.95}
 
