@@ -11,6 +11,7 @@ import math
 import numpy as np
 import pytest
 
+from _markdown import table_after
 from spatialact.cli.main import main
 from spatialact.evaluation.results import read_records
 from spatialact.report import MIN_PAIRED, RunsDifferWarning, make_report, pair_key, report_json
@@ -34,19 +35,6 @@ def runs(tmp_path_factory):
     for name, args in jobs.items():
         assert main(["eval", *args, *SMALL, "--out", str(d / name)]) == 0, name
     return d
-
-
-def _table(md: str, heading: str) -> list[dict]:
-    """The rows of the first Markdown table after ``heading`` as dicts (header → cell)."""
-    lines = md.split(heading + "\n", 1)[1].splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
-    head = [c.strip() for c in lines[start].strip("|").split("|")]
-    rows = []
-    for line in lines[start + 2:]:
-        if not line.startswith("|"):
-            break
-        rows.append(dict(zip(head, (c.strip() for c in line.strip("|").split("|")))))
-    return rows
 
 
 def _by_task(run_dir) -> dict:
@@ -79,7 +67,7 @@ def _p(v) -> str:
 def test_one_shot_pairs_are_the_scorers_numbers_holm_corrected_over_the_table(runs, tmp_path):
     md, _ = make_report([runs / "n1", runs / "n4"], tmp_path / "rep")
     text = md.read_text()
-    rows = _table(text, "## Paired comparison")
+    rows = table_after(text, "## Paired comparison")
     groups = ["all", "kind hand", "kind manip", "kind nav"]
     assert [r["group"] for r in rows] == groups
     assert all(r["A − B"] == "noisy-oracle [n1] − noisy-oracle [n4]" for r in rows)
@@ -106,13 +94,13 @@ def test_one_shot_pairs_are_the_scorers_numbers_holm_corrected_over_the_table(ru
     # the per-run skill of the Overall table is the scorers' skill_summary of the records
     a = _by_task(runs / "n1")
     sk = skill_summary([v[0] for v in a.values()], [v[1] for v in a.values()])
-    overall = {r["run"]: r for r in _table(text, "## Overall")}
+    overall = {r["run"]: r for r in table_after(text, "## Overall")}
     assert overall["noisy-oracle [n1]"]["skill [95% CI]"] == f"{sk['skill']:.3f} [{sk['lo']:.3f}, {sk['hi']:.3f}]"
 
 
 def test_closed_loop_pairs_add_the_difference_of_success(runs, tmp_path):
     md, _ = make_report([runs / "cl_oracle", runs / "cl_noisy"], tmp_path / "rep")
-    rows = _table(md.read_text(), "## Paired comparison")
+    rows = table_after(md.read_text(), "## Paired comparison")
     assert [r["group"] for r in rows] == ["all", "kind nav"]
     want = _expected(runs / "cl_oracle", runs / "cl_noisy")
     assert len(want["ids"]) == 4 and want["success"]["diff"] > 0  # the oracle succeeds more often

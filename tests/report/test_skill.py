@@ -14,6 +14,7 @@ import pytest
 
 from _chat_server import SECRET
 from _fabricate import image_tasks
+from _markdown import table_after
 from spatialact.cli.main import main
 from spatialact.evaluation.results import read_records
 from spatialact.report import load_runs, make_report
@@ -40,18 +41,6 @@ def runs(tmp_path_factory):
     return d
 
 
-def _table(md: str, heading: str) -> list[dict]:
-    lines = md.split(heading + "\n", 1)[1].splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
-    head = [c.strip() for c in lines[start].strip("|").split("|")]
-    rows = []
-    for line in lines[start + 2:]:
-        if not line.startswith("|"):
-            break
-        rows.append(dict(zip(head, (c.strip() for c in line.strip("|").split("|")))))
-    return rows
-
-
 def _skill_text(recs) -> str:
     sk = skill_summary([r["score"] for r in recs], [r["s0"] for r in recs])
     return f"{sk['skill']:.3f} [{sk['lo']:.3f}, {sk['hi']:.3f}]"
@@ -76,12 +65,12 @@ def test_closed_loop_examples_are_ranked_by_success_then_final_error(runs, tmp_p
 def test_skill_leads_the_tables_and_is_the_scorers(runs, tmp_path):
     md, _ = make_report([runs / "cl", runs / "wall"], tmp_path / "rep")
     text = md.read_text()
-    overall = _table(text, "## Overall")
+    overall = table_after(text, "## Overall")
     assert list(overall[0])[:4] == ["run", "episodes", "skill [95% CI]", "step score (paper) [95% CI]"]
     cl = read_records(runs / "cl")
     assert overall[0]["skill [95% CI]"] == _skill_text(cl)
     assert overall[0]["step score (paper) [95% CI]"].startswith(f"{np.mean([r['score'] for r in cl]):.3f} [")
-    kinds = _table(text, "## Per kind")
+    kinds = table_after(text, "## Per kind")
     assert list(kinds[0])[:8] == ["kind", "run", "episodes", "skill [95% CI]", "step score (paper) [95% CI]",
                                   "success", "SPL", "parse ok"]
     row = kinds[0]
@@ -131,7 +120,7 @@ def test_report_json_per_kind_blocked_and_parse_errors(runs, tmp_path, capsys):
     wall = js["runs"][1]["blocked"]
     assert wall["steps"] > 0 and js["runs"][0]["blocked"]["steps"] < wall["steps"]
     md = (tmp_path / "rep" / "report.md").read_text()
-    rows = _table(md, "## Blocked steps")
+    rows = table_after(md, "## Blocked steps")
     assert [(r["run"], r["world"]) for r in rows] == [("noisy-oracle", "nav"), ("constant", "nav")]
     assert rows[1]["blocked / executed steps"] == f"{wall['steps']}/{wall['executed']}"
 
@@ -157,7 +146,7 @@ def test_parse_errors_are_shown_with_their_reasons_escaped(server, tmp_path, cap
     assert sorted((p["reason"], p["count"]) for p in js["parse_errors"]) == sorted(want)
     assert js["parse_ok"] == pytest.approx(0.25)
     md = (tmp_path / "rep" / "report.md").read_text()
-    rows = _table(md, "## Parse errors")
+    rows = table_after(md, "## Parse errors")
     assert rows[0]["run"] == "openai (&lt;i&gt;vlm&lt;/i&gt;)" and rows[0]["not parsed / answered"] == "3/4"
     page = (tmp_path / "rep" / "report.html").read_text()
     assert "<i>vlm</i>" not in page and "&lt;i&gt;vlm&lt;/i&gt;" in page and "<script>alert" not in page
@@ -180,7 +169,7 @@ def test_tracks_of_suite_tasks_get_their_own_table_rows_and_pairs(runs, tmp_path
             r["tags"] = dict(r["tags"], track=tracks[r["task_id"]])
         (d / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
     md, _ = make_report([tmp_path / "cl", tmp_path / "wall"], tmp_path / "rep")
-    rows = _table(md.read_text(), "## Per track")
+    rows = table_after(md.read_text(), "## Per track")
     assert [(r["track"], r["run"], r["episodes"]) for r in rows] == [
         ("camera", "noisy-oracle", "3"), ("camera", "constant", "3"), ("nav", "noisy-oracle", "3"),
         ("nav", "constant", "3")]
