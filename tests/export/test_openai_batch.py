@@ -205,6 +205,17 @@ def test_unknown_custom_id_is_one_line(batch, tmp_path, capsys):
     assert not (tmp_path / "output.scores.jsonl").exists()
 
 
+def test_a_batch_with_no_answer_says_what_its_lines_were(batch, tmp_path, capsys):
+    """Nothing answered: one line, exit 2, counting the failed requests and the lines that are no batch record."""
+    d, lines = batch
+    path = tmp_path / "output.jsonl"
+    path.write_text("not json\n" + json.dumps(_output_line(0, lines[0]["custom_id"], status=500)) + "\n")
+    assert main(["score", str(path), str(d / "tasks.jsonl"), "--answers-format", "openai-batch"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no request of the batch was answered (2 line(s), 1 failed; first, line 2" in err
+    assert "1 not a batch output record" in err
+
+
 def test_batch_input_given_as_answers_is_one_line(batch, capsys):
     d, _ = batch
     assert main(["score", str(d / "batch.jsonl"), str(d / "tasks.jsonl")]) == 2

@@ -256,8 +256,10 @@ def read_batch(args: argparse.Namespace):
             f.close()
     if not batch.answered:
         first = f"; first, line {batch.failures[0]['line']}: {batch.failures[0]['error']}" if batch.failures else ""
+        other = sum(1 for x in batch.lines if x)  # no answer was read: the lines kept are not batch records
+        other = f", {other} not a batch output record (no JSON object with a custom_id)" if other > 0 else ""
         raise CLIError(f"{args.answers}: no request of the batch was answered ({batch.n_lines} line(s), "
-                       f"{batch.n_failed} failed{first}): nothing to score")
+                       f"{batch.n_failed} failed{first}{other}): nothing to score")
     failed_only = batch.failed_tasks - batch.answered_tasks
     return batch, [t for t in tasks if t.id not in failed_only]
 
