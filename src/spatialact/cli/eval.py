@@ -90,7 +90,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"one-shot (the whole sequence from the start view) or closed-loop (default {defaults.mode})")
     p.add_argument("--env", choices=list(ENVS), default="pybullet",
                    help="simulator for tasks with a scene; 'none' scores one-shot without simulating")
-    p.add_argument("--renderer", choices=["auto", "tiny", "egl", "gl"], default=defaults.renderer, action=_Given,
+    p.add_argument("--renderer", choices=["auto", "tiny", "egl", "gl"], default=defaults.renderer, action=GivenOption,
                    help="renderer: auto (gl when its OpenGL context starts, else tiny, saying why; default), gl (the"
                         " project's OpenGL renderer: a GPU, or Mesa on a CPU), tiny (PyBullet's CPU renderer) or egl"
                         " (PyBullet's EGL plugin); the GL that answered is in each record")
@@ -107,7 +107,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-steps", type=int, default=20,
                    help="step limit (default 20): closed-loop episodes and one-shot execution stop after "
                         "max(--max-steps, ground-truth steps); a one-shot answer is scored in full")
-    p.add_argument("--profile", choices=list(PROFILES), default="paper", action=_Given,
+    p.add_argument("--profile", choices=list(PROFILES), default="paper", action=GivenOption,
                    help="step-score profile (default paper, or a frozen suite's pin)")
     p.add_argument("--weights", metavar="WT,WR,WG",
                    help="manipulation/hand weights of translation, rotation and gripper (default equal thirds)")
@@ -207,7 +207,7 @@ def cost_arg(text: str) -> float:
     return x
 
 
-class _Given(argparse.Action):
+class GivenOption(argparse.Action):
     """Stores the value, and remembers that the option was given (``args.given``): a frozen suite's pins are the
     defaults only of options left out."""
 

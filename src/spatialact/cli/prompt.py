@@ -35,17 +35,8 @@ from pathlib import Path
 from .main import print_json
 
 
-class _Given(argparse.Action):
-    """Stores the value and remembers that the option was given (``args.given``): a frozen suite's pins are the
-    defaults only of the options left out (as in eval)."""
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        setattr(namespace, self.dest, values)
-        setattr(namespace, "given", tuple(getattr(namespace, "given", ()) or ()) + (self.dest,))
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from .eval import size_arg
+    from .eval import GivenOption, size_arg
     from .main import seed_arg
     from .runs import MAX_IMAGE_SIDE, MIN_IMAGE_SIDE, add_render_quality, run_defaults
 
@@ -72,7 +63,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         f"frozen suite's pin; game tasks that width at 4:3)")
     p.add_argument("--width", type=int, default=None, help="render width in pixels (default: --size)")
     p.add_argument("--height", type=int, default=None, help="render height in pixels (default: --size)")
-    p.add_argument("--renderer", choices=["auto", "tiny", "egl", "gl"], default=defaults.renderer, action=_Given,
+    p.add_argument("--renderer", choices=["auto", "tiny", "egl", "gl"], default=defaults.renderer, action=GivenOption,
                    help=f"renderer when rendering: auto (gl, else tiny saying why), tiny (PyBullet's CPU "
                         f"renderer), egl, gl (the project's OpenGL renderer); default {defaults.renderer}, as eval")
     add_render_quality(p, ", as eval")
