@@ -4,7 +4,7 @@ One run, side by side, on the same file of real task records (``pairs_from_traje
 written by ``save_tasks``; ~2 KB a line):
 
 * ``jsonschema``: what the loader did before (parse, ``jsonschema`` Draft 2020-12 validation, the semantic checks,
-  ``Task.from_record``), on a subset of the lines (it is slow);
+  ``Task.from_dict``), on a subset of the lines (it is slow);
 * ``cold``: ``load_tasks(path, cache=False)`` — parse, compiled schema checks, semantic checks, build Tasks;
 * ``verdict``: a new process loading a file it validated before (the on-disk verdict cache; validation skipped);
 * ``memo``: a second load in the same process (read + SHA-256 of the file, the parsed tasks reused).
@@ -76,7 +76,7 @@ def main() -> None:
             for raw in sub:
                 rec = json.loads(raw)
                 if next(reference.iter_errors(rec), None) is None and not semantic_problems(rec):
-                    Task.from_record(rec)
+                    Task.from_dict(rec)
 
         t_old = best(old_loader, 2) / len(sub)
         t_cold = best(lambda: load_tasks(path, cache=False), 3) / n
@@ -110,7 +110,7 @@ def main() -> None:
             ("parse JSON", lambda: [loads(raw) for raw in lines]),
             ("schema checks (compiled)", lambda: [compiled.is_valid(r) for r in recs]),
             ("semantic checks (poses batched)", lambda: [semantic_problems(r, poses=False) for r in recs]),
-            ("Task.from_record", lambda: [Task.from_record(r) for r in recs]),
+            ("Task.from_dict", lambda: [Task.from_dict(r) for r in recs]),
         ]
         print(f"\n{'stage (cold load)':34s} {'µs/task':>10s}")
         for name, fn in stages:

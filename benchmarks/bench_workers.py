@@ -39,7 +39,7 @@ from spatialact.evaluation.runner import AgentSpec, _run_one  # what unpickling 
 from spatialact.evaluation.episode import EpisodeConfig
 from spatialact.tasks import Task  # a job carries the Task itself
 t1 = time.perf_counter()
-tasks = [Task.from_record(r) for r in json.load(open(sys.argv[2]))]
+tasks = [Task.from_dict(r) for r in json.load(open(sys.argv[2]))]
 cfg, spec = EpisodeConfig(renderer=sys.argv[1]), AgentSpec("oracle")
 _run_one(tasks[0], spec, cfg)
 t2 = time.perf_counter()
@@ -78,7 +78,7 @@ def worker_start_parts(renderers) -> None:
     print(f"a worker's start (fresh interpreters; a bare one takes {bare:.2f} s):")
     tasks = builtin_suite("nav:2", seed=0)
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
-        json.dump([t.to_record() for t in tasks], f)
+        json.dump([t.to_dict() for t in tasks], f)
     try:
         for r in renderers:
             _, out = _timed([py, "-c", _WORKER, r, f.name])
@@ -88,7 +88,7 @@ def worker_start_parts(renderers) -> None:
                   f"({(imp + first - warm) / warm:.1f} episodes' worth)")
     finally:
         os.unlink(f.name)
-    rec = tasks[0].to_record()
+    rec = tasks[0].to_dict()
     s = time.perf_counter()
     blob = pickle.dumps(rec)
     pickle.loads(blob)

@@ -1,7 +1,7 @@
 """A fast checker compiled from a JSON Schema (the subset of Draft 2020-12 the shipped schemas use).
 
 A general utility at the foundation of the package (it imports nothing from spatialact): the task files
-(:mod:`spatialact.tasks.validation`), the question files (:mod:`spatialact.questions.record`) and the result records
+(:mod:`spatialact.tasks.validation`), the question files (:mod:`spatialact.questions.io`) and the result records
 (:mod:`spatialact.records`) are checked with it. Their shipped schemas are the contract. :func:`compile_schema`
 answers two questions, each where it costs least (benchmarks/bench_schema.py; docs/architecture.md, "Why a schema
 compiler of our own"):

@@ -466,7 +466,7 @@ def test_the_schema_spells_the_shared_vocabularies_and_field_lists():
     assert tuple(d["failure"]["properties"]["reason"]["enum"]) == FAILURE_REASONS
     assert d["failure"]["else"]["properties"]["error_kind"]["enum"] == [*vocab.ERROR_KINDS, "agent"]
     assert d["question"]["properties"]["error_kind"]["enum"] == [None, *vocab.ERROR_KINDS]
-    from spatialact.questions.record import QUESTION_FORMATS
+    from spatialact.questions.io import QUESTION_FORMATS
 
     assert tuple(d["question"]["properties"]["format"]["enum"]) == QUESTION_FORMATS
     assert d["episode_common"]["required"] == [*EPISODE_FIELDS, "frames", "provenance"]

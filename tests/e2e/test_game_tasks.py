@@ -177,4 +177,4 @@ def test_the_game_suite_is_shipped_small_and_runs_in_the_game(tmp_path, capsys):
 def test_the_shipped_suite_is_reproduced_by_its_builder():
     tasks, _ = build_game_suite(maps=("MAP01",), per_map=3)
     shipped = [t for t in game_suite_tasks() if t.scene["map"] == "MAP01"][:3]
-    assert [t.to_record() for t in tasks] == [t.to_record() for t in shipped]
+    assert [t.to_dict() for t in tasks] == [t.to_dict() for t in shipped]

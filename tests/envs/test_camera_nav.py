@@ -11,7 +11,7 @@ from spatialact import geometry
 from spatialact.action_space import MOTION_PRIMITIVES, ActionSequence, Primitive, Step, StepSizes
 from spatialact.envs import ENV_IDS, execute_sequence, make_env
 from spatialact.taskgen import procedural_tasks
-from spatialact.tasks import Task, validate_record
+from spatialact.tasks import Task, validate_task_dict
 
 SCENE = {"generator": "room", "seed": 5}
 
@@ -164,12 +164,12 @@ def test_reward_termination_and_truncation(tasks):
 
 def test_procedural_tasks_contract(tasks):
     again = procedural_tasks("nav", 4, seed=3, tasks_per_scene=2)
-    assert [t.to_record() for t in tasks] == [t.to_record() for t in again]
+    assert [t.to_dict() for t in tasks] == [t.to_dict() for t in again]
     other = procedural_tasks("nav", 2, seed=4, tasks_per_scene=2)
     assert other[0].scene != tasks[0].scene
     for t in tasks:
-        assert validate_record(t.to_record()) == []
-        assert Task.from_record(t.to_record()).to_record() == t.to_record()
+        assert validate_task_dict(t.to_dict()) == []
+        assert Task.from_dict(t.to_dict()).to_dict() == t.to_dict()
         assert t.scene["generator"] == "room" and isinstance(t.scene["seed"], int)
         assert 1 <= len(t.gt) <= 3 and not t.gt.has_vectors
         assert t.sizes == StepSizes.for_kind("nav")
@@ -194,15 +194,15 @@ def test_reset_rebuilds_the_task_scene(tasks):
     a = make_env("nav", width=32, height=32, wrap=False)
     b = make_env("nav", width=32, height=32, wrap=False)
     b.reset(seed=99)  # some other scene first
-    task = Task.from_record(tasks[2].to_record())
+    task = Task.from_dict(tasks[2].to_dict())
     oa, ia = a.reset(options={"task": task})
     ob, ib = b.reset(options={"task": task})
     np.testing.assert_array_equal(oa["rgb"], ob["rgb"])
     np.testing.assert_array_equal(oa["goal_rgb"], ob["goal_rgb"])
     np.testing.assert_array_equal(ia["pose"], task.start_pose)
-    oc, _ = b.reset(options={"task": tasks[2].to_record()})  # a plain record works too
+    oc, _ = b.reset(options={"task": tasks[2].to_dict()})  # a plain record works too
     np.testing.assert_array_equal(oc["rgb"], oa["rgb"])
-    bad = {**tasks[2].to_record(), "kind": "boat"}
+    bad = {**tasks[2].to_dict(), "kind": "boat"}
     with pytest.raises(ValueError, match="kind"):
         b.reset(options={"task": bad})
     a.close()

@@ -10,7 +10,7 @@ from spatialact.action_space import ActionSequence, Step
 from spatialact.envs import execute_sequence, make_env
 from spatialact.taskgen import procedural_tasks
 from spatialact.envs.panda import REACH_TOLERANCE
-from spatialact.tasks import validate_record
+from spatialact.tasks import validate_task_dict
 
 SCENE = {"generator": "tabletop", "seed": 2}
 
@@ -45,7 +45,7 @@ def test_check_env_every_mode(kind, mode):
 def test_gripper_reaches_commanded_poses_within_tolerance(manip_env):
     tasks = procedural_tasks("manip", 2, seed=1, variant="reach", tasks_per_scene=2)
     for task in tasks:
-        assert validate_record(task.to_record()) == []
+        assert validate_task_dict(task.to_dict()) == []
         np.testing.assert_allclose(task.gt.to_poses(task.start_pose)[-1], task.goal_pose, atol=1e-12)
         res = execute_sequence(manip_env, task.gt, task)
         cmd = task.gt.to_poses(task.start_pose)
@@ -74,7 +74,7 @@ def test_pick_and_place_scripted_policy_succeeds(manip_env):
     task = procedural_tasks("manip", 1, seed=2, variant="pick_place")[0]
     test = task.success["object_state"]
     assert test["type"] == "object_at" and task.tags["variant"] == "pick_place"
-    assert validate_record(task.to_record()) == []
+    assert validate_task_dict(task.to_dict()) == []
     obs, info = manip_env.reset(options={"task": task})
     assert not info["success"]
     start_obj = info["objects"]["target"]
@@ -105,7 +105,7 @@ def test_push_task_succeeds_reproducibly_and_fails_without_the_push(manip_env):
     task = procedural_tasks("manip", 1, seed=0, variant="push")[0]
     test = task.success["object_state"]
     assert task.tags["variant"] == "push" and all(s.gripper == 1 for s in task.gt.steps)
-    assert validate_record(task.to_record()) == []
+    assert validate_task_dict(task.to_dict()) == []
     start_obj = np.asarray(task.scene["params"]["objects"][0]["position"])
     assert np.linalg.norm(np.asarray(test["position"])[:2] - start_obj[:2]) >= 0.04
     res = execute_sequence(manip_env, task.gt, task)
@@ -121,7 +121,7 @@ def test_hand_grab_and_move_and_exact_wrist_poses(hand_env):
     tasks = procedural_tasks("hand", 3, seed=4, variant="mixed", tasks_per_scene=3)
     assert [t.tags["variant"] for t in tasks] == ["reach", "reach", "grab_move"]
     for task in tasks:
-        assert validate_record(task.to_record()) == []
+        assert validate_task_dict(task.to_dict()) == []
         res = execute_sequence(hand_env, task.gt, task)
         np.testing.assert_allclose(res.poses, task.gt.to_poses(task.start_pose), atol=1e-9)
         assert res.success, task.tags

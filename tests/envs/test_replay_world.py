@@ -16,7 +16,7 @@ from spatialact.action_space import StepSizes
 from spatialact.envs import check_droid_reachable, make_env, replay_scene_for, replay_trajectory
 from spatialact.envs import replay_world as rp
 from spatialact.envs.camera import CameraSpec, look_at
-from spatialact.tasks import Task, extract_actions, validate_record
+from spatialact.tasks import Task, extract_actions, validate_task_dict
 from spatialact.trajectories import load_trajectory
 
 from traj_helpers import smooth_poses, write_droid, write_egodex, write_kitti, write_tum, droid_episode
@@ -127,11 +127,11 @@ def test_replay_scenes_pass_the_task_schema(data):
     for name, kf in (("droid_v2.1", [0, 15, 30]), ("egodex", [0, 30, 60]), ("tum", [0, 30, 60]),
                      ("kitti", [0, 10, 20])):
         task = _task(data[name], kf)
-        assert validate_record(task.to_record()) == [], name
-    rec = _task(data["tum"], [0, 30]).to_record()
+        assert validate_task_dict(task.to_dict()) == [], name
+    rec = _task(data["tum"], [0, 30]).to_dict()
     assert isinstance(rec["scene"]["room"]["up"], list)  # TUM: the mean camera up, a direction
     rec["scene"]["room"]["up"] = [0.0, 0.0]
-    assert validate_record(rec)
+    assert validate_task_dict(rec)
 
 
 # ----- projection: recorded points land on their pixels ------------------------------------------------------------

@@ -41,10 +41,10 @@ def _run(tmp_path, name, tasks, cfg, **kw):
 
 def test_suite_is_deterministic_and_covers_all_kinds(suite):
     again = builtin_suite("default", seed=0)
-    assert [t.to_record() for t in suite] == [t.to_record() for t in again]
+    assert [t.to_dict() for t in suite] == [t.to_dict() for t in again]
     assert {t.kind for t in suite} == {"nav", "manip", "hand"}
     other = builtin_suite("default", seed=1)
-    assert [t.to_record() for t in other] != [t.to_record() for t in suite]
+    assert [t.to_dict() for t in other] != [t.to_dict() for t in suite]
 
 
 def test_episode_seed_depends_only_on_seed_and_task():

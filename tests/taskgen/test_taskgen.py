@@ -130,7 +130,7 @@ def test_navigation_builders_drop_and_count_drafts_the_walls_block():
     assert skipped.get(COLLIDES, 0) >= 1 and set(skipped) == {COLLIDES}
     assert all(collision_problem(t) is None for t in tasks)
     again = viewpoint_pairs("nav", 4, seed=0)
-    assert [t.to_record() for t in again] == [t.to_record() for t in tasks]
+    assert [t.to_dict() for t in again] == [t.to_dict() for t in tasks]
     for t in tasks:  # hand-checked: the sphere stays under the ceiling (2.7 m) and over the floor on the whole path
         z = t.gt.to_poses(t.start_pose)[:, 2, 3]
         assert z.max() <= 2.6 and z.min() >= 0.1, t.id

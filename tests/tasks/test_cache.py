@@ -100,7 +100,7 @@ def test_disk_verdict_skips_validation_in_a_new_process(tmp_path, tasks, cache_d
     clear_task_cache()  # as a new process would start
     again = load_tasks(p)
     assert (n.full, n.trusted) == (1, 1)
-    assert [t.to_record() for t in again] == [t.to_record() for t in first]
+    assert [t.to_dict() for t in again] == [t.to_dict() for t in first]
 
 
 @pytest.mark.parametrize("garbage", ["", "{not json", "[]", '{"valid": true}', None])
@@ -132,7 +132,7 @@ def test_verdict_from_other_rules_is_not_trusted(tmp_path, tasks, cache_dir, mon
 
 
 def test_invalid_file_leaves_no_verdict(tmp_path, tasks, cache_dir):
-    rec = tasks[0].to_record()
+    rec = tasks[0].to_dict()
     rec["n_steps"] += 1
     p = tmp_path / "bad.jsonl"
     p.write_text(json.dumps(rec) + "\n")
@@ -175,7 +175,7 @@ def test_unwritable_cache_is_no_error(tmp_path, tasks, monkeypatch):
 
 @pytest.mark.skipif(importlib.util.find_spec("orjson") is None, reason="orjson not installed")
 def test_fast_parser_agrees_with_the_standard_one(tasks):
-    line = json.dumps(tasks[0].to_record()).encode()
+    line = json.dumps(tasks[0].to_dict()).encode()
     assert task_io._loads(line) == task_io._loads_std(line)
     for bad in (b'{"a": NaN}', b'{"a": Infinity}', b'{"a": 1,}', b'{"a": "\xff"}'):
         with pytest.raises(ValueError):

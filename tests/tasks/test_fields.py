@@ -21,7 +21,7 @@ from spatialact.action_space import ActionSequence, Step, StepSizes
 from spatialact.cli.main import main
 from spatialact.scorers import offline
 from spatialact.scorers.offline import score_file
-from spatialact.tasks import TaskFileError, load_tasks, save_tasks, task_schema, validate_record
+from spatialact.tasks import TaskFileError, load_tasks, save_tasks, task_schema, validate_task_dict
 from spatialact.tasks import fields as task_fields
 from spatialact.tasks.fields import decode_task_fields
 
@@ -202,9 +202,9 @@ def test_a_corrupt_field_scoring_reads_is_refused_as_the_loader_refuses_it(tmp_p
     assert ("motion" in recs[line]["gt"]["steps"][0]) == (line == 1)
     bad = corrupt(copy.deepcopy(recs[line]))
     recs[line] = bad
-    # jsonschema, the reference of the schema's part; validate_record adds the checks it cannot state
+    # jsonschema, the reference of the schema's part; validate_task_dict adds the checks it cannot state
     schema_ok = jsonschema.Draft202012Validator(task_schema()).is_valid(bad)
-    assert not schema_ok or validate_record(bad) or field == "id"  # a repeated id is a file-level problem
+    assert not schema_ok or validate_task_dict(bad) or field == "id"  # a repeated id is a file-level problem
     ref, got, err, verdict = _refusals(tmp_path, recs, capsys)
     assert verdict is None  # the decoder saw it itself
     assert got == ref and ref in err
@@ -213,7 +213,7 @@ def test_a_corrupt_field_scoring_reads_is_refused_as_the_loader_refuses_it(tmp_p
 
 @pytest.mark.parametrize("text, what", [
     ("", "no tasks (the file is empty)"), ("\n \n", "no tasks (the file is empty)"),
-    ("[1, 2]", "record: expected a JSON object, got list"), ('{"id": "a",', "not valid JSON"),
+    ("[1, 2]", "line: expected a JSON object, got list"), ('{"id": "a",', "not valid JSON"),
     ('{"id": NaN}', "not JSON (numbers must be finite)")])
 def test_a_file_that_is_no_task_file_is_refused_as_the_loader_refuses_it(tmp_path, capsys, text, what):
     recs = _records(tmp_path)[:1]
@@ -339,7 +339,7 @@ def test_every_bound_of_the_decoder_is_the_schemas(tmp_path, fields, where, kind
         for f in fields:
             rec = _set(f, value)(rec)
         decoded = decode_task_fields((json.dumps(rec) + "\n").encode())
-        assert (decoded is not None) == (validate_record(rec) == []), (fields, value)
+        assert (decoded is not None) == (validate_task_dict(rec) == []), (fields, value)
         verdicts.append(reference.is_valid(rec))
     assert True in verdicts and False in verdicts, (fields, verdicts)
     # and the key names of tags: at the length bound of tag_key and past it

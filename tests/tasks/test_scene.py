@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+import gymnasium as gym
 import pytest
 
 from _fabricate import make_task
@@ -34,11 +35,11 @@ def test_every_shipped_task_reads_and_writes_back_exactly(name):
     with open(SUITES / name, encoding="utf-8") as f:
         for line in f:
             raw = json.loads(line)
-            task = Task.from_record(raw)
-            assert json.dumps(task.to_record()) == json.dumps(raw), raw["id"]
+            task = Task.from_dict(raw)
+            assert json.dumps(task.to_dict()) == json.dumps(raw), raw["id"]
             again = pickle.loads(pickle.dumps(task))
             assert type(again.scene) is type(task.scene)
-            assert json.dumps(again.to_record()) == json.dumps(raw)
+            assert json.dumps(again.to_dict()) == json.dumps(raw)
             types[type(task.scene).__name__] = types.get(type(task.scene).__name__, 0) + 1
     if name == "l4-v1.jsonl":  # the card's counts: 640 room (nav and camera tracks), 700 tabletop, 360 game
         assert types == {"RoomScene": 640, "TabletopScene": 700, "GameScene": 360}
@@ -52,9 +53,9 @@ def test_a_generated_suite_round_trips_through_its_records():
     tasks = builtin_suite("default")
     assert {type(t.scene) for t in tasks} == {RoomScene, TabletopScene}
     for t in tasks:
-        rec = t.to_record()
+        rec = t.to_dict()
         assert type(rec["scene"]) is dict  # a plain object in the record, not the typed scene
-        assert json.dumps(Task.from_record(json.loads(json.dumps(rec))).to_record()) == json.dumps(rec)
+        assert json.dumps(Task.from_dict(json.loads(json.dumps(rec))).to_dict()) == json.dumps(rec)
 
 
 def test_each_object_reads_as_its_type_and_keeps_its_keys():
@@ -117,14 +118,17 @@ def test_game_checks_dispatch_to_the_game_world():
     game = {"type": "game", "wad": "freedoom2.wad", "map": "MAP01", "wad_sha256": "0" * 64,
             "start": {"position": [0, 0, 0], "yaw_deg": 0, "level": "initial"}}
     t = make_task("g", scene=game)
-    assert world_kind(t, EpisodeConfig()) == "game" and registry.runs_in_game(t)
+    assert world_kind(t, EpisodeConfig()) == "game" and registry.env_id_for("nav", t.scene) == registry.GAME_NAV_ID
     flip = check_runnable(t, EpisodeConfig(mode="closed-loop", variant="mirror"))
     assert flip == ("task 'g': --flip closed-loop cannot run a game task: the mirrored level does not exist (run "
                     "--flip with --mode one-shot)")
     assert check_runnable(t, EpisodeConfig(env="habitat")) == (
         "task 'g': --env habitat: game tasks run in the game (GameNav), with the default --env pybullet")
     room = make_task("r", scene={"generator": "room", "seed": 0, "params": {"layout": "/etc/passwd"}})
-    assert world_kind(room, EpisodeConfig()) == "world" and not registry.runs_in_game(room)
+    assert world_kind(room, EpisodeConfig()) == "world"
+    assert registry.env_id_for("nav", room.scene) == registry.KIND_TO_ID["nav"] == "spatialact/CameraNav-v0"
+    with pytest.raises(ValueError, match="the game world runs navigation tasks only, not 'manip'"):
+        registry.env_id_for("manip", t.scene)
     assert check_runnable(room, EpisodeConfig()).startswith("task 'r': scene.params.layout must be one of ")
 
 
@@ -141,8 +145,24 @@ class ToyScene(Scene):
     colour: Any = None
 
 
+TOY_ENV_ID = "spatialact-test/Toy-v0"
+
+
+class ToyEnv(gym.Env):
+    """The toy world's environment: it keeps what ``make_env`` handed it."""
+
+    observation_space = gym.spaces.Discrete(1)
+    action_space = gym.spaces.Discrete(1)
+
+    def __init__(self, task=None, **kw):
+        self.task, self.options = task, kw
+
+
 class ToyWorld(World):
-    """A toy world: only its pre-run check is filled (what eval asks before a run)."""
+    """A toy world: its pre-run check (what eval asks before a run) and its environment (what ``make_env`` routes
+    its tasks to) are filled."""
+
+    environment = TOY_ENV_ID
 
     @classmethod
     def check_task(cls, task, cfg):
@@ -158,10 +178,12 @@ class ToyWorld(World):
 def toy_world():
     register_scene_type(ToyScene)
     registry.register_world("toy", ToyWorld)
+    gym.register(id=TOY_ENV_ID, entry_point=f"{__name__}:ToyEnv")
     CALLS.clear()
     yield
     SCENE_TYPES.pop(("type", "toy"))
     registry.WORLDS.pop("toy")
+    gym.registry.pop(TOY_ENV_ID)
 
 
 def test_a_new_world_is_checked_by_eval_without_changing_evaluation(toy_world, tmp_path):
@@ -177,4 +199,16 @@ def test_a_new_world_is_checked_by_eval_without_changing_evaluation(toy_world, t
         run_eval([red], AgentSpec("oracle"), cfg, tmp_path / "run", task_source="toy", progress=False)
     assert not (tmp_path / "run" / "results.jsonl").exists()
     assert ("blue", "closed-loop") in CALLS and ("red", "closed-loop") in CALLS
-    assert json.dumps(red.to_record()["scene"]) == '{"type": "toy", "colour": "red"}'
+    assert json.dumps(red.to_dict()["scene"]) == '{"type": "toy", "colour": "red"}'
+
+
+def test_a_new_world_s_tasks_reach_its_environment_without_changing_make_env(toy_world):
+    blue = make_task("blue", scene={"type": "toy", "colour": "blue"})
+    env = registry.make_env("nav", task=blue, renderer="tiny", width=32, height=24)
+    assert type(env.unwrapped) is ToyEnv and env.unwrapped.task is blue and env.spec.id == TOY_ENV_ID
+    assert env.unwrapped.options["width"] == 32 and env.unwrapped.options["height"] == 24
+    assert "render_quality" not in env.unwrapped.options  # the PyBullet environments' options stay with them
+    bare = registry.make_env("nav", task=blue, wrap=False)
+    assert type(bare) is ToyEnv and "height" not in bare.options  # the environment's own default
+    with pytest.raises(ValueError, match="the toy world runs navigation tasks only, not 'manip'"):
+        registry.make_env("manip", task=make_task("m", scene={"type": "toy"}, kind="manip"))

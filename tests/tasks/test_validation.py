@@ -15,7 +15,7 @@ import pytest
 from spatialact.action_space import MOTION_PRIMITIVES, Primitive
 from spatialact.schema_compiler import SchemaCompileError, compile_schema
 from spatialact.tasks import (Task, TaskFileError, clear_task_cache, load_tasks, pairs_from_trajectory, save_tasks,
-                              schema_problems, task_schema, validate_record)
+                              schema_problems, task_schema, validate_task_dict)
 from spatialact.tasks.validation import schema_validator
 from spatialact.trajectories import Trajectory, load_trajectory
 from traj_helpers import smooth_poses
@@ -91,7 +91,7 @@ def as_v1(rec: dict, keep_version: bool = True) -> dict:
 
 @pytest.fixture(scope="module")
 def corpus(nav_tasks, manip_tasks, procedural):
-    recs = [json.loads(json.dumps(t.to_record())) for t in nav_tasks + manip_tasks + procedural]
+    recs = [json.loads(json.dumps(t.to_dict())) for t in nav_tasks + manip_tasks + procedural]
     recs += replay_scenes(recs[0], recs[len(nav_tasks)])
     recs += [as_v1(recs[0]), as_v1(recs[len(nav_tasks)], keep_version=False), as_v1(recs[-5])]
     return recs
@@ -106,7 +106,7 @@ def test_corpus_is_valid_for_both(corpus, reference):
     for rec in corpus:
         assert reference.is_valid(rec), next(reference.iter_errors(rec)).message
         assert schema_validator().is_valid(rec) and schema_problems(rec) == []
-        assert validate_record(rec) == [], validate_record(rec)
+        assert validate_task_dict(rec) == [], validate_task_dict(rec)
 
 
 # ----- agreement with jsonschema on mutated records ------------------------------------------------------------------
@@ -184,9 +184,9 @@ def test_messages_are_one_line_and_name_the_field(corpus):
     rng = random.Random(7)
     for i in range(400):
         m = mutate(corpus[i % len(corpus)], rng)
-        for p in validate_record(m):
+        for p in validate_task_dict(m):
             assert "\n" not in p and "\r" not in p and len(p) < 600, p
-            assert p.startswith("field '") or p.startswith("record:"), p
+            assert p.startswith("field '") or p.startswith("line:"), p
 
 
 def test_compiler_refuses_what_it_does_not_implement():
@@ -257,10 +257,10 @@ def test_overflowing_number_and_huge_translation(tmp_path, corpus):
 def test_nan_through_the_dict_api(corpus):
     rec = copy.deepcopy(corpus[0])
     rec["success"]["position"] = float("nan")
-    assert validate_record(rec) == ["field 'success.position': must be a finite number, got NaN (JSON has no NaN)"]
+    assert validate_task_dict(rec) == ["field 'success.position': must be a finite number, got NaN (JSON has no NaN)"]
     rec = copy.deepcopy(corpus[0])
     rec["meta"]["x"] = [1.0, float("nan")]
-    assert validate_record(rec) == ["field 'meta.x.1': not a finite number (nan)"]
+    assert validate_task_dict(rec) == ["field 'meta.x.1': not a finite number (nan)"]
 
 
 def test_counts_beyond_the_cap(tmp_path, corpus):
@@ -272,9 +272,9 @@ def test_counts_beyond_the_cap(tmp_path, corpus):
     msg = _load_error(tmp_path, _line(rec))
     assert f"task '{rec['id']}': field 'gt.steps.0.counts': count 11 exceeds the sequence's cap 10" in msg
     rec["gt"]["cap"] = 20  # a sequence may declare a larger cap, up to the schema's 100
-    assert validate_record(rec) == []
+    assert validate_task_dict(rec) == []
     st["counts"][col] = 101
-    assert validate_record(rec)[0].startswith("field 'gt.steps.0.counts.")
+    assert validate_task_dict(rec)[0].startswith("field 'gt.steps.0.counts.")
 
 
 def test_named_actions_must_agree_with_counts(tmp_path, corpus):
@@ -285,16 +285,16 @@ def test_named_actions_must_agree_with_counts(tmp_path, corpus):
     assert f"task '{rec['id']}': field 'gt.steps.1.actions': " in msg and "disagree with counts" in msg
     rec = copy.deepcopy(corpus[0])
     rec["gt"]["steps"][0]["actions"][0] = "Stay"
-    assert validate_record(rec)[0] == "field 'gt.steps.0.actions': \"Stay\" stands alone with step_num 1"
+    assert validate_task_dict(rec)[0] == "field 'gt.steps.0.actions': \"Stay\" stands alone with step_num 1"
     rec = copy.deepcopy(corpus[0])
     del rec["gt"]["steps"][0]["actions"]  # a version-2 line names every counts step
-    assert validate_record(rec)[0] == ("field 'gt.steps.0.actions': missing (schema version 2 names the actions of "
+    assert validate_task_dict(rec)[0] == ("field 'gt.steps.0.actions': missing (schema version 2 names the actions of "
                                        "every counts step)")
 
 
 def test_named_actions_are_what_a_person_reads(nav_tasks):
     t = nav_tasks[0]
-    rec = t.to_record()
+    rec = t.to_dict()
     assert rec["schema_version"] == 2
     for step, d in zip(t.gt.steps, rec["gt"]["steps"]):
         assert list(d)[:2] == ["actions", "step_nums"]  # first on the line, before the machine form
@@ -302,8 +302,8 @@ def test_named_actions_are_what_a_person_reads(nav_tasks):
         assert list(zip(d["actions"], d["step_nums"])) == want
     stay = Task(id="s", kind="nav", source="test", start_pose=np.eye(4), goal_pose=np.eye(4),
                 gt=t.gt.__class__.from_signed_counts([[0] * 6], t.sizes), sizes=t.sizes)
-    assert stay.to_record()["gt"]["steps"][0]["actions"] == ["Stay"]
-    assert stay.to_record()["gt"]["steps"][0]["step_nums"] == [1]
+    assert stay.to_dict()["gt"]["steps"][0]["actions"] == ["Stay"]
+    assert stay.to_dict()["gt"]["steps"][0]["step_nums"] == [1]
 
 
 def test_empty_file_is_an_error(tmp_path):
@@ -330,7 +330,7 @@ def test_a_refused_save_leaves_the_old_file(tmp_path, nav_tasks):
 def test_other_line_errors(tmp_path, corpus):
     good = _line(corpus[0])
     assert ":2: not valid JSON" in _load_error(tmp_path, good + "\n{\"id\": \n")
-    assert ":1: record: expected a JSON object, got list" in _load_error(tmp_path, "[1, 2]\n")
+    assert ":1: line: expected a JSON object, got list" in _load_error(tmp_path, "[1, 2]\n")
     assert ":2: field 'id': " in _load_error(tmp_path, good + "\n" + good + "\n")
     p = tmp_path / "bin.jsonl"
     p.write_bytes(b'{"id": "\xff"}\n')
@@ -367,7 +367,7 @@ def test_version_1_lines_still_load(tmp_path, corpus, nav_tasks):
 
 def test_replay_scenes_need_version_2(corpus):
     replay = next(r for r in corpus if (r.get("scene") or {}).get("type") == "replay")
-    assert validate_record(as_v1(replay)) == ["field 'scene': replay scenes need schema_version 2, got "
+    assert validate_task_dict(as_v1(replay)) == ["field 'scene': replay scenes need schema_version 2, got "
                                               "a JSON object with 8 fields"]
     assert schema_problems(dict(corpus[0], schema_version=3))[0] == (
         "schema_version", "must be 1 or 2 (this spatialact reads task schema versions 1 and 2)")
@@ -406,23 +406,23 @@ def test_replay_scene_paths_resolve_against_the_task_file(tmp_path, corpus):
 def test_camera_path_scene_refusals(corpus, change, field):
     rec = copy.deepcopy(next(r for r in corpus if (r.get("scene") or {}).get("room")))
     change(rec["scene"])
-    problems = validate_record(rec)
+    problems = validate_task_dict(rec)
     assert problems and problems[0].startswith(f"field '{field}'"), problems
 
 
 def test_droid_and_egodex_scene_refusals(corpus):
     droid = copy.deepcopy(next(r for r in corpus if (r.get("scene") or {}).get("source") == "droid"))
     del droid["scene"]["table_height"]
-    assert validate_record(droid)[0] == "field 'scene.table_height': missing"
+    assert validate_task_dict(droid)[0] == "field 'scene.table_height': missing"
     droid["scene"]["table_height"] = 0.0
     droid["scene"]["camera"]["intrinsics"]["fx"] = 0
-    assert validate_record(droid)[0].startswith("field 'scene.camera.intrinsics.fx': must be > 0")
+    assert validate_task_dict(droid)[0].startswith("field 'scene.camera.intrinsics.fx': must be > 0")
     hand = copy.deepcopy(next(r for r in corpus if (r.get("scene") or {}).get("source") == "egodex"))
     hand["scene"]["entity"] = "camera_left"
-    assert validate_record(hand)[0].startswith("field 'scene.entity': must be one of")
+    assert validate_task_dict(hand)[0].startswith("field 'scene.entity': must be one of")
     hand["scene"]["entity"] = "leftHand"
     hand["scene"]["world"] = "arkit"
-    assert validate_record(hand)[0].startswith("field 'scene.world': must be 'arkit_y_up_to_z_up'")
+    assert validate_task_dict(hand)[0].startswith("field 'scene.world': must be 'arkit_y_up_to_z_up'")
 
 
 def test_built_scene_shapes(corpus):
@@ -430,38 +430,38 @@ def test_built_scene_shapes(corpus):
     for scene in ({"generator": "room", "seed": 3}, {"mesh": "rooms/a.glb"},
                   {"generator": "mesh", "mesh": "a.glb", "seed": 0, "params": {"scale": 1.0}}, None):
         rec["scene"] = scene
-        assert validate_record(rec) == [], scene
+        assert validate_task_dict(rec) == [], scene
     for scene, field in (({"generator": "mesh"}, "scene.mesh"), ({}, "scene"),
                          ({"generator": "castle"}, "scene.generator"),
                          ({"generator": "room", "seed": -1}, "scene.seed"),
                          ({"generator": "room", "size": 3}, "scene.size")):
         rec["scene"] = scene
-        assert validate_record(rec)[0].startswith(f"field '{field}'"), (scene, validate_record(rec))
+        assert validate_task_dict(rec)[0].startswith(f"field '{field}'"), (scene, validate_task_dict(rec))
 
 
 def test_success_object_state(procedural):
     manip = next(t for t in procedural if t.success.get("object_state"))
-    rec = json.loads(json.dumps(manip.to_record()))
-    assert validate_record(rec) == []
+    rec = json.loads(json.dumps(manip.to_dict()))
+    assert validate_task_dict(rec) == []
     rec["success"]["object_state"]["position"][2] = 1e300
-    assert validate_record(rec)[0].startswith("field 'success.object_state.position.2': must be ≤ 1000000")
+    assert validate_task_dict(rec)[0].startswith("field 'success.object_state.position.2': must be ≤ 1000000")
     rec["success"]["object_state"] = {"type": "object_near"}
     # an object is meant for the object branch: its problems, not "matches none of the forms"
-    assert "field 'success.object_state.type': must be 'object_at', got 'object_near'" in validate_record(rec)
+    assert "field 'success.object_state.type': must be 'object_at', got 'object_near'" in validate_task_dict(rec)
     rec["success"]["object_state"] = "on the table"
-    assert validate_record(rec)[0].startswith("field 'success.object_state': must be null or")
+    assert validate_task_dict(rec)[0].startswith("field 'success.object_state': must be null or")
 
 
 def test_tags_are_bounded_categories(corpus):
     rec = copy.deepcopy(corpus[0])
     rec["tags"]["note"] = "two\nlines"
-    assert validate_record(rec)[0].startswith("field 'tags.note': a tag value is a category")
+    assert validate_task_dict(rec)[0].startswith("field 'tags.note': a tag value is a category")
     rec["tags"] = {"bad key": 1}
-    assert validate_record(rec)[0].startswith("field 'tags.'bad key'': name 'bad key': tag names")
+    assert validate_task_dict(rec)[0].startswith("field 'tags.'bad key'': name 'bad key': tag names")
     rec["tags"] = {"k": [1, 2]}
-    assert validate_record(rec)[0].startswith("field 'tags.k': a tag value is a category")
+    assert validate_task_dict(rec)[0].startswith("field 'tags.k': a tag value is a category")
     rec["tags"] = {f"k{i}": i for i in range(65)}
-    assert validate_record(rec)[0] == "field 'tags': has 65 entries, at most 64 allowed"
+    assert validate_task_dict(rec)[0] == "field 'tags': has 65 entries, at most 64 allowed"
 
 
 def test_save_refuses_duplicate_ids(tmp_path, nav_tasks):
@@ -473,10 +473,10 @@ def test_save_refuses_duplicate_ids(tmp_path, nav_tasks):
 def test_gt_sizes_must_be_the_tasks(corpus):
     rec = copy.deepcopy(corpus[0])
     rec["gt"]["sizes"]["translation"] = 0.05
-    assert validate_record(rec)[0].startswith("field 'gt.sizes': ")
+    assert validate_task_dict(rec)[0].startswith("field 'gt.sizes': ")
     rec = copy.deepcopy(corpus[0])
     rec["sizes"]["rotation"] = math.pi + 1e-9
-    assert validate_record(rec)[0].startswith("field 'sizes.rotation': must be ≤ 3.141592653589793")
+    assert validate_task_dict(rec)[0].startswith("field 'sizes.rotation': must be ≤ 3.141592653589793")
 
 
 def teardown_module():

@@ -123,7 +123,7 @@ def file_kind(path: str) -> str | None:
     """``"tasks"`` when the first line of ``path`` is a task (``gt``, ``start_pose``, ``goal_pose``), ``"answers"``
     when it is an answer (``task_id`` and ``response``) or an lmms-eval sample (``doc_id``), ``"openai-batch"`` for
     a provider's batch output and ``"openai-batch-input"`` for a batch input file
-    (:func:`spatialact.export.openai_batch.record_kind`), else None."""
+    (:func:`spatialact.export.openai_batch.line_kind`), else None."""
     rec = _first_record(path)
     if rec is None:
         return None
@@ -131,9 +131,9 @@ def file_kind(path: str) -> str | None:
         return "tasks"
     if ("task_id" in rec and "response" in rec) or "doc_id" in rec:
         return "answers"
-    from spatialact.export.openai_batch import record_kind
+    from spatialact.export.openai_batch import line_kind
 
-    return record_kind(rec)
+    return line_kind(rec)
 
 
 def check_argument_order(answers: str, tasks: str) -> str | None:

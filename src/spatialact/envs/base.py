@@ -202,12 +202,12 @@ class SpatialActEnv(gym.Env):
         options = options or {}
         task = options.get("task", self._fixed_task)
         if isinstance(task, dict):  # a task record (one JSON line of a task file)
-            from ..tasks import validate_record
+            from ..tasks import validate_task_dict
 
-            problems = validate_record(task)
+            problems = validate_task_dict(task)
             if problems:
                 raise ValueError(f"options['task'] is not a valid task record: {'; '.join(problems)}")
-            task = Task.from_record(task)
+            task = Task.from_dict(task)
         world = self.world
         if task is not None:
             if not isinstance(task, Task):

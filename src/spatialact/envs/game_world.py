@@ -350,6 +350,7 @@ class GameWorld(World):
     has_gripper = False
     default_generator = GAME_SCENE_TYPE
     renders_any_pose = False
+    environment = "spatialact/GameNav-v0"  # registry.GAME_NAV_ID: game tasks run in GameNav
     blocks_motion = True  # walls stop a step short: eval records ``blocked`` per executed step
 
     def __init__(self, camera, renderer: str = "tiny", wad=None, map: str = DEFAULT_MAP, monsters: bool = False):

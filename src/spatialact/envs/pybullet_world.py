@@ -25,7 +25,7 @@ import numpy as np
 
 from ..tasks import Task
 from .rendering import BulletBackend, check_render_quality, default_render_quality
-from .replay_world import (ReplayWorld, TaskRecording, build_replay_world, is_replay_scene,
+from .replay_world import (BuiltReplay, TaskRecording, build_replay_world, is_replay_scene,
                            load_scene_trajectory, scene_aspect)
 from .scenes import build_scene, normalise_scene_spec
 from .world import World
@@ -37,7 +37,7 @@ class PyBulletWorld(World):
     """A world whose scene is built from a scene spec in PyBullet (see the module docstring).
 
     ``backend`` is the :class:`BulletBackend` (``renderer``: ``tiny``, ``egl``, ``gl``, ``auto``); ``replay`` the
-    :class:`~spatialact.envs.replay_world.ReplayWorld` of a replay scene, else None; ``scene_key`` identifies the loaded
+    :class:`~spatialact.envs.replay_world.BuiltReplay` of a replay scene, else None; ``scene_key`` identifies the loaded
     scene (a replay scene's keyframes are not part of it: tasks on one trajectory share the world); ``keyframes``
     the configured replayed task's keyframes; ``step_count`` the whole steps moved since the start (an EgoDex
     replay's observing camera follows it). ``render_quality`` (``"default"`` or ``"high"``; None:
@@ -55,7 +55,7 @@ class PyBulletWorld(World):
         elif not hasattr(self, "render_quality"):
             self.render_quality = default_render_quality()
         self.backend = self.make_backend(renderer)  # EGL (if asked) loads here, before any body exists
-        self.replay: ReplayWorld | None = None
+        self.replay: BuiltReplay | None = None
         self.scene_key = None
         self.keyframes: np.ndarray | None = None
         self.step_count = 0

@@ -4,7 +4,8 @@
 * ``spatialact/GripperManip-v0`` — :class:`~spatialact.envs.gripper_manip.GripperManipEnv` (kind ``manip``);
 * ``spatialact/HandManip-v0`` — :class:`~spatialact.envs.hand_manip.HandManipEnv` (kind ``hand``);
 * ``spatialact/GameNav-v0`` — :class:`~spatialact.envs.game_nav.GameNavEnv` (kind ``nav`` in a Doom level: game
-  tasks, ``source: "game"``, whose scene is ``{"type": "game", ...}``; :func:`make_env` routes them there).
+  tasks, ``source: "game"``, whose scene is ``{"type": "game", ...}``: their world, ``GameWorld``, names it, and
+  :func:`make_env` routes them there by :func:`env_id_for`).
 
 Registration names the classes by entry point (``module:Class``), so nothing here imports an environment until one
 is made.
@@ -17,9 +18,10 @@ is made.
 from __future__ import annotations
 
 import gymnasium as gym
+from gymnasium.envs.registration import load_env_creator
 
 __all__ = ["make_env", "env_class", "KIND_TO_ID", "ENV_IDS", "ENTRY_POINTS", "GAME_NAV_ID", "GAME_ENTRY_POINT",
-           "BACKENDS", "runs_in_game", "WORLDS", "world_class", "register_world"]
+           "BACKENDS", "KIND_NAMES", "env_id_for", "WORLDS", "world_class", "register_world"]
 
 KIND_TO_ID = {"nav": "spatialact/CameraNav-v0", "manip": "spatialact/GripperManip-v0",
               "hand": "spatialact/HandManip-v0"}
@@ -72,11 +74,31 @@ def world_class(scene):
     return getattr(importlib.import_module(module), name)
 
 
-def runs_in_game(task=None, scene=None) -> bool:
-    """Whether a task (or a fixed ``scene``) is a game level (``task.scene.is_game``): it runs in GameNav."""
-    from ..tasks.scene import parse_scene
+#: a task kind's name in messages
+KIND_NAMES = {"nav": "navigation", "manip": "manipulation", "hand": "hand"}
 
-    return any(isinstance(s, dict) and parse_scene(s).is_game for s in (getattr(task, "scene", None), scene))
+
+def env_id_for(kind: str, scene=None) -> str:
+    """The Gymnasium id of the environment that runs tasks of ``kind`` whose scene is ``scene`` (a task's typed
+    scene, a scene dict, a world key of :data:`WORLDS`, or None). The world the scene names says it
+    (:attr:`World.environment <spatialact.envs.world.World.environment>`, e.g. GameNav for a game level); a world
+    that names none (the PyBullet worlds), or no scene, gives the environment of the kind (:data:`KIND_TO_ID`).
+    A world with an environment of its own runs its own kind only: another kind is a one-line ValueError."""
+    if kind not in KIND_TO_ID:
+        raise ValueError(f"kind must be one of {tuple(KIND_TO_ID)}, got {kind!r}")
+    if isinstance(scene, dict):
+        from ..tasks.scene import parse_scene
+
+        scene = parse_scene(scene)
+    if scene is None:
+        return KIND_TO_ID[kind]
+    world = world_class(scene)
+    if world.environment is None:
+        return KIND_TO_ID[kind]
+    if world.kind != kind:
+        key = scene if isinstance(scene, str) else scene.world
+        raise ValueError(f"the {key} world runs {KIND_NAMES.get(world.kind, world.kind)} tasks only, not {kind!r}")
+    return world.environment
 
 
 def env_class(kind: str):
@@ -101,8 +123,9 @@ def make_env(kind: str, *, task=None, action_mode: str = "step", renderer: str =
              render_quality: str | None = None, collisions: bool = True, **kw):
     """An environment for a task kind (``nav``, ``manip``, ``hand``).
 
-    ``backend="pybullet"`` (default: CameraNav, GripperManip, HandManip — and GameNav for a game task, or a fixed
-    game ``scene``), ``"habitat"`` (CameraNav only; needs habitat-sim) or ``"game"`` (GameNav, a Doom level; ``wad=``,
+    ``backend="pybullet"`` (default): the environment the task's scene (or a fixed ``scene``) names through its
+    world (:func:`env_id_for`: CameraNav, GripperManip or HandManip by kind for the PyBullet worlds, GameNav for a game
+    level; a new world with an environment of its own is routed here without a change to this function), ``"habitat"`` (CameraNav only; needs habitat-sim) or ``"game"`` (GameNav, a Doom level; ``wad=``,
     ``map=``, ``monsters=`` go to its world). ``seed`` seeds the first reset (the env is not reset here). ``height``
     defaults to 128 (GameNav: 120); ``width`` to 128, or for a task with a replay scene to ``height`` times the
     recorded aspect ratio (GameNav: 4:3). Other keywords go to the environment (``render_mode``, ``max_steps``,
@@ -116,31 +139,15 @@ def make_env(kind: str, *, task=None, action_mode: str = "step", renderer: str =
     through them (False); it reaches CameraNav in PyBullet only — the tabletop robots, the game and habitat-sim move
     as their simulators decide and ignore it (``gym.make("spatialact/CameraNav-v0", collisions=False)`` works too).
     """
-    if kind not in KIND_TO_ID:
-        raise ValueError(f"kind must be one of {tuple(KIND_TO_ID)}, got {kind!r}")
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, got {backend!r}")
-    game = backend == "game" or (backend == "pybullet" and runs_in_game(task, kw.get("scene")))
-    if height is None:
-        height = 120 if game else 128
     from .rendering import check_render_quality, default_render_quality
 
     render_quality = check_render_quality(render_quality or default_render_quality())
-    kwargs = dict(task=task, action_mode=action_mode, renderer=renderer, width=width, height=height, **kw)
-    if backend == "pybullet" and not game:
-        kwargs["render_quality"] = render_quality
-        if kind == "nav":
-            kwargs["collisions"] = collisions
-    if game:
-        if kind != "nav":
-            raise ValueError(f"the game runs navigation tasks only, not {kind!r}")
-        if wrap:
-            env = gym.make(GAME_NAV_ID, **kwargs)
-        else:
-            from .game_nav import GameNavEnv
-
-            env = GameNavEnv(**kwargs)
-    elif backend == "habitat":
+    kwargs = dict(task=task, action_mode=action_mode, renderer=renderer, width=width, **kw)
+    if height is not None:  # else the environment's own default
+        kwargs["height"] = height
+    if backend == "habitat":
         if kind != "nav":
             raise ValueError(f"the habitat backend runs navigation tasks only, not {kind!r}")
         from .habitat_backend import HabitatCameraNavEnv
@@ -149,7 +156,13 @@ def make_env(kind: str, *, task=None, action_mode: str = "step", renderer: str =
         if wrap:
             env = gym.wrappers.OrderEnforcing(env)
     else:
-        env = gym.make(KIND_TO_ID[kind], **kwargs) if wrap else env_class(kind)(**kwargs)
+        scene = "game" if backend == "game" else getattr(task, "scene", None) or kw.get("scene")
+        env_id = env_id_for(kind, scene)
+        if env_id in KIND_TO_ID.values():  # the PyBullet environments' own options
+            kwargs["render_quality"] = render_quality
+            if kind == "nav":
+                kwargs["collisions"] = collisions
+        env = gym.make(env_id, **kwargs) if wrap else load_env_creator(gym.spec(env_id).entry_point)(**kwargs)
     if seed is not None:
         env.unwrapped.np_random = gym.utils.seeding.np_random(int(seed))[0]
     return env

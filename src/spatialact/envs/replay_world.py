@@ -3,7 +3,7 @@
 A replay scene (the ``scene`` of a task, docs/tasks.md "Replay scenes") references a recorded trajectory — path,
 format, episode, entity, keyframes — never per-frame arrays. :func:`build_replay_world` builds its world in a
 :class:`~spatialact.envs.rendering.BulletBackend`; the environments call it from ``reset`` and keep a
-:class:`ReplayWorld` for the observing camera and the recorded frames. Frames, per source:
+:class:`BuiltReplay` for the observing camera and the recorded frames. Frames, per source:
 
 * ``droid`` (GripperManip): the world *is* DROID's robot-base frame (+Z up, metres); the simulated Panda's base
   stands at its origin. Task poses are DROID end-effector poses (the Franka flange, "the wrist site of the robot",
@@ -39,7 +39,7 @@ from .world import OBSERVATION_MODES
 
 __all__ = ["DROID_TOOL_OFFSET", "DROID_TABLE_CLEARANCE", "EGODEX_TABLE_CLEARANCE", "ZED2_IMAGE_SIZE",
            "ZED2_VFOV_DEG", "ROOM_MARGIN", "ROOM_BELOW", "ROOM_ABOVE", "RECORDED_POSITION_SCALE",
-           "RECORDED_ROTATION_SCALE", "ReplayWorld", "TaskRecording", "is_replay_scene", "replay_kind",
+           "RECORDED_ROTATION_SCALE", "BuiltReplay", "TaskRecording", "is_replay_scene", "replay_kind",
            "load_scene_trajectory", "clear_trajectory_cache", "build_replay_world", "droid_default_intrinsics",
            "droid_table_height", "egodex_table_height", "hand_points", "room_for_segment", "segment_up",
            "check_droid_reachable", "droid_joint_positions", "replay_scene_for", "replay_camera_spec",
@@ -280,8 +280,10 @@ def check_droid_reachable(poses_ee, joint_seeds=None) -> tuple[np.ndarray, np.nd
 
 # ----- what an environment keeps ---------------------------------------------------------------------------------
 @dataclass
-class ReplayWorld:
-    """A built replay scene: the trajectory, the observing camera, recorded frames on demand.
+class BuiltReplay:
+    """A replay scene once built into a PyBullet world (not a :class:`~spatialact.envs.world.World`: the world that
+    runs it is a :class:`~spatialact.envs.pybullet_world.PyBulletWorld`, which keeps one): the trajectory, the
+    observing camera, recorded frames on demand.
 
     ``camera``: the recorded camera (intrinsics in pixels of the recorded ``image_size``) or None (CameraNav renders
     with its own camera); ``fixed_camera``: a static C2W observing camera (DROID's exterior camera) or None;
@@ -376,7 +378,7 @@ class TaskRecording:
     """The recording a replayed task runs on (:attr:`World.recording <spatialact.envs.world.World.recording>`): its
     replay world and keyframes (frame indices, first = start, last = goal)."""
 
-    replay: ReplayWorld
+    replay: BuiltReplay
     keyframes: np.ndarray
 
     @property
@@ -394,7 +396,7 @@ class TaskRecording:
 
     def nearest(self, pose: np.ndarray) -> tuple[int, float]:
         """(frame, distance) of the recorded frame of the task's segment nearest C2W ``pose`` (see
-        :meth:`ReplayWorld.nearest_recorded`)."""
+        :meth:`BuiltReplay.nearest_recorded`)."""
         return self.replay.nearest_recorded(pose, self.keyframes)
 
     def frame(self, i: int, width: int, height: int) -> np.ndarray:
@@ -466,8 +468,8 @@ def _xyz_euler_pose(v, where: str, field_: str) -> np.ndarray:
 
 
 def build_replay_world(world: BulletBackend, scene: dict, kind: str, where: str = "scene") -> tuple[SceneInfo,
-                                                                                                    ReplayWorld]:
-    """Build a replay scene into an empty world; returns the :class:`SceneInfo` and the :class:`ReplayWorld`.
+                                                                                                    BuiltReplay]:
+    """Build a replay scene into an empty world; returns the :class:`SceneInfo` and the :class:`BuiltReplay`.
     ``kind``: the environment's task kind. Refuses (ValueError, one line ``<where>: scene.<field>: ...``) what
     cannot be built."""
     src = scene.get("source")
@@ -508,7 +510,7 @@ def _build_droid(world, b, scene, traj, where):
     workspace = np.array([[lo[0], hi[0]], [lo[1], hi[1]], [float(tz), float(grasp[:, 2, 3].max()) + 0.1]])
     info = SceneInfo(spec=scene, bodies=bodies, table_z=float(tz), workspace=workspace, exterior_camera=ext,
                      light=light_for(0), robot_base=np.eye(4))
-    rw = ReplayWorld(scene=scene, source="droid", trajectory=traj, camera=replay_camera_spec(scene),
+    rw = BuiltReplay(scene=scene, source="droid", trajectory=traj, camera=replay_camera_spec(scene),
                      fixed_camera=ext, joint_seeds=droid_joint_positions(traj), tool=DROID_TOOL_OFFSET.copy())
     return info, rw
 
@@ -530,7 +532,7 @@ def _build_egodex(world, b, scene, traj, where):
     info = SceneInfo(spec=scene, bodies=bodies, table_z=None if tz is None else float(tz),
                      workspace=np.array([[lo[0], hi[0]], [lo[1], hi[1]], [floor_z, float(pts[:, 2].max())]]),
                      exterior_camera=traj.camera_poses[0].copy(), light=light_for(1))
-    rw = ReplayWorld(scene=scene, source="egodex", trajectory=traj, camera=cam, camera_poses=traj.camera_poses)
+    rw = BuiltReplay(scene=scene, source="egodex", trajectory=traj, camera=cam, camera_poses=traj.camera_poses)
     return info, rw
 
 
@@ -545,7 +547,7 @@ def _build_camera_path(world, b, scene, traj, where):
     if mesh is not None:
         info = build_scene(world, {"generator": "mesh", "mesh": mesh})
         info.spec = scene
-        return info, ReplayWorld(scene=scene, source="camera_path", trajectory=traj)
+        return info, BuiltReplay(scene=scene, source="camera_path", trajectory=traj)
     if not isinstance(room, dict) or not {"center", "size", "up"} <= set(room):
         raise _bad(where, "scene.room", f"expected {{center, size, up}}, got {room!r}")
     try:
@@ -560,7 +562,7 @@ def _build_camera_path(world, b, scene, traj, where):
     half = size / 2
     info = SceneInfo(spec=scene, bodies=bodies, light=light_for(2),
                      nav_box=np.stack([c - np.abs(R) @ half, c + np.abs(R) @ half], axis=1))
-    return info, ReplayWorld(scene=scene, source="camera_path", trajectory=traj, room=(c, R, size))
+    return info, BuiltReplay(scene=scene, source="camera_path", trajectory=traj, room=(c, R, size))
 
 
 def _build_room_box(b: SceneBuilder, c: np.ndarray, R: np.ndarray, size: np.ndarray) -> dict:

@@ -56,6 +56,11 @@ class World(ABC):
     #: Whether ``--env habitat`` runs this world's tasks in habitat-sim instead (CameraNav's scenes: the PyBullet
     #: worlds); the pre-run check then refuses what habitat-sim cannot run before asking :meth:`check_task`.
     habitat_stands_in: ClassVar[bool] = False
+    #: The Gymnasium id of the environment that runs this world's tasks (``spatialact.envs.registry.make_env`` asks
+    #: it through ``env_id_for``): None for the PyBullet worlds, whose tasks run in the environment of their kind
+    #: (CameraNav, GripperManip, HandManip); a world with an environment of its own (the game: GameNav) names it
+    #: and runs tasks of its ``kind`` only.
+    environment: ClassVar[str | None] = None
 
     def __init__(self, camera):
         self.base_camera = camera

@@ -39,7 +39,7 @@ import json
 
 __all__ = ["BATCH_URL", "BATCH_AGENT", "BATCH_ENV", "BATCH_MODE", "MAX_BATCH_REQUESTS", "CLIENT_OPTIONS",
            "BatchError", "BatchAnswers", "custom_id", "task_id_of", "batch_agent", "request_body", "batch_line",
-           "record_kind", "read_batch_output"]
+           "line_kind", "read_batch_output"]
 
 #: The endpoint every request of a batch file names (the chat-completions API the openai agent speaks).
 BATCH_URL = "/v1/chat/completions"
@@ -113,7 +113,7 @@ def batch_line(task, observation: dict, agent, seed: int = 0) -> str:
                       ensure_ascii=False, separators=(",", ":"))
 
 
-def record_kind(rec) -> str | None:
+def line_kind(rec) -> str | None:
     """``"openai-batch"`` for a line of a provider's batch output (``custom_id`` with ``response`` or ``error``),
     ``"openai-batch-input"`` for a line of a batch input file (``custom_id``, ``method``, ``body``), else None."""
     if not isinstance(rec, dict) or "custom_id" not in rec:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from .prompt import (QUESTION_PROMPT_VERSION, QUESTION_SYSTEM_PROMPT, n_rotations, question_prompt, rotate_options,
                      rotated_answer)
-from .record import (QUESTION_FORMATS, QUESTION_TYPES, SCHEMA_VERSION, TYPE_FORMATS, QuestionFile, QuestionFileError,
+from .io import (QUESTION_FORMATS, QUESTION_TYPES, SCHEMA_VERSION, TYPE_FORMATS, QuestionFile, QuestionFileError,
                      load_question_file, load_questions, option_letters, question_schema, save_questions,
                      validate_question)
 from .scoring import score_answers_file, score_response, summarise, summarise_answers

@@ -18,12 +18,12 @@ from pathlib import Path
 import numpy as np
 
 from ..envs.camera import unproject_pixels
-from .record import SCHEMA_VERSION, option_letters
+from .io import SCHEMA_VERSION, option_letters
 
 __all__ = ["Draft", "MIN_OVERLAP", "FRAME_TEXT", "ROTATION_TEXT", "RED", "BLUE", "YELLOW", "FMT_SHORT",
            "camera_intrinsics", "smooth_mask", "draw_marks", "pick_pixels", "pose_text",
            "pose_far", "shuffle_options", "relative_pose_draft", "far_poses", "depth_draft", "four_points_apart",
-           "relative_depth_draft", "spread_values", "marked_point", "write_png", "question_record", "plain_json"]
+           "relative_depth_draft", "spread_values", "marked_point", "write_png", "question_dict", "plain_json"]
 
 MIN_OVERLAP = 0.3  # shared view (both ways) of two views a question compares
 FMT_SHORT = {"multiple_choice": "mc", "judgment": "yn", "numeric": "num"}
@@ -248,7 +248,7 @@ def write_png(path: Path, rgb: np.ndarray) -> None:
     path.write_bytes(png_bytes(rgb))
 
 
-def question_record(draft: Draft, qid: str, typ: str, scene, seed: int, image_dir: Path) -> dict:
+def question_dict(draft: Draft, qid: str, typ: str, scene, seed: int, image_dir: Path) -> dict:
     """The question record of a draft (``scene``: anything with ``source``, the record's source, and ``spec``, its
     scene for reference); its images (PNG) and depth maps (.npy, float32 metres) written to ``image_dir`` as
     ``<id>_<k>.png`` and ``<id>_view<k>_depth.npy``."""

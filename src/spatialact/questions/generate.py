@@ -40,8 +40,8 @@ from pathlib import Path
 import numpy as np
 
 from .drafts import (BLUE, FMT_SHORT, FRAME_TEXT, MIN_OVERLAP, RED, ROTATION_TEXT, Draft, draw_marks, marked_point,
-                     pick_pixels, pose_text, question_record, shuffle_options, smooth_mask, spread_values)
-from .record import QUESTION_TYPES, TYPE_FORMATS, save_questions
+                     pick_pixels, pose_text, question_dict, shuffle_options, smooth_mask, spread_values)
+from .io import QUESTION_TYPES, TYPE_FORMATS, save_questions
 from .shared import SHARED_GENERATORS, FovShot, Views, field_of_view_deg
 
 __all__ = ["build_questions", "BuildResult", "SceneViews", "procedural_scenes", "trajectory_scenes",
@@ -656,7 +656,7 @@ def build_questions(out, *, n: int = 4, seed: int = 0, types=None, trajectory=No
                             bar.update(1)
                     continue
                 qid = f"q-{seed}-{typ}-{FMT_SHORT[fmt]}-{k:03d}"
-                done[i] = question_record(draft, qid, typ, scene, seed, image_dir)
+                done[i] = question_dict(draft, qid, typ, scene, seed, image_dir)
                 if bar is not None:
                     bar.update(1)
     finally:
@@ -673,6 +673,6 @@ def build_questions(out, *, n: int = 4, seed: int = 0, types=None, trajectory=No
         raise ValueError("no question could be generated (" + ", ".join(f"{k}: {v}" for k, v in skipped.items())
                          + f"); {hint}")
     path = save_questions(records, out)
-    from .record import load_questions
+    from .io import load_questions
 
     return BuildResult(path=path, questions=load_questions(path), skipped=skipped)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .record import option_letters
+from .io import option_letters
 
 __all__ = ["QUESTION_PROMPT_VERSION", "QUESTION_SYSTEM_PROMPT", "rotate_options", "rotated_answer", "n_rotations",
            "question_prompt", "image_png_bytes", "UNIT_NAMES"]

@@ -31,7 +31,7 @@ import numpy as np
 
 from ..records import QUESTION_ENV, QUESTION_MODE, QUESTION_RECORD, RETRIED_ON_RESUME, question_key, question_variant
 from .prompt import QUESTION_PROMPT_VERSION, n_rotations, question_prompt, rotated_answer
-from .record import option_letters
+from .io import option_letters
 from .scoring import score_response
 
 __all__ = ["QUESTION_AGENTS", "make_answerer", "Reply", "run_questions", "QuestionRunSummary", "check_question_inputs",

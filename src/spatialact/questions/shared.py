@@ -25,7 +25,7 @@ from ..envs.camera import project_points, unproject_pixels
 from .drafts import (FRAME_TEXT, RED, ROTATION_TEXT, YELLOW, Draft, depth_draft, draw_marks, far_poses,
                      four_points_apart, marked_point, pick_pixels, relative_depth_draft, relative_pose_draft,
                      shuffle_options, smooth_mask, spread_values)
-from .record import option_letters
+from .io import option_letters
 
 __all__ = ["Views", "FovShot", "DEPTH_TOLERANCE", "EXACT_DEPTH_SLACK_M", "field_of_view_deg", "marked_views",
            "relative_pose_question", "fov_question", "depth_question", "relative_depth_question",

@@ -48,7 +48,7 @@ def _file_hashes(path: Path) -> dict:
     """{relative path: SHA-256 of the pixels (PNG) or of the float32 array bytes (depth .npy)} of a question file's
     images and depth maps."""
     from ..image_files import array_sha256, read_image_rgb
-    from .record import load_questions
+    from .io import load_questions
 
     base = path.parent
     out = {}
@@ -65,7 +65,7 @@ def _file_hashes(path: Path) -> dict:
 def question_track_info(path) -> dict:
     """The card's ``questions`` entry for a built track: the file's SHA-256 and size, questions per type and
     format, the build's parameters, and the hash of every image and depth map."""
-    from .record import load_questions
+    from .io import load_questions
 
     path = Path(path)
     data = path.read_bytes()

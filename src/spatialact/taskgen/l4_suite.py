@@ -366,14 +366,14 @@ def view_hashes(tasks, *, size: int = PINS["image_size"], renderer: str = PINS["
     """For each task, ``{"start": hex, "goal": hex}``: :func:`~spatialact.image_files.array_sha256` of the start
     and goal views an evaluation shows (``env.reset(options={"task": task})``'s ``rgb`` and ``goal_rgb``, as
     ``spatialact eval`` makes its environment) at ``size`` × ``size``, ``renderer`` and ``quality``. One environment
-    per kind (and one for game tasks) is reset task after task (the same images as a fresh one: tested)."""
-    from ..envs.registry import make_env, runs_in_game
+    per Gymnasium id (a kind's, the game's) is reset task after task (the same images as a fresh one: tested)."""
+    from ..envs.registry import env_id_for, make_env
     from ..image_files import array_sha256
 
     envs: dict = {}
     try:
         for task in tasks:
-            key = (task.kind, runs_in_game(task))
+            key = env_id_for(task.kind, task.scene)
             if key not in envs:
                 envs[key] = make_env(task.kind, task=task, action_mode="continuous", renderer=renderer, width=size,
                                      height=size, seed=0, terminate_on_success=False, render_quality=quality)

@@ -4,13 +4,13 @@ simulator needed; extraction and building load on first use."""
 
 from .io import (TaskFile, TaskFileError, clear_task_cache, file_sha256, load_task_file, load_tasks, save_tasks,
                  task_cache_dir)
-from .task import READ_SCHEMA_VERSIONS, SCHEMA_VERSION, Task, counts_from_names, default_success, sequence_record
+from .task import READ_SCHEMA_VERSIONS, SCHEMA_VERSION, Task, counts_from_names, default_success, sequence_dict
 from .tags import bin_label, motion_tags, steps_tag
-from .validation import schema_problems, semantic_problems, task_schema, validate_record
+from .validation import schema_problems, semantic_problems, task_schema, validate_task_dict
 
 __all__ = ["Task", "SCHEMA_VERSION", "READ_SCHEMA_VERSIONS", "default_success",
-           "sequence_record", "counts_from_names", "TaskFile", "TaskFileError", "load_tasks", "load_task_file",
-           "clear_task_cache", "task_cache_dir", "save_tasks", "validate_record", "schema_problems",
+           "sequence_dict", "counts_from_names", "TaskFile", "TaskFileError", "load_tasks", "load_task_file",
+           "clear_task_cache", "task_cache_dir", "save_tasks", "validate_task_dict", "schema_problems",
            "semantic_problems", "task_schema", "file_sha256", "bin_label", "motion_tags", "steps_tag",
            "extract_actions", "replay", "quantisation_bound", "pairs_from_trajectory"]
 

@@ -33,8 +33,8 @@ from ..cache import cache_dir, read_entry, trusted, write_entry
 from ..jsonline import LineTooLong, TooDeep, fast_loads, open_input, read_bounded, stored_path
 from ..outputs import OutputFile
 from .task import Task
-from .validation import (ORTHO_TOL, VALIDATOR_VERSION, pose_problems, record_label, record_poses, schema_problems,
-                         schema_validator, semantic_problems, task_schema, validate_record)
+from .validation import (ORTHO_TOL, VALIDATOR_VERSION, pose_problems, task_label, task_poses, schema_problems,
+                         schema_validator, semantic_problems, task_schema, validate_task_dict)
 
 __all__ = ["TaskFileError", "TaskFile", "TaskView", "load_tasks", "load_task_file", "save_tasks", "file_sha256",
            "clear_task_cache", "task_cache_dir", "write_jsonl_atomic"]
@@ -331,7 +331,7 @@ class _Poses:
         self.owner: list[tuple[int, str, str]] = []  # (line, task id, field) per pose
 
     def add(self, lineno: int, tid: str, rec: dict) -> None:
-        names, mats = record_poses(rec)
+        names, mats = task_poses(rec)
         self.mats += mats
         self.owner += [(lineno, tid, n) for n in names]
 
@@ -378,12 +378,12 @@ def _parse_lines(path: Path, data: bytes, folder: str, validate: bool) -> tuple[
         except RecursionError:  # pragma: no cover - TooDeep comes first (jsonline.MAX_JSON_DEPTH)
             fail(lineno, "not valid JSON (nested too deeply)")
         if not isinstance(rec, dict):
-            fail(lineno, f"record: expected a JSON object, got {type(rec).__name__}")
+            fail(lineno, f"line: expected a JSON object, got {type(rec).__name__}")
         problems = (([] if is_valid(rec) else schema_problems(rec)) or semantic_problems(rec, poses=False)
                     if validate else [])
         if problems:
             more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
-            fail(lineno, f"{record_label(rec)}field '{problems[0][0]}': {problems[0][1]}{more}")
+            fail(lineno, f"{task_label(rec)}field '{problems[0][0]}': {problems[0][1]}{more}")
         tid = rec["id"]
         if tid in seen:
             fail(lineno, f"field 'id': {tid!r} already used on line {seen[tid]}")
@@ -392,7 +392,7 @@ def _parse_lines(path: Path, data: bytes, folder: str, validate: bool) -> tuple[
             poses.add(lineno, tid, rec)
         _resolve_paths(rec, folder)
         try:
-            task = Task.from_record(rec)
+            task = Task.from_dict(rec)
         except (ValueError, KeyError, TypeError) as e:  # validation should have caught it; still one line
             raise TaskFileError(f"{path}:{lineno}: task {tid!r}: {e}") from None
         task.start_pose.flags.writeable = False  # shared between loads (see TaskFile)
@@ -449,7 +449,7 @@ def save_tasks(tasks: Iterable[Task], path: str | os.PathLike, *, relative_to: s
         seen: set[str] = set()
         for t in tasks:
             try:
-                rec = t.to_record()
+                rec = t.to_dict()
             except (ValueError, KeyError, TypeError) as e:  # e.g. an example whose sequence is malformed
                 raise TaskFileError(f"task {getattr(t, 'id', t)!r}: {e}") from None
             for key in ("start_image", "goal_image"):
@@ -459,7 +459,7 @@ def save_tasks(tasks: Iterable[Task], path: str | os.PathLike, *, relative_to: s
             if rec.get("scene"):
                 rec["scene"] = {k: (store(v) if k in ("mesh", "trajectory") else v)
                                 for k, v in rec["scene"].items()}
-            problems = validate_record(rec)
+            problems = validate_task_dict(rec)
             if problems:
                 raise TaskFileError(f"task {t.id!r}: {problems[0]}")
             if t.id in seen:

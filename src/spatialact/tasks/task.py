@@ -1,4 +1,4 @@
-"""The task record (docs/tasks.md): what a model is asked, and the ground truth it is scored against."""
+"""The task (docs/tasks.md): what a model is asked, and the ground truth it is scored against."""
 
 from __future__ import annotations
 
@@ -13,17 +13,17 @@ from ..action_space import MOTION_PRIMITIVES, ActionSequence, Primitive, StepSiz
 from ..vocab import ANSWER_FORMATS, KINDS
 from .scene import Scene, parse_scene
 
-__all__ = ["Task", "SCHEMA_VERSION", "READ_SCHEMA_VERSIONS", "default_success", "sequence_record", "counts_from_names",
+__all__ = ["Task", "SCHEMA_VERSION", "READ_SCHEMA_VERSIONS", "default_success", "sequence_dict", "counts_from_names",
            "names_agree"]
 
-SCHEMA_VERSION = 2  # written by save_tasks / Task.to_record
+SCHEMA_VERSION = 2  # written by save_tasks / Task.to_dict
 READ_SCHEMA_VERSIONS = (1, 2)  # read by load_tasks (a line without schema_version is version 1)
 
 _COLUMN = {p.value: k for k, p in enumerate(MOTION_PRIMITIVES)}  # "Truck Left" -> its column in Step.counts
 _STAY = Primitive.STAY.value
 
 
-def sequence_record(seq: ActionSequence) -> dict:
+def sequence_dict(seq: ActionSequence) -> dict:
     """``seq.to_dict()`` with every counts step also in words, as an answer would name it (schema version 2).
 
     A step reads ``{"actions": ["Truck Left", "Pedestal Up"], "step_nums": [1, 4], "counts": [...],
@@ -62,7 +62,7 @@ def names_agree(actions: list, step_nums: list, counts: list) -> bool:
 
 
 def counts_from_names(actions: list, step_nums: list) -> list[int]:
-    """The 12 counts a named step stands for (the inverse of :func:`sequence_record`'s names).
+    """The 12 counts a named step stands for (the inverse of :func:`sequence_dict`'s names).
 
     Raises ValueError for an unknown name, lists of different lengths, or "Stay" that is not alone with
     step_num 1. Names are the canonical ones (``Primitive`` values), exactly: a task file is not a model answer.
@@ -147,8 +147,8 @@ class Task:
     def with_(self, **changes: Any) -> "Task":
         return replace(self, **changes)
 
-    # ----- records ------------------------------------------------------------------------------------
-    def to_record(self) -> dict:
+    # ----- the task line ----------------------------------------------------------------------------------
+    def to_dict(self) -> dict:
         """The JSON-able task line (schema version 2: the ground truth also in named actions)."""
         rec = {
             "schema_version": SCHEMA_VERSION,
@@ -160,11 +160,11 @@ class Task:
             "goal_pose": self.goal_pose.tolist(),
             "start_image": self.start_image,
             "goal_image": self.goal_image,
-            "example": _example_record(self.example),
+            "example": _example_dict(self.example),
             "answer_format": self.answer_format,
             "n_steps": self.n_steps,
             "sizes": self.sizes.to_dict(),
-            "gt": sequence_record(self.gt),
+            "gt": sequence_dict(self.gt),
             "success": self.success,
             "instruction": self.instruction,
             "tags": dict(self.tags),
@@ -173,8 +173,8 @@ class Task:
         return rec
 
     @classmethod
-    def from_record(cls, rec: dict) -> "Task":
-        """From a task line (schema version 1 or 2) already validated (``spatialact.tasks.validate_record``)."""
+    def from_dict(cls, rec: dict) -> "Task":
+        """From a task line (schema version 1 or 2) already validated (``spatialact.tasks.validate_task_dict``)."""
         return cls(
             id=rec["id"], kind=rec["kind"], source=rec["source"],
             start_pose=np.asarray(rec["start_pose"], dtype=np.float64),
@@ -186,9 +186,9 @@ class Task:
         )
 
 
-def _example_record(example: dict | None) -> dict | None:
+def _example_dict(example: dict | None) -> dict | None:
     """The example with its sequence's counts steps named too (schema version 2)."""
     if not example or not isinstance(example.get("sequence"), dict):
         return example
     seq = ActionSequence.from_dict(example["sequence"])
-    return {**example, "sequence": sequence_record(seq)}
+    return {**example, "sequence": sequence_dict(seq)}

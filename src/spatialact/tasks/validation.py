@@ -1,9 +1,9 @@
-"""Validation of one task record: the schema's checks (compiled), then the checks a JSON Schema cannot state.
+"""Validation of one task line (a decoded JSON object): the schema's checks (compiled), then the checks a JSON Schema cannot state.
 
 :func:`schema_problems` is the shipped JSON Schema (``schemas/task.schema.json``) compiled by
-:mod:`spatialact.schema_compiler`: it accepts and rejects exactly what ``jsonschema`` does on JSON records, about
+:mod:`spatialact.schema_compiler`: it accepts and rejects exactly what ``jsonschema`` does on JSON lines, about
 100× faster.
-:func:`semantic_problems` adds, for a record that passed the schema (docs/tasks.md):
+:func:`semantic_problems` adds, for a task line that passed the schema (docs/tasks.md):
 
 * poses (``start_pose``, ``goal_pose``, ``example.start_pose``): last row ``[0, 0, 0, 1]`` and an orthonormal
   rotation (``geometry.orthonormality_error`` ≤ 1e-5);
@@ -13,7 +13,7 @@
 * a replay scene's keyframes increase strictly;
 * the free-form parts (``meta``, ``scene.params``) hold only finite numbers.
 
-Problems are ``(field, message)`` pairs; :func:`validate_record` formats them as ``field 'x': what`` strings.
+Problems are ``(field, message)`` pairs; :func:`validate_task_dict` formats them as ``field 'x': what`` strings.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from ..action_space import DEFAULT_CAP
 from ..schema_compiler import CompiledSchema, compile_schema, format_path
 from .task import counts_from_names, names_agree
 
-__all__ = ["task_schema", "schema_validator", "schema_problems", "semantic_problems", "validate_record", "record_label",
-           "record_poses", "pose_problems", "ORTHO_TOL", "VALIDATOR_VERSION"]
+__all__ = ["task_schema", "schema_validator", "schema_problems", "semantic_problems", "validate_task_dict", "task_label",
+           "task_poses", "pose_problems", "ORTHO_TOL", "VALIDATOR_VERSION"]
 
 ORTHO_TOL = 1e-5
 # Bumped whenever a rule changes, so that a cached "this file validated" verdict from older rules is not reused.
@@ -111,8 +111,8 @@ def _sequence_problems(name: str, seq: dict, sizes: dict, out: list) -> None:
                             f"{cap:g} × {sizes['rotation']:g} rad) on an axis"))
 
 
-def record_poses(rec: dict) -> tuple[list[str], list]:
-    """The fields holding poses in a (schema-valid) record and their values (nested lists)."""
+def task_poses(rec: dict) -> tuple[list[str], list]:
+    """The fields holding poses in a (schema-valid) task line and their values (nested lists)."""
     example = rec.get("example")
     if example:
         return (["start_pose", "goal_pose", "example.start_pose"],
@@ -138,12 +138,12 @@ def pose_problems(T: np.ndarray) -> list[tuple[int, str]]:
 
 
 def semantic_problems(rec: dict, *, poses: bool = True) -> list[tuple[str, str]]:
-    """The checks beyond the JSON Schema, for a record that passed :func:`schema_problems` (``poses=False``
+    """The checks beyond the JSON Schema, for a task line that passed :func:`schema_problems` (``poses=False``
     leaves the pose checks to the caller, who batches them with :func:`pose_problems`)."""
     out: list[tuple[str, str]] = []
     example = rec.get("example")
     if poses:
-        names, mats = record_poses(rec)
+        names, mats = task_poses(rec)
         out += [(names[i], msg) for i, msg in pose_problems(np.array(mats, dtype=np.float64))]
     if rec["n_steps"] != len(rec["gt"]["steps"]):
         out.append(("n_steps", f"{rec['n_steps']} but gt has {len(rec['gt']['steps'])} steps"))
@@ -167,8 +167,8 @@ def _id_check():
     return compile_schema({"$defs": task_schema()["$defs"], "$ref": "#/$defs/id"})
 
 
-def record_label(rec) -> str:
-    """``task 'id': `` when the record has a valid id (so a message names the task), else ``''``."""
+def task_label(rec) -> str:
+    """``task 'id': `` when the task line has a valid id (so a message names the task), else ``''``."""
     if isinstance(rec, dict):
         tid = rec.get("id")
         if isinstance(tid, str) and not _id_check()(tid):
@@ -176,10 +176,10 @@ def record_label(rec) -> str:
     return ""
 
 
-def validate_record(rec) -> list[str]:
-    """Every problem with one task record (version 1 or 2), as ``field 'x': what`` strings (empty when valid)."""
+def validate_task_dict(rec) -> list[str]:
+    """Every problem with one task line (version 1 or 2), as ``field 'x': what`` strings (empty when valid)."""
     if not isinstance(rec, dict):
-        return [f"record: expected a JSON object, got {type(rec).__name__}"]
+        return [f"line: expected a JSON object, got {type(rec).__name__}"]
     problems = schema_problems(rec)
     if not problems:
         problems = semantic_problems(rec)

@@ -61,7 +61,7 @@ class QuestionFileError(ValueError):
 
 @dataclass(frozen=True)
 class QuestionFile:
-    """A loaded question file: its path, the SHA-256 of its bytes and the question records in file order;
+    """A loaded question file: its path, the SHA-256 of its bytes and the questions (decoded lines) in file order;
     ``notes``: what was read other than as written, one line each (a numeric answer given as text, read as the
     number: ``q.jsonl:3: question 'q-1': field 'answer': the text '79' read as the number 79``)."""
 
@@ -195,9 +195,9 @@ def _label(rec) -> str:
 
 
 def validate_question(rec) -> list[str]:
-    """Every problem with one question record, as ``field 'x': what`` strings (empty when valid)."""
+    """Every problem with one question line, as ``field 'x': what`` strings (empty when valid)."""
     if not isinstance(rec, dict):
-        return [f"record: expected a JSON object, got {type(rec).__name__}"]
+        return [f"line: expected a JSON object, got {type(rec).__name__}"]
     problems = _schema_problems(rec) or _semantic_problems(rec)
     ans = rec.get("answer")
     if rec.get("format") == "numeric" and isinstance(ans, str):  # the schema's words are a letter's ("at most 1
@@ -296,7 +296,7 @@ def load_question_file(path: str | os.PathLike) -> QuestionFile:
 
 
 def load_questions(path: str | os.PathLike, *, ids: Iterable[str] | None = None) -> list[dict]:
-    """The validated question records of a file (optionally only those in ``ids``); see
+    """The validated questions of a file (optionally only those in ``ids``); see
     :func:`load_question_file`."""
     qs = load_question_file(path).questions
     if ids is None:
@@ -305,8 +305,8 @@ def load_questions(path: str | os.PathLike, *, ids: Iterable[str] | None = None)
     return [q for q in qs if q["id"] in want]
 
 
-def save_questions(records: Iterable[dict], path: str | os.PathLike) -> Path:
-    """Write question records as JSONL (atomically: a temporary file, then rename), each validated first; paths
+def save_questions(questions: Iterable[dict], path: str | os.PathLike) -> Path:
+    """Write questions as JSONL (atomically: a temporary file, then rename), each validated first; paths
     under the file's folder are written relative to it. Writing no question is refused."""
     path = Path(path)
     base = path.parent
@@ -314,14 +314,14 @@ def save_questions(records: Iterable[dict], path: str | os.PathLike) -> Path:
 
     def checked():
         seen: set[str] = set()
-        for rec in records:
+        for rec in questions:
             rec = dict(rec)
             rec["images"] = [dict(im, path=stored_path(im["path"], base)) for im in rec.get("images", [])]
             rec["views"] = [dict(v, depth=stored_path(v.get("depth"), base)) if v.get("depth") else v
                             for v in rec.get("views", [])]
             problems = validate_question(rec)
             if problems:
-                raise QuestionFileError(f"{_label(rec) or 'record: '}{problems[0]}")
+                raise QuestionFileError(f"{_label(rec) or 'line: '}{problems[0]}")
             if rec["id"] in seen:
                 raise QuestionFileError(f"question {rec['id']!r}: field 'id': used twice")
             seen.add(rec["id"])

@@ -94,7 +94,7 @@ def test_nav_tasks_from_smooth_trajectory(tmp_path):
     a = pairs_from_trajectory(tr, n=8, seed=3)
     b = pairs_from_trajectory(tr, n=8, seed=3)
     c = pairs_from_trajectory(tr, n=8, seed=4)
-    assert [x.to_record() for x in a] == [x.to_record() for x in b]  # determinism
+    assert [x.to_dict() for x in a] == [x.to_dict() for x in b]  # determinism
     assert [x.id for x in a] != [x.id for x in c]
     u = StepSizes.navigation().translation
     for task in a:
