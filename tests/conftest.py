@@ -23,3 +23,16 @@ def server():
     s = FakeServer()
     yield s
     s.close()
+
+
+@pytest.fixture
+def api_key(monkeypatch):
+    """The API key the test agents read (``api_key_env="SPATIALACT_TEST_KEY"``) set to ``_chat_server.SECRET``, and
+    no proxy: requests to the loopback servers go straight there."""
+    from _chat_server import SECRET
+
+    monkeypatch.setenv("SPATIALACT_TEST_KEY", SECRET)
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy", "NO_PROXY",
+                 "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    return SECRET

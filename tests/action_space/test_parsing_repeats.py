@@ -8,7 +8,6 @@ looked up.
 
 from __future__ import annotations
 
-import json
 import random
 
 import pytest

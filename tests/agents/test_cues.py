@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from _chat_server import SECRET
 from _fabricate import make_task
 from spatialact.agents import AgentConfigError, PROMPT_VERSION, build_prompt, make_agent
 from spatialact.agents.cues import cue_problem, parse_cues
@@ -105,8 +104,7 @@ def test_cue_problem_names_the_task_and_the_cue():
     assert why.startswith("task 't0': --agent-arg cues=size needs the intrinsics") and "\n" not in why
 
 
-def test_the_variant_is_part_of_the_prompt_version_and_the_cache_key(server, tmp_path, monkeypatch):
-    monkeypatch.setenv("SPATIALACT_TEST_KEY", SECRET)
+def test_the_variant_is_part_of_the_prompt_version_and_the_cache_key(server, tmp_path, api_key):
     kw = dict(model="m", base_url=server.url, api_key_env="SPATIALACT_TEST_KEY", cache_dir=tmp_path / "c",
               max_retries=0)
     plain, cued = make_agent("openai", **kw), make_agent("openai", cues="depth,matches", **kw)
@@ -138,11 +136,10 @@ def _image_task_file(tmp_path, scene=None):
     return task, f
 
 
-def test_a_cue_the_environment_cannot_supply_is_refused_before_the_run(server, tmp_path, monkeypatch, capsys):
+def test_a_cue_the_environment_cannot_supply_is_refused_before_the_run(server, tmp_path, api_key, capsys):
     pytest.importorskip("openai")
     from spatialact.cli.main import main
 
-    monkeypatch.setenv("SPATIALACT_TEST_KEY", SECRET)
     _, f = _image_task_file(tmp_path)
     base = ["eval", "--tasks", str(f), "--env", "none", "--agent", "openai", "--agent-arg", "model=m",
             "--agent-arg", f"base_url={server.url}", "--agent-arg", "api_key_env=SPATIALACT_TEST_KEY", "--no-progress",
@@ -179,12 +176,11 @@ def test_a_one_shot_task_showing_recorded_frames_has_no_depth(tmp_path):
     check_tasks([task], EpisodeConfig(mode="closed-loop"), Cued())
 
 
-def test_rendered_views_give_every_cue(server, tmp_path, monkeypatch):
+def test_rendered_views_give_every_cue(server, tmp_path, api_key):
     pytest.importorskip("openai")
     pytest.importorskip("pybullet")
     from spatialact.cli.main import main
 
-    monkeypatch.setenv("SPATIALACT_TEST_KEY", SECRET)
     out = tmp_path / "run"
     assert main(["eval", "--suite", "nav:1", "--size", "64", "--renderer", "tiny", "--agent", "openai",
                  "--agent-arg", "model=m", "--agent-arg", f"base_url={server.url}", "--agent-arg",

@@ -9,7 +9,6 @@ import pytest
 
 from _fabricate import look_pose, make_task
 from spatialact import geometry
-from spatialact.action_space import ActionSequence, Step
 from spatialact.agents import make_agent
 from spatialact.agents.geometric import estimate_motion
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from _chat_server import SECRET, FakeServer
+from _chat_server import FakeServer
 from _fabricate import image_tasks, make_task
 from spatialact.agents import AgentConfigError, make_agent, recorded_agent_args
 from spatialact.agents import openai_agent
@@ -32,12 +32,7 @@ ANSWER = '{"actions": ["W"], "step_nums": [1]}'
 
 
 @pytest.fixture
-def key_env(monkeypatch):
-    monkeypatch.setenv("SPATIALACT_TEST_KEY", SECRET)
-
-
-@pytest.fixture
-def agent_factory(server, tmp_path, key_env):
+def agent_factory(server, tmp_path, api_key):
     def make(name="openai", url=None, **kw):
         args = dict(model="test-vlm", base_url=url or server.url, api_key_env="SPATIALACT_TEST_KEY", timeout=1.0,
                     max_retries=0, backoff=0.0, cache_dir=tmp_path / "cache", price_in=1.0, price_out=2.0)
@@ -125,7 +120,7 @@ def test_a_dripped_reply_is_retried_like_a_silent_server(server, agent_factory):
     assert turn.error is None and turn.parse.ok and turn.info["attempts"] == 2 and len(server.requests) == 3
 
 
-def test_the_deadline_holds_on_a_kept_alive_connection(key_env, tmp_path):
+def test_the_deadline_holds_on_a_kept_alive_connection(api_key, tmp_path):
     """The connection of an earlier answer is reused for the dripped one: still abandoned; the next request gets
     a fresh connection and its answer."""
     srv = FakeServer(keep_alive=True)
@@ -166,7 +161,7 @@ def _eval_argv(tf, out, url, *extra):
     return argv
 
 
-def test_eval_records_a_dripped_reply_as_a_timeout_and_a_rerun_asks_again(server, key_env, tmp_path, capsys):
+def test_eval_records_a_dripped_reply_as_a_timeout_and_a_rerun_asks_again(server, api_key, tmp_path, capsys):
     tf = _image_tasks(tmp_path / "tasks", 1)
     out = tmp_path / "run"
     argv = _eval_argv(tf, out, server.url, "timeout=1", "max_retries=1")
@@ -229,7 +224,7 @@ def test_unknown_counts_are_cached_as_an_answer_and_summed_as_unknown_by_tool_ag
     assert turn.usage["prompt_tokens"] is None and turn.usage["completion_tokens"] is None and turn.cost_usd is None
 
 
-def test_eval_with_unbelievable_counts_scores_the_answer_and_a_rerun_keeps_it(server, key_env, tmp_path, capsys):
+def test_eval_with_unbelievable_counts_scores_the_answer_and_a_rerun_keeps_it(server, api_key, tmp_path, capsys):
     """Not an error record, no negative or absurd cost; a rerun treats it as an answer (nothing asked again)."""
     openai_agent.SAID_ONCE.clear()
     tf = _image_tasks(tmp_path / "tasks", 3)
@@ -323,7 +318,7 @@ def test_salvage_and_cap_by_hand():
     assert cap_text("a" * 5, 5) == ("a" * 5, False)
 
 
-def test_eval_stores_at_most_a_mib_of_text_per_reply(server, key_env, tmp_path):
+def test_eval_stores_at_most_a_mib_of_text_per_reply(server, api_key, tmp_path):
     tf = _image_tasks(tmp_path / "tasks", 2)
     out = tmp_path / "run"
     server.script = [("raw", _completion_json(ANSWER + " " + "A" * (10 * 2 ** 20))),
@@ -336,7 +331,7 @@ def test_eval_stores_at_most_a_mib_of_text_per_reply(server, key_env, tmp_path):
     assert sum(p.stat().st_size for p in (out / "cache").rglob("*.json")) < 2 * MAX_TEXT_BYTES + 8192
 
 
-def test_the_record_schema_admits_unknown_counts_and_a_truncated_response(server, key_env, tmp_path):
+def test_the_record_schema_admits_unknown_counts_and_a_truncated_response(server, api_key, tmp_path):
     """A record as eval writes it, with what the agents report and the writers are to carry: valid; a negative
     count or a response_truncated that is not a boolean is not."""
     from spatialact.records import validate_result
@@ -353,7 +348,7 @@ def test_the_record_schema_admits_unknown_counts_and_a_truncated_response(server
     assert validate_result(dict(rec, usage=dict(rec["usage"], prompt_tokens=-3000))) != []
 
 
-def test_the_record_says_its_answer_was_truncated(server, key_env, tmp_path):
+def test_the_record_says_its_answer_was_truncated(server, api_key, tmp_path):
     tf = _image_tasks(tmp_path / "tasks", 2)
     out = tmp_path / "run"
     server.script = [("raw", _completion_json(ANSWER + " " + "A" * (10 * 2 ** 20))), ("ok", ANSWER)]
@@ -399,7 +394,7 @@ def test_bad_extra_headers_are_refused(headers, words):
         make_agent("openai", model="m", base_url="http://127.0.0.1:9/v1", params={"extra_headers": headers})
 
 
-def test_extra_headers_are_sent_and_recorded_by_name_only(server, key_env, tmp_path, capsys):
+def test_extra_headers_are_sent_and_recorded_by_name_only(server, api_key, tmp_path, capsys):
     value = "org-7Q2-private-value"
     server.script = [("ok", ANSWER)]
     agent = make_agent("openai", model="test-vlm", base_url=server.url, api_key_env="SPATIALACT_TEST_KEY",
@@ -421,7 +416,7 @@ def test_extra_headers_are_sent_and_recorded_by_name_only(server, key_env, tmp_p
     assert "'params.extra_headers' may not carry the credential header 'X-Api-Key'" in err
 
 
-def test_config_json_records_extra_header_names_only(server, key_env, tmp_path):
+def test_config_json_records_extra_header_names_only(server, api_key, tmp_path):
     value = "org-7Q2-private-value"
     tf = _image_tasks(tmp_path / "tasks", 1)
     out = tmp_path / "run"

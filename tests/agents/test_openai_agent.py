@@ -18,8 +18,7 @@ from spatialact.agents import AgentConfigError, make_agent
 pytest.importorskip("openai")
 
 @pytest.fixture
-def agent_factory(server, tmp_path, monkeypatch):
-    monkeypatch.setenv("SPATIALACT_TEST_KEY", SECRET)
+def agent_factory(server, tmp_path, api_key):
 
     def make(**kw):
         args = dict(model="test-vlm", base_url=server.url, api_key_env="SPATIALACT_TEST_KEY", timeout=5.0,
@@ -273,13 +272,12 @@ def test_numeric_arguments_within_range_are_what_is_sent(server, agent_factory):
         assert turn.cost_usd == pytest.approx(12 * 2.5e-6)  # prompt tokens free, completion at 2.5 USD per million
 
 
-def test_a_bad_max_tokens_in_eval_exits_2_with_nothing_written(server, tmp_path, monkeypatch, capsys):
+def test_a_bad_max_tokens_in_eval_exits_2_with_nothing_written(server, tmp_path, api_key, capsys):
     """`spatialact eval --agent openai --agent-arg max_tokens=-5 --out R`: exit 2, one line naming the argument,
     no request made, R not created (the same for react)."""
     from spatialact.cli.main import main
     from spatialact.tasks import save_tasks
 
-    monkeypatch.setenv("SPATIALACT_TEST_KEY", SECRET)
     tasks = save_tasks([make_task("t0"), make_task("t1")], tmp_path / "tasks.jsonl")
     for agent, arg, words in (("openai", "max_tokens=-5", "openai: max_tokens must be a whole number from 1"),
                               ("openai", "max_tokens=abc", "openai: max_tokens must be a whole number from 1"),

@@ -11,7 +11,6 @@ import hashlib
 import json
 import os
 import shutil
-import textwrap
 from pathlib import Path
 
 import pytest

@@ -38,8 +38,7 @@ def _obs(depth=True, pose=False):
 
 
 @pytest.fixture
-def agent_factory(server, tmp_path, monkeypatch):
-    monkeypatch.setenv("SPATIALACT_TEST_KEY", SECRET)
+def agent_factory(server, tmp_path, api_key):
 
     def make(name="react", **kw):
         args = dict(model="test-vlm", base_url=server.url, api_key_env="SPATIALACT_TEST_KEY", timeout=5.0,
@@ -259,14 +258,13 @@ def _read(out):
     return [json.loads(x) for x in (Path(out) / "results.jsonl").read_text().splitlines()]
 
 
-def test_a_scripted_server_reaches_the_oracles_score_on_the_default_suite(server, tmp_path, monkeypatch, capsys):
+def test_a_scripted_server_reaches_the_oracles_score_on_the_default_suite(server, tmp_path, api_key, capsys):
     pytest.importorskip("pybullet")
     from spatialact.agents.base import answer_text
     from spatialact.cli.main import main
     from spatialact.report import make_report
     from spatialact.taskgen.suites import builtin_suite
 
-    monkeypatch.setenv("SPATIALACT_TEST_KEY", SECRET)
     common = ["--suite", "default", "--size", "64", "--renderer", "tiny", "--no-progress", "--json"]
     assert main(["eval", *common, "--agent", "oracle", "--out", str(tmp_path / "oracle")]) == 0
     oracle = {r["task_id"]: r["score"] for r in _read(tmp_path / "oracle")}
@@ -311,7 +309,7 @@ def test_a_scripted_server_reaches_the_oracles_score_on_the_default_suite(server
     assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page and SECRET not in page
 
 
-def test_the_tool_use_table_leaves_failed_episodes_out_of_the_call_rate(server, tmp_path, monkeypatch, capsys):
+def test_the_tool_use_table_leaves_failed_episodes_out_of_the_call_rate(server, tmp_path, api_key, capsys):
     """An episode whose request failed (HTTP 400 after one round of calls) is counted as failed, and its calls do not
     enter calls per episode: 3 calls in the episode that ran → 3.00, not 4 calls over 2 episodes."""
     pytest.importorskip("pybullet")
@@ -320,7 +318,6 @@ def test_the_tool_use_table_leaves_failed_episodes_out_of_the_call_rate(server, 
     from spatialact.report import make_report
     from spatialact.taskgen.suites import builtin_suite
 
-    monkeypatch.setenv("SPATIALACT_TEST_KEY", SECRET)
     t0, t1 = builtin_suite("default")[:2]
     server.script += [("tool_calls", [("relative_pose", "{}")]), ("status", 400),
                       ("tool_calls", [("relative_pose", "{}"), ("relative_pose", "{}"), ("relative_pose", "{}")]),
@@ -339,12 +336,11 @@ def test_the_tool_use_table_leaves_failed_episodes_out_of_the_call_rate(server, 
     assert row.split(" | ")[2:5] == ["2 (1 failed)", str(3 + n_failed_calls), "3.00"], row
 
 
-def test_privileged_tools_are_marked_in_every_record_and_the_report(server, tmp_path, monkeypatch, capsys):
+def test_privileged_tools_are_marked_in_every_record_and_the_report(server, tmp_path, api_key, capsys):
     pytest.importorskip("pybullet")
     from spatialact.cli.main import main
     from spatialact.report import make_report
 
-    monkeypatch.setenv("SPATIALACT_TEST_KEY", SECRET)
 
     def respond(body):  # read the exact motion, answer with it in one step (it reaches the goal)
         tool = [m for m in body["messages"] if m["role"] == "tool"]

@@ -94,19 +94,18 @@ def test_score_default_scores_file_by_the_rule(tmp_path, capsys):
 
 
 # ----- (4) token counts that are not believable: the record says unknown (null), not zero --------------------------
-def test_unbelievable_token_counts_are_null_in_the_record_and_sane_ones_summed(tmp_path, monkeypatch, capsys):
+def test_unbelievable_token_counts_are_null_in_the_record_and_sane_ones_summed(tmp_path, api_key, capsys):
     """Priced agent (price_in=1, price_out=2 USD per million tokens): a reply stating 10³⁰ or -3000 prompt tokens
     is recorded with usage tokens and cost null (unknown), the answer scored; a sane one costs what its counts say.
     Before, the episode's totals folded the unknown turn into 0 tokens and cost 0.0."""
     from PIL import Image
 
-    from _chat_server import SECRET, FakeServer
+    from _chat_server import FakeServer
     from _fabricate import checker_image, make_task
     from spatialact.agents import openai_agent
     from spatialact.evaluation.results import read_records
     from spatialact.tasks import save_tasks
 
-    monkeypatch.setenv("SPATIALACT_TEST_KEY", SECRET)
     openai_agent.SAID_ONCE.clear()
     tasks = []
     for i in range(3):

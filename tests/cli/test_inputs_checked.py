@@ -647,15 +647,14 @@ def test_a_task_verdict_that_is_a_fifo_is_a_miss(tmp_path, monkeypatch, capsys):
     assert stat.S_ISREG(os.lstat(verdict).st_mode)  # rewritten as a verdict (the cache's own folder)
 
 
-def test_response_cache_entries_that_are_no_regular_file_are_asked_again(tmp_path, monkeypatch):
+def test_response_cache_entries_that_are_no_regular_file_are_asked_again(tmp_path, api_key):
     """`eval` with the OpenAI agent over a loopback server: its response cache filled, then each entry replaced by a
     FIFO, a link to /dev/zero and a folder. The next run used to hang on the FIFO (or read /dev/zero until memory ran
     out); now each is a miss, asked again, said in one line; the entries are regular files again afterwards (the
     folder stays a folder: never replaced) and a third run takes the answers from the cache."""
     pytest.importorskip("openai")
-    from _chat_server import SECRET, FakeServer
+    from _chat_server import FakeServer
 
-    monkeypatch.setenv("SPATIALACT_TEST_KEY", SECRET)
     tasks = image_tasks(tmp_path / "tasks", 3)
     tf = save_tasks(tasks, tmp_path / "tasks" / "tasks.jsonl")
     store = tmp_path / "responses"

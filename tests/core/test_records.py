@@ -212,17 +212,14 @@ def test_an_exception_inside_the_episode_writes_a_failure_the_schema_accepts(tmp
     assert list(rec) == _episode_order(rec)
 
 
-def test_a_tool_agent_writes_its_tool_fields_the_schema_accepts(server, tmp_path, monkeypatch, reference):
+def test_a_tool_agent_writes_its_tool_fields_the_schema_accepts(server, tmp_path, api_key, reference):
     pytest.importorskip("openai")
-    from _chat_server import SECRET
-
     from spatialact.agents.base import answer_text
     from spatialact.evaluation.episode import EpisodeConfig
     from spatialact.evaluation.results import read_records
     from spatialact.evaluation.runner import AgentSpec, run_eval
     from spatialact.taskgen.suites import builtin_suite
 
-    monkeypatch.setenv("SPATIALACT_TEST_KEY", SECRET)
     task = next(t for t in builtin_suite("default") if t.kind == "nav")
     server.script = [("tool_calls", [("relative_pose", "{}"), ("depth_at", '{"points": [[8, 8]]}')]),
                      ("ok", f"```json\n{answer_text(task.gt, task.answer_format)}\n```")]

@@ -19,7 +19,7 @@ from spatialact.envs.camera import CameraSpec, look_at
 from spatialact.tasks import Task, extract_actions, validate_task_dict
 from spatialact.trajectories import load_trajectory
 
-from traj_helpers import smooth_poses, write_droid, write_egodex, write_kitti, write_tum, droid_episode
+from traj_helpers import smooth_poses, write_droid, write_egodex, write_kitti, write_tum
 from traj_helpers import droid_down_episode as _droid_down_episode
 
 H = 72  # observation height: 128 × 72 at DROID's / EgoDex's 16:9

@@ -23,7 +23,7 @@ import pytest
 
 pytest.importorskip("openai")
 
-from _chat_server import SECRET, FakeServer  # noqa: E402
+from _chat_server import FakeServer  # noqa: E402
 from _eval_cli import api_args, eval_json, image_task_file  # noqa: E402
 from spatialact.agents.wire import RequestGate, retry_after  # noqa: E402
 from spatialact.cli.main import main  # noqa: E402
@@ -33,17 +33,12 @@ SRC = str(Path(__file__).parents[2] / "src")
 ANSWER = '{"actions": ["Dolly In"], "step_nums": [1]}'
 
 
-@pytest.fixture
-def key(monkeypatch):
-    monkeypatch.setenv("SPATIALACT_TEST_KEY", SECRET)
-
-
 def _lines(run: Path) -> list[dict]:
     return [json.loads(x) for x in (run / "results.jsonl").read_text().splitlines() if x.strip()]
 
 
 # ----- requests in flight -----------------------------------------------------------------------------------------
-def test_eight_requests_are_in_flight_at_once(tmp_path, capsys, key):
+def test_eight_requests_are_in_flight_at_once(tmp_path, capsys, api_key):
     """16 one-shot episodes, a server answering after 0.3 s, --concurrency 8: the server sees 8 requests at once
     (one at a time before --concurrency existed), and the summary says so."""
     srv = FakeServer(latency=0.3)
@@ -61,7 +56,7 @@ def test_eight_requests_are_in_flight_at_once(tmp_path, capsys, key):
     assert f["episodes"] == 16 and f["wall_s"] < 16 * 0.3  # one at a time, the answers alone take 4.8 s
 
 
-def test_requests_are_in_flight_while_worlds_step(tmp_path, capsys, key):
+def test_requests_are_in_flight_while_worlds_step(tmp_path, capsys, api_key):
     """24 one-shot episodes in PyBullet worlds, --concurrency 4: while the models answer (0.6 s), other episodes'
     worlds are built and rendered, so 4 requests are in flight at once; at most 8 episodes are alive, and the suite's
     rooms (4 tasks a room) are reused by the world pool as episodes end. (How many requests stay in flight depends
@@ -78,7 +73,7 @@ def test_requests_are_in_flight_while_worlds_step(tmp_path, capsys, key):
     assert f["peak_live"] <= 8 and f["worlds_reused"] + f["worlds_made"] == 24 and f["worlds_reused"] >= 4
 
 
-def test_api_agents_default_to_sixteen_and_baselines_to_one(tmp_path, capsys, key, server):
+def test_api_agents_default_to_sixteen_and_baselines_to_one(tmp_path, capsys, api_key, server):
     tf = image_task_file(tmp_path / "t", 3)
     code, js, _ = eval_json(capsys, "--tasks", str(tf), "--env", "none", "--out", str(tmp_path / "a"), *api_args(server.url))
     assert code == 0 and js["concurrency"] == 16
@@ -87,7 +82,7 @@ def test_api_agents_default_to_sixteen_and_baselines_to_one(tmp_path, capsys, ke
     assert code == 0 and js["concurrency"] == 1
 
 
-def test_bad_concurrency_and_budgets_are_refused_in_one_line(tmp_path, capsys, key, server):
+def test_bad_concurrency_and_budgets_are_refused_in_one_line(tmp_path, capsys, api_key, server):
     tf = image_task_file(tmp_path / "t", 1)
     for bad, what in ((["--concurrency", "0"], "--concurrency"), (["--concurrency", "100000"], "MAX_CONCURRENCY"),
                       (["--max-rpm", "0"], "--max-rpm"), (["--max-tpm", "nan"], "--max-tpm"),
@@ -116,7 +111,7 @@ def _deterministic(body: dict) -> tuple:
 
 
 @pytest.mark.parametrize("mode", ["one-shot", "closed-loop"])
-def test_the_same_seed_gives_the_same_records_at_concurrency_one_and_eight(tmp_path, capsys, key, mode):
+def test_the_same_seed_gives_the_same_records_at_concurrency_one_and_eight(tmp_path, capsys, api_key, mode):
     """Keyed by episode, the records of --concurrency 1 and 8 agree field by field (timings aside); the answers
     come back in another order at 8 (the server's delays differ by request)."""
     pytest.importorskip("pybullet")
@@ -168,7 +163,7 @@ def test_ray_runs_each_workers_share_concurrently_with_the_same_records(tmp_path
 
 
 # ----- rate limits ------------------------------------------------------------------------------------------------
-def test_retry_after_is_waited_out_and_the_episode_gets_its_answer(tmp_path, capsys, key, server):
+def test_retry_after_is_waited_out_and_the_episode_gets_its_answer(tmp_path, capsys, api_key, server):
     tf = image_task_file(tmp_path / "t", 1)
     server.script = [("status", 429, "1"), ("ok", ANSWER)]
     code, js, _ = eval_json(capsys, "--tasks", str(tf), "--env", "none", "--out", str(tmp_path / "r"),
@@ -180,7 +175,7 @@ def test_retry_after_is_waited_out_and_the_episode_gets_its_answer(tmp_path, cap
     assert js["figures"]["retries"] == 1 and js["figures"]["rate_limited"] == 1
 
 
-def test_a_retry_after_beyond_the_limit_is_not_waited_for(tmp_path, capsys, key, server):
+def test_a_retry_after_beyond_the_limit_is_not_waited_for(tmp_path, capsys, api_key, server):
     tf = image_task_file(tmp_path / "t", 1)
     server.script = [("status", 429, "100000")]
     t0 = time.perf_counter()
@@ -253,7 +248,7 @@ def test_the_adaptive_limit_drops_when_latency_rises():
     assert gate.limit < 8
 
 
-def test_a_run_against_a_rate_limiting_server_lowers_its_concurrency(tmp_path, capsys, key):
+def test_a_run_against_a_rate_limiting_server_lowers_its_concurrency(tmp_path, capsys, api_key):
     """Half the requests answered 429 (Retry-After 0): the run's adaptive limit drops below --concurrency 8, and
     every episode still gets its answer within its retries."""
     srv = FakeServer(latency=0.05, rate_429=0.5, retry_after="0", seed=1)
@@ -268,7 +263,7 @@ def test_a_run_against_a_rate_limiting_server_lowers_its_concurrency(tmp_path, c
     assert f["lowest_limit"] < 8
 
 
-def test_max_rpm_spaces_the_requests(tmp_path, capsys, key, server):
+def test_max_rpm_spaces_the_requests(tmp_path, capsys, api_key, server):
     """--max-rpm 120 (2 a second, a bucket of one second): 6 requests take at least 2 s from first to last."""
     tf = image_task_file(tmp_path / "t", 6)
     code, js, _ = eval_json(capsys, "--tasks", str(tf), "--env", "none", "--concurrency", "8", "--max-rpm", "120",
@@ -299,7 +294,7 @@ def test_max_tpm_reserves_tokens_and_waits_for_them():
 
 
 # ----- cost budget, SIGKILL ---------------------------------------------------------------------------------------
-def test_max_cost_stops_the_run_cleanly_and_a_resume_goes_on(tmp_path, capsys, key, server):
+def test_max_cost_stops_the_run_cleanly_and_a_resume_goes_on(tmp_path, capsys, api_key, server):
     """Each answer costs 321 prompt tokens at 1000 USD per million: $0.321. --max-cost 1 stops after the fourth
     (and whatever answer was in flight then), exit 3 with one line; the same budget again runs nothing; a larger
     one finishes the run, every episode recorded once."""
@@ -328,7 +323,7 @@ def test_max_cost_stops_the_run_cleanly_and_a_resume_goes_on(tmp_path, capsys, k
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
-def test_a_run_killed_mid_way_resumes_with_nothing_lost_or_doubled(tmp_path, key):
+def test_a_run_killed_mid_way_resumes_with_nothing_lost_or_doubled(tmp_path, api_key):
     """SIGKILL while 8 requests are in flight; the records written survive, the resume runs the rest, and no
     episode is recorded twice."""
     srv = FakeServer(latency=0.25)
@@ -387,7 +382,7 @@ def test_the_response_cache_from_many_threads(tmp_path):
     assert files == sorted(f"{k}.json" for k in keys)  # no temporary file left behind
 
 
-def test_a_second_run_reads_every_answer_from_the_cache(tmp_path, capsys, key):
+def test_a_second_run_reads_every_answer_from_the_cache(tmp_path, capsys, api_key):
     srv = FakeServer(latency=0.05)
     tf = image_task_file(tmp_path / "t", 12)
     cache = tmp_path / "cache"
@@ -486,7 +481,7 @@ def test_live_worlds_are_bounded_by_their_cap():
 
 
 # ----- questions --------------------------------------------------------------------------------------------------
-def test_questions_are_asked_many_at_once(tmp_path, capsys, key):
+def test_questions_are_asked_many_at_once(tmp_path, capsys, api_key):
     pytest.importorskip("pybullet")
     qfile = tmp_path / "q.jsonl"
     assert main(["questions", "build", "--out", str(qfile), "--n", "2", "--size", "48", "--types", "depth,fov",

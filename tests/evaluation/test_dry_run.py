@@ -15,18 +15,13 @@ import pytest
 
 pytest.importorskip("openai")
 
-from _chat_server import SECRET, FakeServer  # noqa: E402
+from _chat_server import FakeServer  # noqa: E402
 from _eval_cli import api_args, eval_json  # noqa: E402
 from _fabricate import make_task  # noqa: E402
 from spatialact.cli.main import main  # noqa: E402
 from spatialact.tasks import save_tasks  # noqa: E402
 
 STEP = "Steps already taken"
-
-
-@pytest.fixture
-def key(monkeypatch):
-    monkeypatch.setenv("SPATIALACT_TEST_KEY", SECRET)
 
 
 @pytest.fixture
@@ -106,7 +101,7 @@ def test_history_chars_match_the_closed_loop_prompt_turn_by_turn():
 
 
 # ----- the command ------------------------------------------------------------------------------------------------
-def test_one_shot_dry_run_gives_the_hand_computed_figures_and_sends_and_writes_nothing(tmp_path, capsys, key, server):
+def test_one_shot_dry_run_gives_the_hand_computed_figures_and_sends_and_writes_nothing(tmp_path, capsys, api_key, server):
     """3 one-shot tasks with 384 × 384 pictures: each prompt is its text / 4 plus two images of one tile (2 × 255),
     each completion max_tokens (1024), priced at 2.5 / 10 USD per million."""
     from spatialact.agents.prompts import build_prompt
@@ -128,7 +123,7 @@ def test_one_shot_dry_run_gives_the_hand_computed_figures_and_sends_and_writes_n
     assert not out.exists() and server.requests == []
 
 
-def test_closed_loop_calls_are_bounded_by_episodes_times_max_steps(tmp_path, capsys, key, server):
+def test_closed_loop_calls_are_bounded_by_episodes_times_max_steps(tmp_path, capsys, api_key, server):
     """2 procedural navigation tasks × 2 repeats, closed loop, --max-steps 12 (above every ground truth): at most
     4 × 12 calls; the prompt tokens add each turn's history."""
     from spatialact.evaluation.estimate import history_chars, image_tokens
@@ -155,7 +150,7 @@ def test_closed_loop_calls_are_bounded_by_episodes_times_max_steps(tmp_path, cap
     assert not out.exists() and server.requests == []
 
 
-def test_a_resume_counts_only_the_episodes_left(tmp_path, capsys, key, server):
+def test_a_resume_counts_only_the_episodes_left(tmp_path, capsys, api_key, server):
     """A run of 2 tasks done; a dry run of --repeats 3 over it: 4 left, 2 done, nothing sent or appended; an
     api_error episode counts as left (a resume asks again)."""
     _, tf = _tasks_384(tmp_path / "t", 2)
@@ -176,7 +171,7 @@ def test_a_resume_counts_only_the_episodes_left(tmp_path, capsys, key, server):
     assert code == 0 and (js["episodes"], js["episodes_done"]) == (1, 3) and js["calls"] == 1  # the api_error
 
 
-def test_dry_run_of_a_run_made_otherwise_is_refused_as_the_run_would_be(tmp_path, capsys, key, server):
+def test_dry_run_of_a_run_made_otherwise_is_refused_as_the_run_would_be(tmp_path, capsys, api_key, server):
     _, tf = _tasks_384(tmp_path / "t", 1)
     out = tmp_path / "run"
     argv = ["--tasks", str(tf), "--env", "none", "--out", str(out), *api_args(server.url)]
@@ -185,7 +180,7 @@ def test_dry_run_of_a_run_made_otherwise_is_refused_as_the_run_would_be(tmp_path
     assert code == 2 and js is None and "max_steps" in err and "Traceback" not in err
 
 
-def test_tool_agents_and_baselines(tmp_path, capsys, key, server):
+def test_tool_agents_and_baselines(tmp_path, capsys, api_key, server):
     """react: max_calls + 1 requests a turn at most; plan-execute: 2; a baseline calls no model and costs 0."""
     _, tf = _tasks_384(tmp_path / "t", 2)
     out = tmp_path / "run"
@@ -201,7 +196,7 @@ def test_tool_agents_and_baselines(tmp_path, capsys, key, server):
     assert not out.exists() and server.requests == []
 
 
-def test_the_printed_table_and_no_endpoint_check(tmp_path, capsys, key):
+def test_the_printed_table_and_no_endpoint_check(tmp_path, capsys, api_key):
     """Without --json: one line a figure, the unknown price said; a dry run does not even open a connection, so a
     port where nothing listens is fine."""
     from _chat_server import closed_port_url

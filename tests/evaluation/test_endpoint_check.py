@@ -10,20 +10,12 @@ import pytest
 
 pytest.importorskip("openai")
 
-from _chat_server import SECRET, FakeServer, closed_port_url  # noqa: E402
+from _chat_server import FakeServer, closed_port_url  # noqa: E402
 from _eval_cli import api_args, eval_json, image_task_file  # noqa: E402
 from spatialact.evaluation.results import read_records  # noqa: E402
 
 
-@pytest.fixture
-def key(monkeypatch):
-    monkeypatch.setenv("SPATIALACT_TEST_KEY", SECRET)
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy", "NO_PROXY",
-                 "no_proxy"):
-        monkeypatch.delenv(name, raising=False)
-
-
-def test_nothing_listening_is_one_line_exit_2_and_no_run_folder(tmp_path, capsys, key):
+def test_nothing_listening_is_one_line_exit_2_and_no_run_folder(tmp_path, capsys, api_key):
     """Before: a run folder with three api_error records, then the stop. Now: refused before the folder exists."""
     tf = image_task_file(tmp_path / "t", 3)
     url = closed_port_url()
@@ -35,7 +27,7 @@ def test_nothing_listening_is_one_line_exit_2_and_no_run_folder(tmp_path, capsys
     assert not out.exists() and not out.parent.exists()
 
 
-def test_a_listening_server_runs_and_the_check_sends_no_request(tmp_path, capsys, key):
+def test_a_listening_server_runs_and_the_check_sends_no_request(tmp_path, capsys, api_key):
     from spatialact.evaluation.runner import endpoint_problem
 
     srv = FakeServer()
@@ -51,7 +43,7 @@ def test_a_listening_server_runs_and_the_check_sends_no_request(tmp_path, capsys
         srv.close()
 
 
-def test_endpoint_problem_names_why(monkeypatch, key):
+def test_endpoint_problem_names_why(monkeypatch, api_key):
     from spatialact.evaluation.runner import ENDPOINT_CHECK_S, endpoint_problem
 
     assert ENDPOINT_CHECK_S == 5.0
@@ -107,7 +99,7 @@ def test_default_base_url_is_the_environments_or_openais(monkeypatch):
     assert endpoint_url(AgentSpec("oracle")) is None
 
 
-def test_a_server_that_dies_after_the_check_still_stops_after_three_connection_failures(tmp_path, capsys, key):
+def test_a_server_that_dies_after_the_check_still_stops_after_three_connection_failures(tmp_path, capsys, api_key):
     """The check passes (the server accepts connections), then every request is dropped unanswered: the run stops
     after three connection failures, as before; a gone server on the resume is refused before anything is added."""
     srv = FakeServer()
@@ -128,7 +120,7 @@ def test_a_server_that_dies_after_the_check_still_stops_after_three_connection_f
     assert (out / "results.jsonl").read_bytes() == before
 
 
-def test_a_finished_run_reads_its_summary_without_the_server(tmp_path, capsys, key):
+def test_a_finished_run_reads_its_summary_without_the_server(tmp_path, capsys, api_key):
     """Nothing left to run: no check (the summary needs no server); one more repeat needs it: refused, nothing
     added."""
     srv = FakeServer()

@@ -14,8 +14,7 @@ from spatialact.cli.main import main  # noqa: E402
 from _chat_server import SECRET  # noqa: E402
 
 
-def test_eval_with_an_api_agent_records_usage_caches_and_never_stores_the_key(server, tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("SPATIALACT_TEST_KEY", SECRET)
+def test_eval_with_an_api_agent_records_usage_caches_and_never_stores_the_key(server, tmp_path, api_key, capsys):
     # First task: a valid answer; second: prose with no JSON at all (scored 0, reason parse_error).
     server.script = [("ok", 'Sure!\n```json\n{"actions": ["Dolly In", "Pan Right"], "step_nums": [2, 1]}\n```'),
                      ("ok", "I cannot tell from these images.")]
@@ -46,12 +45,11 @@ def test_eval_with_an_api_agent_records_usage_caches_and_never_stores_the_key(se
     assert len(server.requests) == 2
 
 
-def test_repeats_ask_the_endpoint_again_and_resume_from_the_cache(server, tmp_path, monkeypatch, capsys):
+def test_repeats_ask_the_endpoint_again_and_resume_from_the_cache(server, tmp_path, api_key, capsys):
     """--repeats 2: repeat 1's request is the same request, but its cache key carries the repeat, so it is asked
     (two requests, two cache entries, the second answer recorded); a rerun asks nothing."""
     from spatialact.agents.openai_agent import request_key
 
-    monkeypatch.setenv("SPATIALACT_TEST_KEY", SECRET)
     server.script = [("ok", '{"actions": ["Dolly In"], "step_nums": [2]}'), ("ok", "no idea")]
     out = tmp_path / "run"
     argv = ["eval", "--suite", "nav:1", "--agent", "openai", "--agent-arg", "model=test-vlm",

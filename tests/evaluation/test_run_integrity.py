@@ -17,7 +17,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from _chat_server import SECRET, closed_port_url
@@ -41,11 +40,6 @@ def _image_tasks(folder: Path, n: int = 3, **kw):
     path = folder / "tasks.jsonl"
     save_tasks(tasks, path)
     return tasks, path
-
-
-@pytest.fixture
-def api_env(monkeypatch):
-    monkeypatch.setenv("SPATIALACT_TEST_KEY", SECRET)
 
 
 def _api_args(url, *extra):
@@ -112,7 +106,7 @@ def test_variant_is_part_of_the_key_and_the_record(tmp_path):
 
 
 # ----- validation before writing ---------------------------------------------------------------------------------
-def test_mistyped_agent_or_missing_model_never_blocks_the_corrected_command(tmp_path, capsys, server, api_env):
+def test_mistyped_agent_or_missing_model_never_blocks_the_corrected_command(tmp_path, capsys, server, api_key):
     _, tf = _image_tasks(tmp_path / "tasks", 2)
     out = tmp_path / "run"
     base = ["--tasks", str(tf), "--env", "none", "--out", str(out)]
@@ -205,7 +199,7 @@ def test_an_image_damaged_past_its_header_is_refused_before_the_run_in_one_line(
 
 
 # ----- failures are not results ----------------------------------------------------------------------------------
-def test_api_errors_are_failures_reported_and_retried_on_rerun(tmp_path, capsys, server, api_env):
+def test_api_errors_are_failures_reported_and_retried_on_rerun(tmp_path, capsys, server, api_key):
     _, tf = _image_tasks(tmp_path / "tasks", 3)
     out = tmp_path / "run"
     argv = ["--tasks", str(tf), "--env", "none", "--out", str(out), *_api_args(server.url, "max_retries=1")]
@@ -237,7 +231,7 @@ def test_api_errors_are_failures_reported_and_retried_on_rerun(tmp_path, capsys,
     ([("sleep", 2.0, "{}")], "timeout", 1),
     ([("status", 401)], "http", 1),
 ])
-def test_each_kind_of_agent_failure_is_an_api_error(tmp_path, capsys, server, api_env, script, kind, n_requests):
+def test_each_kind_of_agent_failure_is_an_api_error(tmp_path, capsys, server, api_key, script, kind, n_requests):
     _, tf = _image_tasks(tmp_path / "tasks", 1)
     out = tmp_path / "run"
     server.script = list(script)
@@ -248,7 +242,7 @@ def test_each_kind_of_agent_failure_is_an_api_error(tmp_path, capsys, server, ap
     assert f"t0: api_error ({kind})" in err and len(server.requests) == n_requests
 
 
-def test_an_endpoint_nobody_listens_on_is_refused_before_anything_is_written(tmp_path, capsys, api_env):
+def test_an_endpoint_nobody_listens_on_is_refused_before_anything_is_written(tmp_path, capsys, api_key):
     """eval checks the endpoint before the run folder is made: one line naming the URL, exit 2, no folder. (A
     server that dies after the check still stops the run after 3 connection failures: test_eval_endpoint_check.)"""
     _, tf = _image_tasks(tmp_path / "tasks", 6)
@@ -263,7 +257,7 @@ def test_an_endpoint_nobody_listens_on_is_refused_before_anything_is_written(tmp
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
-def test_a_run_stopped_early_kills_its_workers(tmp_path, server, api_env):
+def test_a_run_stopped_early_kills_its_workers(tmp_path, server, api_key):
     # The first answer comes at once and the run is stopped there (Ctrl-C while its record is handled), while the
     # other worker waits 30 s for the server; the workers are killed, not waited for. (A damaged task image used to
     # be the trigger; it is refused before the run now.)
@@ -326,7 +320,7 @@ def test_retry_errors_retries_episodes_that_failed_inside_the_simulator(tmp_path
 
 
 # ----- costs, cache hits, the key scrubbed --------------------------------------------------------------------
-def test_costs_and_cache_hits_are_recorded_by_the_runner(tmp_path, server, api_env):
+def test_costs_and_cache_hits_are_recorded_by_the_runner(tmp_path, server, api_key):
     pytest.importorskip("pybullet")
     from spatialact.report import overall_json
     from spatialact.taskgen.suites import builtin_suite
@@ -354,7 +348,7 @@ def test_costs_and_cache_hits_are_recorded_by_the_runner(tmp_path, server, api_e
     assert df["cost_usd"].sum() == pytest.approx(2 * per_episode) and list(df["cached"]) == [0, 0]
 
 
-def test_model_text_is_scrubbed_of_the_key_before_it_is_stored(tmp_path, capsys, server, api_env):
+def test_model_text_is_scrubbed_of_the_key_before_it_is_stored(tmp_path, capsys, server, api_key):
     _, tf = _image_tasks(tmp_path / "tasks", 1)
     out = tmp_path / "run"
     server.script = [("echo_auth",)]
@@ -368,7 +362,7 @@ def test_model_text_is_scrubbed_of_the_key_before_it_is_stored(tmp_path, capsys,
 
 
 # ----- the one-shot execution limit ------------------------------------------------------------------------------
-def test_a_long_one_shot_answer_is_executed_only_up_to_the_limit_and_scored_in_full(tmp_path, server, api_env):
+def test_a_long_one_shot_answer_is_executed_only_up_to_the_limit_and_scored_in_full(tmp_path, server, api_key):
     pytest.importorskip("pybullet")
     from spatialact.action_space import ActionSequence, Step
     from spatialact.taskgen.suites import builtin_suite
@@ -493,7 +487,7 @@ def test_load_run_and_report_accept_a_folder_of_runs(tmp_path, capsys):
     assert "no run directory inside it" in _one_line_error(capsys.readouterr().err)
 
 
-def test_the_report_leaves_failed_episodes_out_of_the_parse_rate(tmp_path, capsys, server, api_env):
+def test_the_report_leaves_failed_episodes_out_of_the_parse_rate(tmp_path, capsys, server, api_key):
     """A failed call has no answer: the report's "parse ok" counts the two answered episodes only (1 of 2 parsed)."""
     from spatialact.report import make_report
 

@@ -229,12 +229,11 @@ def _perfect_model(questions):
     return respond
 
 
-def test_openai_agent_answers_through_endpoint_cache_and_records(server, questions, qfile, tmp_path, monkeypatch,
+def test_openai_agent_answers_through_endpoint_cache_and_records(server, questions, qfile, tmp_path, api_key,
                                                                  capsys):
     pytest.importorskip("openai")
     from _chat_server import SECRET
 
-    monkeypatch.setenv("SPATIALACT_TEST_KEY", SECRET)
     server.responder = _perfect_model(questions)
     out = tmp_path / "gpt"
     argv = ["questions", "score", str(qfile), "--agent", "openai", "--agent-arg", "model=test-vlm",

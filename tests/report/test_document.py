@@ -14,7 +14,6 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
-import pytest
 from PIL import Image
 
 from _fabricate import fabricate_run

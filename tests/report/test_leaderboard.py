@@ -160,9 +160,8 @@ def test_a_suite_hash_decides_and_bad_files_are_named(runs, tmp_path, capsys):
     assert code == 2 and "pipe.json: is a FIFO" in err
 
 
-def test_no_secret_reaches_a_row(server, tmp_path, capsys, monkeypatch):
+def test_no_secret_reaches_a_row(server, tmp_path, capsys, api_key):
     pytest.importorskip("openai")
-    monkeypatch.setenv("SPATIALACT_TEST_KEY", SECRET)
     save_tasks(image_tasks(tmp_path / "tasks", 2), tmp_path / "tasks.jsonl")
     params = json.dumps({"extra_headers": {"X-Trace": "trace-value-8d2f"}, "top_p": 1})
     out = tmp_path / "api"

@@ -125,9 +125,8 @@ def test_report_json_per_kind_blocked_and_parse_errors(runs, tmp_path, capsys):
     assert rows[1]["blocked / executed steps"] == f"{wall['steps']}/{wall['executed']}"
 
 
-def test_parse_errors_are_shown_with_their_reasons_escaped(server, tmp_path, capsys, monkeypatch):
+def test_parse_errors_are_shown_with_their_reasons_escaped(server, tmp_path, capsys, api_key):
     pytest.importorskip("openai")
-    monkeypatch.setenv("SPATIALACT_TEST_KEY", SECRET)
     tasks = image_tasks(tmp_path / "tasks", 4)
     save_tasks(tasks, tmp_path / "tasks.jsonl")
     server.script = [("ok", EVIL), ("ok", "I would rather not say."), ("ok", EVIL),

@@ -167,10 +167,6 @@ def test_cli_tasks_from_trajectory(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_cli_tasks_procedural(tmp_path, capsys):
-    try:
-        from spatialact.taskgen import procedural_tasks  # noqa: F401
-    except ImportError as e:
-        pytest.skip(f"spatialact.taskgen.procedural_tasks not importable yet: {e}")
     out = tmp_path / "p.jsonl"
     assert main(["tasks", "procedural", "--kind", "nav", "--n", "2", "--seed", "0", "--out", str(out)]) == 0
     tasks = load_tasks(out)

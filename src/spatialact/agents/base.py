@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import geometry
 from ..action_space import ActionSequence, ParseResult, Step, StepSizes
-from ..vocab import ERROR_KINDS, MODES
+from ..vocab import MODES
 
 __all__ = ["Agent", "AgentTurn", "AgentConfigError", "observation_mode", "observation_step",
            "quantise_motion", "split_counts", "answer_text", "turn_from_sequence", "task_rng"]

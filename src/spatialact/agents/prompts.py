@@ -31,7 +31,7 @@ from ..tasks.scene import GameScene
 from ..vocab import MODES
 from .base import observation_mode
 from .cues import cue_content, cue_problem, parse_cues
-from .images import PromptImage, png_bytes, png_data_url
+from .images import PromptImage, png_data_url
 
 __all__ = ["PROMPT_VERSION", "PromptedAgent", "build_prompt", "prompt_text",
            "SYSTEM_PROMPT", "prompt_version", "GAME_CONTROLS"]

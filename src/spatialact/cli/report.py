@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     from spatialact.report import make_report, report_json
     from spatialact.report.tables import fmt_skill
 
-    from .main import CLIError, check_out
+    from .main import CLIError
     from .table import format_table
 
     runs = expand_runs(args.runs)

@@ -27,7 +27,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..action_space import ActionSequence, Step, mirror
+from ..action_space import ActionSequence, mirror
 from ..tasks import Task
 from ..vocab import VARIANTS  # episode variants the runner knows: "" the task as it is, "mirror" FlipEval's
 

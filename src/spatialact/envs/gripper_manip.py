@@ -26,7 +26,6 @@ object's state). Reward and termination as in :mod:`spatialact.envs.base`.
 from __future__ import annotations
 
 from .base import SpatialActEnv
-from .panda import EE_LINK, IK_TOLERANCE, PANDA_HOME, REACH_TOLERANCE, PandaArm
 from .panda_world import PandaWorld
 
 __all__ = ["GripperManipEnv"]

@@ -29,7 +29,7 @@ import tempfile
 
 import numpy as np
 
-from .camera import TINY_SHIFT_PX, CameraSpec, intrinsics_matrix, projection_matrix, view_matrix
+from .camera import TINY_SHIFT_PX, CameraSpec, projection_matrix, view_matrix
 from .gl.renderer import RENDER_QUALITIES
 
 __all__ = ["BulletBackend", "EGLUnavailable", "RENDERERS", "capture_c_output", "import_pybullet", "resolve_renderer",

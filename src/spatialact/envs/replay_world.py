@@ -35,7 +35,6 @@ from .camera import CameraSpec
 from .rendering import BulletBackend
 from .scenes import SceneBuilder, SceneInfo, build_scene, light_for
 from .textures import texture_path
-from .world import OBSERVATION_MODES
 
 __all__ = ["DROID_TOOL_OFFSET", "DROID_TABLE_CLEARANCE", "EGODEX_TABLE_CLEARANCE", "ZED2_IMAGE_SIZE",
            "ZED2_VFOV_DEG", "ROOM_MARGIN", "ROOM_BELOW", "ROOM_ABOVE", "RECORDED_POSITION_SCALE",

@@ -464,7 +464,6 @@ class TabletopWorld(PyBulletWorld):
         """Five steps: move above the object (open), descend and close, lift, carry, lower and release."""
         base_spec = dict(self.scene.spec)
         params = {k: v for k, v in base_spec.get("params", {}).items() if k not in ("objects", "markers")}
-        u = sizes.translation
         la, lb, dn = self.LATERAL_AXES[0], self.LATERAL_AXES[1], self.DOWN_AXIS
         size = 0.04
         table_z = self.scene.table_z

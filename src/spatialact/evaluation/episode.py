@@ -38,8 +38,7 @@ import numpy as np
 
 from ..action_space import ActionSequence
 from ..image_files import ImageFileError, array_sha256, image_file_problem, read_image_rgb
-from ..records import (FAILURE_REASONS, RETRIED_ON_RESUME, SCORE_FIELDS, STEP_SCORE_FIELDS, episode_key,
-                       failure_scores, is_failure, record_key)
+from ..records import SCORE_FIELDS, STEP_SCORE_FIELDS, episode_key, failure_scores
 from ..tasks import Task
 from ..tasks.scene import GameScene
 from ..vocab import ENVS, MODES, PROFILES

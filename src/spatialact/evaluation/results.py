@@ -45,7 +45,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from ..jsonline import node_kind
-from ..records import episode_key, is_failure, record_key
+from ..records import is_failure, record_key
 
 __all__ = ["RunStore", "RunConfigError", "RunStoreError", "MUTABLE_KEYS", "RESULTS_FILE", "CONFIG_FILE", "load_run",
            "read_records", "export_parquet", "read_parquet", "provenance", "safe_name", "config_diff", "find_runs",

@@ -31,8 +31,6 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
 from ..tasks.scene import GameScene
 from .lmms_task import IMAGE_COLUMNS
 from .views import first_observation, images_match, replace_images, shows_files

@@ -39,8 +39,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .drafts import (BLUE, FMT_SHORT, FRAME_TEXT, MIN_OVERLAP, RED, ROTATION_TEXT, Draft, draw_marks, marked_point,
-                     pick_pixels, pose_text, question_dict, shuffle_options, smooth_mask, spread_values)
+from .drafts import (BLUE, FMT_SHORT, FRAME_TEXT, MIN_OVERLAP, RED, Draft, draw_marks, marked_point, pick_pixels,
+                     question_dict, shuffle_options, smooth_mask, spread_values)
 from .io import QUESTION_TYPES, TYPE_FORMATS, save_questions
 from .shared import SHARED_GENERATORS, FovShot, Views, field_of_view_deg
 

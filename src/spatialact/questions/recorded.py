@@ -31,7 +31,7 @@ import numpy as np
 from ..envs.camera import MIN_DEPTH_M, project_points, unproject_pixels
 from .drafts import MIN_OVERLAP, Draft
 from .io import QUESTION_TYPES, TYPE_FORMATS
-from .shared import DEPTH_TOLERANCE, SHARED_GENERATORS, FovShot, Views
+from .shared import SHARED_GENERATORS, FovShot, Views
 
 __all__ = ["RECORDED_SOURCES", "VIEWS_PER_SECOND", "MAX_VIEWS", "SHARED_VIEW_DISTANCE_M",
            "RecordedView", "Recording", "is_recording", "recording_from", "recording_types",

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ..jsonline import LineTooLong, LongLine, check_depth, iter_lines, open_input
-from ..records import FAILURE_REASONS, is_failure as _failed, is_question
+from ..records import is_failure as _failed, is_question
 from .prompt import n_rotations, rotate_options, rotated_answer
 
 __all__ = ["score_response", "summarise_answers", "summarise", "summary_rows", "score_answers_file"]

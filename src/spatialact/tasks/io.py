@@ -33,7 +33,7 @@ from ..cache import cache_dir, read_entry, trusted, write_entry
 from ..jsonline import LineTooLong, TooDeep, fast_loads, open_input, read_bounded, stored_path
 from ..outputs import OutputFile
 from .task import Task
-from .validation import (ORTHO_TOL, VALIDATOR_VERSION, pose_problems, task_label, task_poses, schema_problems,
+from .validation import (VALIDATOR_VERSION, pose_problems, task_label, task_poses, schema_problems,
                          schema_validator, semantic_problems, task_schema, validate_task_dict)
 
 __all__ = ["TaskFileError", "TaskFile", "TaskView", "load_tasks", "load_task_file", "save_tasks", "file_sha256",

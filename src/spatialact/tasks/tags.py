@@ -12,8 +12,6 @@ import math
 import numpy as np
 
 from .. import geometry
-from ..vocab import LEVELS
-
 __all__ = ["DISTANCE_EDGES_M", "TURN_EDGES_DEG", "STEPS_EDGES", "bin_label", "motion_tags", "steps_tag",
            "camera_attitude", "viewpoint_tag", "VIEWPOINT_COMMON", "VIEWPOINT_UNCOMMON", "VIEWPOINTS"]
 

@@ -32,7 +32,7 @@ import numpy as np
 
 from .. import geometry
 from ..jsonline import TooDeep, check_depth
-from .errors import TrajectoryError, check_regular, describe_value, fail
+from .errors import check_regular, describe_value, fail
 from .video import read_frames
 
 __all__ = ["Trajectory", "FrameRef", "check_poses", "check_timestamps", "check_fps",

@@ -10,7 +10,6 @@ crashed the caller (SIGSEGV); a killed caller left its games running."""
 from __future__ import annotations
 
 import json
-import math
 import os
 import signal
 import subprocess

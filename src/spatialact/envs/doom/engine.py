@@ -29,8 +29,6 @@ import math
 import os
 import threading
 from dataclasses import dataclass
-from pathlib import Path
-
 import numpy as np
 
 from ... import geometry
