@@ -72,7 +72,7 @@ from .doom.worker import EngineProcess
 from .sampling import sample_signed_counts
 from .world import World
 
-__all__ = ["GameWorld", "GameScene", "GameRecording", "GAME_SCENE_TYPE", "is_game_scene", "game_scene",
+__all__ = ["GameWorld", "LoadedLevel", "GameRecording", "GAME_SCENE_TYPE", "is_game_scene", "game_scene",
            "check_game_scene", "game_scene_problem", "engine_resolution", "close_parked_engines", "POOL_SIZE",
            "START_TOLERANCE", "GAME_AXIS_WEIGHTS", "GAME_MAX_COUNTS"]
 
@@ -263,9 +263,11 @@ def game_scene_problem(task, env: str = "pybullet") -> str | None:
 
 
 @dataclass
-class GameScene:
-    """The loaded level: ``spec`` (the scene spec it was loaded from), the WAD's path, map, SHA-256, whether
-    monsters are in it, and the ``seed`` of its random starts (the explorer's walk, computed on first use)."""
+class LoadedLevel:
+    """The loaded level (the game's :class:`~spatialact.envs.scenes.SceneInfo`; a task's scene is a
+    :class:`spatialact.tasks.scene.GameScene`): ``spec`` (the scene spec it was loaded from), the WAD's path, map,
+    SHA-256, whether monsters are in it, and the ``seed`` of its random starts (the explorer's walk, computed on
+    first use)."""
 
     spec: dict
     wad_path: Path
@@ -448,7 +450,7 @@ class GameWorld(World):
         if self.scene is None or self.scene.spec != spec:
             walk = self.scene.walk if (self.scene is not None and self.scene.seed == seed
                                        and self.scene.wad_path == path and self.scene.map == name) else None
-            self.scene = GameScene(spec=dict(spec), wad_path=path, map=name, wad_sha256=wad_sha256(path),
+            self.scene = LoadedLevel(spec=dict(spec), wad_path=path, map=name, wad_sha256=wad_sha256(path),
                                    monsters=monsters, seed=int(seed), walk=walk)
 
     def configure_task(self, task, observation: str = "sim") -> None:
