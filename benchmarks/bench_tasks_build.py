@@ -66,9 +66,9 @@ def measure(quick: bool) -> dict:
     long = _walk(20_000)
     pairs_from_trajectory(cam, n=10)  # warm imports and caches
     out = {}
-    out["tasks_from_trajectory, camera_walk.txt (600 frames)"] = _rate(
+    out["pairs_from_trajectory, camera_walk.txt (600 frames)"] = _rate(
         lambda: len(pairs_from_trajectory(cam, n=n, seed=0)), n, repeat)
-    out["tasks_from_trajectory, 20 000-frame walk"] = _rate(
+    out["pairs_from_trajectory, 20 000-frame walk"] = _rate(
         lambda: len(pairs_from_trajectory(long, n=n, seed=0)), n, repeat)
     with tempfile.TemporaryDirectory() as d:
         def build():
