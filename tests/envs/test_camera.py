@@ -1,5 +1,5 @@
 """The camera module (spatialact.envs.camera): one owner of the pinhole model and its matrices, imported by both
-renderers; the names stay importable from where they were (rendering, scenes)."""
+renderers."""
 
 from __future__ import annotations
 
@@ -7,14 +7,8 @@ import numpy as np
 import pytest
 
 from spatialact import geometry
-from spatialact.envs import camera, rendering, scenes
+from spatialact.envs import camera
 from spatialact.envs.camera import CameraSpec, gl_projection, gl_view, look_at, projection_matrix, view_matrix
-
-
-def test_old_paths_are_the_same_objects():
-    for name in ("CameraSpec", "view_matrix", "projection_matrix", "intrinsics_matrix", "TINY_SHIFT_PX"):
-        assert getattr(rendering, name) is getattr(camera, name), name
-    assert scenes.look_at is camera.look_at
 
 
 def test_look_at_known_answer():

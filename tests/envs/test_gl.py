@@ -159,8 +159,9 @@ def _view(world, T, cam):
 
 _DET_SCRIPT = r"""
 import hashlib, sys
-from spatialact.envs.rendering import BulletBackend, CameraSpec
-from spatialact.envs.scenes import build_scene, look_at
+from spatialact.envs.camera import CameraSpec, look_at
+from spatialact.envs.rendering import BulletBackend
+from spatialact.envs.scenes import build_scene
 h = hashlib.sha256()
 for quality in ("default", "high"):
     w = BulletBackend("gl", render_quality=quality)

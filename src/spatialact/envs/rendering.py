@@ -3,8 +3,8 @@
 Poses are camera-to-world (4, 4) float64 in metres, world +Z up, camera OpenCV axes (+X right, +Y down,
 +Z forward). PyBullet's view matrix is an OpenGL world-to-camera matrix (camera looks along −Z, +Y up), so
 ``V = inv(T @ diag(1, −1, −1, 1))``, passed column-major. The camera model and its matrices live in
-:mod:`spatialact.envs.camera` (``CameraSpec``, ``view_matrix``, ``projection_matrix``, ``intrinsics_matrix`` and
-``TINY_SHIFT_PX`` stay importable from here).
+:mod:`spatialact.envs.camera` (``CameraSpec``, ``view_matrix``, ``projection_matrix``, ``intrinsics_matrix``,
+``TINY_SHIFT_PX``): import them from there.
 
 Renderers: ``"tiny"`` is PyBullet's software TinyRenderer (CPU, no GL needed); ``"egl"`` loads PyBullet's EGL
 plugin and renders with OpenGL through EGL — on an NVIDIA GPU when one is present, through Mesa's llvmpipe on a
