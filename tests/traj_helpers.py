@@ -6,6 +6,7 @@ Nothing here is downloaded: every file is written from poses the test chooses, t
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -382,3 +383,39 @@ def droid_down_episode(n=45, seed=0):
     ep["poses"] = P
     ep["ext"] = geometry.pose_to_droid(look_at([1.1, -0.6, 0.7], [0.5, 0.0, 0.15]))  # looking at the workspace
     return ep
+
+
+def copy_recording(folder, parent, name: str = "copy") -> Path:
+    """A copy of a recording's folder (a game recording) at ``parent / name``, for a test to spoil."""
+    d = Path(parent) / name
+    shutil.copytree(folder, d)
+    return d
+
+
+def edit_meta(folder, **changes) -> dict:
+    """Update a recording folder's ``meta.json`` with ``changes`` (written back); returns the new meta."""
+    path = Path(folder) / "meta.json"
+    meta = json.loads(path.read_text())
+    meta.update(changes)
+    path.write_text(json.dumps(meta))
+    return meta
+
+
+def moved_recording_task(folder) -> tuple[Path, Path, bytes]:
+    """A camera-path task file (``tasks from-trajectory``: one task, no images) built from a smooth TUM walk, then
+    the walk moved 1 m along x: the recording still loads (eval's pre-run check passes) but the task's poses are
+    off it, so its episode ends in an error. Returns (task file, recording, the recording's bytes before the move).
+    The command prints: a test with ``capsys`` reads it out after."""
+    from spatialact.cli.main import main
+
+    folder = Path(folder)
+    P, t = smooth_poses(120, 30.0, 2, scale=0.8)
+    cam = folder / "cam.txt"
+    write_tum(cam, t, P)
+    tf = folder / "tasks.jsonl"
+    assert main(["tasks", "from-trajectory", str(cam), "--out", str(tf), "--n", "1", "--no-images"]) == 0
+    good = cam.read_bytes()
+    moved = P.copy()
+    moved[:, 0, 3] += 1.0
+    write_tum(cam, t, moved)
+    return tf, cam, good

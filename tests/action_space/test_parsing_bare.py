@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from _linear_time import assert_parses_in_linear_time
 from parse_corpus import CORPUS, HOSTILE
 from spatialact.action_space import (
     ActionSequence, ParseError, ParseResult, Primitive, StepSizes, lookup_primitive, parse_object, parse_response,
@@ -155,16 +156,6 @@ def test_json_answers_are_read_as_before():
 
 
 # ----- linear time ------------------------------------------------------------------------------------------
-def _cpu(text, repeats):
-    """The least CPU time of this process for one parse (not wall time: a shared machine lengthens wall time)."""
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.process_time()
-        parse_response(text)
-        best = min(best, time.process_time() - t0)
-    return best
-
-
 BAREISH = {  # n -> text of about n characters, whether it parses
     "spaces around": (lambda n: " " * (n // 2) + "**Pan Left 3**" + "\n" * (n // 2), True),
     "a huge count": (lambda n: "Pan Left " + "9" * n, True),
@@ -180,14 +171,7 @@ BAREISH = {  # n -> text of about n characters, whether it parses
 @pytest.mark.parametrize("name", list(BAREISH))
 def test_bare_ish_input_takes_linear_time(name):
     make, ok = BAREISH[name]
-    small, big = make(16_000), make(128_000)
-    assert parse_response(small).ok is ok and parse_response(big).ok is ok
-    for repeats in (3, 5):  # linear ≈ 8, quadratic 64; measured once more on a burst of load
-        t_small, t_big = _cpu(small, repeats), _cpu(big, repeats)
-        ratio = t_big / max(t_small, 5e-4)
-        if ratio < 24:
-            break
-    assert ratio < 24, (name, t_small, t_big)
+    assert_parses_in_linear_time(name, make, ok)
 
 
 def test_one_megabyte_bare_ish_inputs_finish():

@@ -187,23 +187,15 @@ def test_parse_error_carries_the_parsers_reason(api_run):
 def test_an_exception_inside_the_episode_writes_a_failure_the_schema_accepts(tmp_path, capsys, reference):
     """A replay scene whose recording is moved 1 m after the task file was built (it still loads, so the pre-run
     check passes; the episode finds the task's poses off the recording): reason error, no gl_renderer."""
-    from traj_helpers import smooth_poses, write_tum
+    from traj_helpers import moved_recording_task
 
-    from spatialact.cli.main import main
     from spatialact.evaluation.episode import EpisodeConfig
     from spatialact.evaluation.results import read_records
     from spatialact.evaluation.runner import AgentSpec, run_eval
     from spatialact.tasks import load_tasks
 
-    P, t = smooth_poses(120, 30.0, 2, scale=0.8)
-    cam = tmp_path / "cam.txt"
-    write_tum(cam, t, P)
-    tf = tmp_path / "tasks.jsonl"
-    assert main(["tasks", "from-trajectory", str(cam), "--out", str(tf), "--n", "1", "--no-images"]) == 0
+    tf, _, _ = moved_recording_task(tmp_path)
     capsys.readouterr()
-    moved = P.copy()
-    moved[:, 0, 3] += 1.0
-    write_tum(cam, t, moved)
     run_eval(load_tasks(tf), AgentSpec("oracle"), EpisodeConfig(width=SIZE, height=SIZE), tmp_path / "run",
              task_source="test", progress=False, echo=False)
     (rec,) = read_records(tmp_path / "run")

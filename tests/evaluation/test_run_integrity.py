@@ -292,18 +292,10 @@ def test_retry_errors_retries_episodes_that_failed_inside_the_simulator(tmp_path
     passes; the episode finds the task's poses off the recording): an `error` episode; repaired, --retry-errors
     runs it again."""
     pytest.importorskip("pybullet")
-    from traj_helpers import smooth_poses, write_tum
+    from traj_helpers import moved_recording_task
 
-    P, t = smooth_poses(120, 30.0, 2, scale=0.8)
-    cam = tmp_path / "cam.txt"
-    write_tum(cam, t, P)
-    tf = tmp_path / "tasks.jsonl"
-    assert main(["tasks", "from-trajectory", str(cam), "--out", str(tf), "--n", "1", "--no-images"]) == 0
+    tf, cam, good = moved_recording_task(tmp_path)
     capsys.readouterr()
-    good = cam.read_bytes()
-    moved = P.copy()
-    moved[:, 0, 3] += 1.0
-    write_tum(cam, t, moved)
     out = tmp_path / "run"
     argv = ["--tasks", str(tf), "--size", "32", "--out", str(out)]
     code, _, err = _eval(capsys, *argv)

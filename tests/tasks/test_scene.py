@@ -210,5 +210,7 @@ def test_a_new_world_s_tasks_reach_its_environment_without_changing_make_env(toy
     assert "render_quality" not in env.unwrapped.options  # the PyBullet environments' options stay with them
     bare = registry.make_env("nav", task=blue, wrap=False)
     assert type(bare) is ToyEnv and "height" not in bare.options  # the environment's own default
+    with pytest.raises(ValueError, match="scene"):  # a fixed scene that is no object names no world: CameraNav refuses
+        registry.make_env("nav", scene="toy", wrap=False)
     with pytest.raises(ValueError, match="the toy world runs navigation tasks only, not 'manip'"):
         registry.make_env("manip", task=make_task("m", scene={"type": "toy"}, kind="manip"))

@@ -7,13 +7,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from traj_helpers import copy_recording, edit_meta
 
 pytest.importorskip("vizdoom")
 
@@ -158,18 +159,6 @@ def test_extract_reads_a_game_trajectory(recorded):
     assert any("Dolly In" in step["actions"] for step in out["answer"].values())
 
 
-def _copy(recorded, tmp_path) -> Path:
-    d = tmp_path / "copy"
-    shutil.copytree(recorded, d)
-    return d
-
-
-def _meta(d: Path, **changes):
-    meta = json.loads((d / "meta.json").read_text())
-    meta.update(changes)
-    (d / "meta.json").write_text(json.dumps(meta))
-
-
 def _poses(d: Path, **changes):
     with np.load(d / "poses.npz") as z:
         arrays = {k: z[k] for k in z.files}
@@ -186,17 +175,17 @@ def _refusal(d: Path) -> str:
 
 
 def test_refusals_name_the_file_the_field_and_the_frame(recorded, tmp_path):
-    d = _copy(recorded, tmp_path)
+    d = copy_recording(recorded, tmp_path)
     (d / "meta.json").write_text("{not json")
     assert _refusal(d).startswith(f"{d / 'meta.json'}: field '(file)': not valid JSON")
 
-    d = _copy(recorded, tmp_path / "v")
-    _meta(d, version=2)
+    d = copy_recording(recorded, tmp_path / "v")
+    edit_meta(d, version=2)
     assert "field 'version': version 2 (written by a newer spatialact); this reader reads version 1" in _refusal(d)
-    _meta(d, version="1")
+    edit_meta(d, version="1")
     assert "field 'version': expected a whole number" in _refusal(d)
 
-    d = _copy(recorded, tmp_path / "o")
+    d = copy_recording(recorded, tmp_path / "o")
     with np.load(d / "poses.npz") as z:
         c2w = z["c2w"].copy()
     c2w[5, :3, :3] *= 1.1
@@ -210,27 +199,27 @@ def test_refusals_name_the_file_the_field_and_the_frame(recorded, tmp_path):
     _poses(d, c2w=c2w[:-1])
     assert "field 'c2w': 70 poses, but meta.json says 71 frames" in _refusal(d)
 
-    d = _copy(recorded, tmp_path / "m")
-    _meta(d, intrinsics=[[0, 0, 1], [0, 192, 119.5], [0, 0, 1]])
+    d = copy_recording(recorded, tmp_path / "m")
+    edit_meta(d, intrinsics=[[0, 0, 1], [0, 192, 119.5], [0, 0, 1]])
     assert "field 'intrinsics': focal lengths must be positive" in _refusal(d)
-    d = _copy(recorded, tmp_path / "s")
-    _meta(d, wad={"name": "freedoom2.wad", "sha256": "abc"})
+    d = copy_recording(recorded, tmp_path / "s")
+    edit_meta(d, wad={"name": "freedoom2.wad", "sha256": "abc"})
     assert "field 'wad.sha256': expected 64 lower-case hex digits" in _refusal(d)
-    d = _copy(recorded, tmp_path / "f")
-    _meta(d, format="something-else")
+    d = copy_recording(recorded, tmp_path / "f")
+    edit_meta(d, format="something-else")
     assert "field 'format': expected 'spatialact-game'" in _refusal(d)
 
-    d = _copy(recorded, tmp_path / "d")
+    d = copy_recording(recorded, tmp_path / "d")
     (d / "depth" / "000012.png").unlink()
     assert _refusal(d).startswith(f"{d / 'depth' / '000012.png'}: field 'depth', frame 12: missing")
-    d = _copy(recorded, tmp_path / "r")
+    d = copy_recording(recorded, tmp_path / "r")
     (d / "rgb.mp4").unlink()
     assert "rgb.mp4: field 'video': missing" in _refusal(d)
-    d = _copy(recorded, tmp_path / "p")
+    d = copy_recording(recorded, tmp_path / "p")
     (d / "poses.npz").write_bytes(b"not a zip")
     assert "poses.npz: field '(file)': not a readable .npz archive" in _refusal(d)
 
-    d = _copy(recorded, tmp_path / "x")
+    d = copy_recording(recorded, tmp_path / "x")
     traj = load_trajectory(d)
     (d / "depth" / "000003.png").write_bytes(b"\x89PNG broken")
     with pytest.raises(TrajectoryError, match=r"000003\.png: field 'depth', frame 3: cannot decode"):

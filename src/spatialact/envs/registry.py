@@ -157,6 +157,8 @@ def make_env(kind: str, *, task=None, action_mode: str = "step", renderer: str =
             env = gym.wrappers.OrderEnforcing(env)
     else:
         scene = "game" if backend == "game" else getattr(task, "scene", None) or kw.get("scene")
+        if backend != "game" and not isinstance(scene, dict):  # a fixed scene that is no object: the env refuses it
+            scene = None
         env_id = env_id_for(kind, scene)
         if env_id in KIND_TO_ID.values():  # the PyBullet environments' own options
             kwargs["render_quality"] = render_quality

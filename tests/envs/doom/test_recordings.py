@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
+
+from traj_helpers import copy_recording, edit_meta
 
 pytest.importorskip("vizdoom")
 
@@ -26,27 +27,14 @@ def recorded(tmp_path_factory):
     return out
 
 
-def _copy(recorded, tmp_path, name="copy") -> Path:
-    d = tmp_path / name
-    shutil.copytree(recorded, d)
-    return d
-
-
-def _meta(d: Path, **changes):
-    meta = json.loads((d / "meta.json").read_text())
-    meta.update(changes)
-    (d / "meta.json").write_text(json.dumps(meta))
-    return meta
-
-
 # ----- the WAD a recording names -----------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["../../../../etc/passwd", "/etc/passwd", "..", "sub/freedoom2.wad",
                                   "..\\..\\etc\\passwd"])
 def test_a_wad_name_outside_the_recording_is_refused_before_it_is_opened(recorded, tmp_path, capsys, monkeypatch,
                                                                          name):
-    d = _copy(recorded, tmp_path)
-    meta = _meta(d)
-    _meta(d, wad={"name": name, "sha256": meta["wad"]["sha256"]})
+    d = copy_recording(recorded, tmp_path)
+    meta = edit_meta(d)
+    edit_meta(d, wad={"name": name, "sha256": meta["wad"]["sha256"]})
     hashed = []
     real = game_scenes.wad_sha256
     monkeypatch.setattr(game_scenes, "wad_sha256", lambda p: hashed.append(str(p)) or real(p))
@@ -60,12 +48,12 @@ def test_a_wad_name_outside_the_recording_is_refused_before_it_is_opened(recorde
 
 
 def test_a_wad_in_the_recording_folder_or_bundled_is_found(recorded, tmp_path):
-    d = _copy(recorded, tmp_path)
+    d = copy_recording(recorded, tmp_path)
     traj = load_trajectory(d)
     assert game_scenes.recorded_wad(traj) == resolve_wad("freedoom2.wad")  # bundled
     shutil.copyfile(resolve_wad("freedoom2.wad"), d / "mine.wad")
-    meta = _meta(d)
-    _meta(d, wad={"name": "mine.wad", "sha256": meta["wad"]["sha256"]})
+    meta = edit_meta(d)
+    edit_meta(d, wad={"name": "mine.wad", "sha256": meta["wad"]["sha256"]})
     assert game_scenes.recorded_wad(load_trajectory(d)) == (d / "mine.wad").resolve()
     # a link in the folder that leads out of it is refused
     (d / "mine.wad").unlink()
@@ -73,7 +61,7 @@ def test_a_wad_in_the_recording_folder_or_bundled_is_found(recorded, tmp_path):
     with pytest.raises(ValueError, match=r"field 'wad.name': mine.wad in the recording's folder is not a regular "
                                          r"file inside it"):
         game_scenes.recorded_wad(load_trajectory(d))
-    _meta(d, wad={"name": "nowhere.wad", "sha256": meta["wad"]["sha256"]})
+    edit_meta(d, wad={"name": "nowhere.wad", "sha256": meta["wad"]["sha256"]})
     with pytest.raises(ValueError, match=r"field 'wad.name': nowhere.wad is neither in the recording's folder nor"):
         game_scenes.recorded_wad(load_trajectory(d))
 
@@ -103,8 +91,8 @@ def test_game_record_makes_its_folder_with_the_users_umask(tmp_path, capsys, mas
 def test_meta_size_other_than_the_videos_is_refused_everywhere(recorded, tmp_path, capsys, image, field):
     from spatialact.trajectories import TrajectoryError
 
-    d = _copy(recorded, tmp_path)
-    _meta(d, image=image)
+    d = copy_recording(recorded, tmp_path)
+    edit_meta(d, image=image)
     size = f"{image['width']}x{image['height']}"
     want = f"field '{field}': image is {size} pixels, but rgb.mp4's frames are 160x120"
     with pytest.raises(TrajectoryError, match=want.replace(".", r"\.").replace("'", "'")):
