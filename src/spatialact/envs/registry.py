@@ -124,9 +124,10 @@ def make_env(kind: str, *, task=None, action_mode: str = "step", renderer: str =
     """An environment for a task kind (``nav``, ``manip``, ``hand``).
 
     ``backend="pybullet"`` (default): the environment the task's scene (or a fixed ``scene``) names through its
-    world (:func:`env_id_for`: CameraNav, GripperManip or HandManip by kind for the PyBullet worlds, GameNav for a game
-    level; a new world with an environment of its own is routed here without a change to this function), ``"habitat"`` (CameraNav only; needs habitat-sim) or ``"game"`` (GameNav, a Doom level; ``wad=``,
-    ``map=``, ``monsters=`` go to its world). ``seed`` seeds the first reset (the env is not reset here). ``height``
+    world (:func:`env_id_for`: CameraNav, GripperManip or HandManip by kind for the PyBullet worlds, GameNav for a
+    game level; a new world with an environment of its own is routed here without a change to this function),
+    ``"habitat"`` (CameraNav only; needs habitat-sim) or ``"game"`` (GameNav, a Doom level; ``wad=``, ``map=``,
+    ``monsters=`` go to its world). ``seed`` seeds the first reset (the env is not reset here). ``height``
     defaults to 128 (GameNav: 120); ``width`` to 128, or for a task with a replay scene to ``height`` times the
     recorded aspect ratio (GameNav: 4:3). Other keywords go to the environment (``render_mode``, ``max_steps``,
     ``terminate_on_success``, ``depth``, ``scene``, ``fov_deg``, ``sizes``, ``cap``, ``observation`` (``sim``,
@@ -156,9 +157,11 @@ def make_env(kind: str, *, task=None, action_mode: str = "step", renderer: str =
         if wrap:
             env = gym.wrappers.OrderEnforcing(env)
     else:
-        scene = "game" if backend == "game" else getattr(task, "scene", None) or kw.get("scene")
-        if backend != "game" and not isinstance(scene, dict):  # a fixed scene that is no object: the env refuses it
-            scene = None
+        if backend == "game":
+            scene = "game"
+        else:  # the task's scene, or a fixed one; a fixed scene that is no object names no world (the env refuses it)
+            scene = getattr(task, "scene", None) or kw.get("scene")
+            scene = scene if isinstance(scene, dict) else None
         env_id = env_id_for(kind, scene)
         if env_id in KIND_TO_ID.values():  # the PyBullet environments' own options
             kwargs["render_quality"] = render_quality

@@ -1,4 +1,5 @@
-"""Validation of one task line (a decoded JSON object): the schema's checks (compiled), then the checks a JSON Schema cannot state.
+"""Validation of one task line (a decoded JSON object): the schema's checks (compiled), then the checks a JSON
+Schema cannot state.
 
 :func:`schema_problems` is the shipped JSON Schema (``schemas/task.schema.json``) compiled by
 :mod:`spatialact.schema_compiler`: it accepts and rejects exactly what ``jsonschema`` does on JSON lines, about
@@ -30,8 +31,8 @@ from ..action_space import DEFAULT_CAP
 from ..schema_compiler import CompiledSchema, compile_schema, format_path
 from .task import counts_from_names, names_agree
 
-__all__ = ["task_schema", "schema_validator", "schema_problems", "semantic_problems", "validate_task_dict", "task_label",
-           "task_poses", "pose_problems", "ORTHO_TOL", "VALIDATOR_VERSION"]
+__all__ = ["task_schema", "schema_validator", "schema_problems", "semantic_problems", "validate_task_dict",
+           "task_label", "task_poses", "pose_problems", "ORTHO_TOL", "VALIDATOR_VERSION"]
 
 ORTHO_TOL = 1e-5
 # Bumped whenever a rule changes, so that a cached "this file validated" verdict from older rules is not reused.
